@@ -1,0 +1,28 @@
+# Two entry points on a fresh machine: `make demo` and `make test`. Each creates .venv as needed.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/fairpack solve instances/drfh_fig1.yaml --method drfh
+	$(BIN)/fairpack solve instances/drfh_fig1.yaml --method best-fit
+
+test: $(STAMP)
+	$(BIN)/ruff check models solver tests benchmarks
+	$(BIN)/mypy
+	$(BIN)/pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks.run_all --data-dir ../shared/data
+
+clean:
+	rm -rf $(VENV) *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,335 @@
+"""Typed, validated, immutable instance data.
+
+Every entity is a small frozen dataclass that validates itself on construction and refers to other
+entities by index, never by object. Vectors over resources are read-only numpy arrays ordered like
+``Instance.resources``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+class InstanceError(ValueError):
+    """Bad instance data, naming the file, the field at fault and the reason."""
+
+    def __init__(self, reason: str, field: str = "", source: str = "") -> None:
+        self.reason = reason
+        self.field = field
+        self.source = source
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        where = ": ".join(part for part in (self.source, self.field) if part)
+        return f"{where}: {self.reason}" if where else self.reason
+
+    def located(self, source: str, prefix: str = "") -> InstanceError:
+        """Return a copy of this error attributed to ``source``, with ``prefix`` prepended to the field."""
+        joined = ".".join(p for p in (prefix, self.field) if p).replace(".[", "[")
+        return InstanceError(self.reason, joined, source or self.source)
+
+
+def frozen_vector(values: Sequence[float] | FloatArray, field_name: str, size: int) -> FloatArray:
+    """Validate a resource vector (finite, non-negative, right length) and return a read-only copy."""
+    array = np.array(values, dtype=np.float64).reshape(-1)
+    if array.shape != (size,):
+        raise InstanceError(f"expected {size} resource values, got {array.size}", field_name)
+    for position, value in enumerate(array):
+        if not math.isfinite(value):
+            raise InstanceError(f"value {value} is not finite", f"{field_name}[{position}]")
+        if value < 0:
+            raise InstanceError(f"value {value} is negative", f"{field_name}[{position}]")
+    array.setflags(write=False)
+    return array
+
+
+def _check_name(name: str, field_name: str) -> None:
+    if not isinstance(name, str) or not name.strip():
+        raise InstanceError("name must be a non-empty string", field_name)
+
+
+def _check_positive(value: float, field_name: str) -> None:
+    if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+        raise InstanceError(f"must be a positive finite number, got {value!r}", field_name)
+
+
+def _check_task_cap(tasks: float, field_name: str) -> None:
+    if not (tasks == math.inf or (math.isfinite(tasks) and tasks >= 0)):
+        raise InstanceError(f"task count must be non-negative, got {tasks!r}", field_name)
+
+
+@dataclass(frozen=True)
+class ServerClass:
+    """``count`` identical machines, each with ``capacity`` of every resource."""
+
+    name: str
+    capacity: FloatArray
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        _check_name(self.name, "name")
+        object.__setattr__(self, "capacity", frozen_vector(self.capacity, "capacity", len(self.capacity)))
+        if not isinstance(self.count, int | np.integer) or self.count < 1:
+            raise InstanceError(f"count must be a positive integer, got {self.count!r}", "count")
+
+
+@dataclass(frozen=True)
+class Tenant:
+    """A user (or job) whose tasks all have the same ``demand`` vector; ``tasks`` caps their number."""
+
+    name: str
+    demand: FloatArray
+    weight: float = 1.0
+    tasks: float = math.inf
+
+    def __post_init__(self) -> None:
+        _check_name(self.name, "name")
+        object.__setattr__(self, "demand", frozen_vector(self.demand, "demand", len(self.demand)))
+        if not np.any(self.demand > 0):
+            raise InstanceError("demand vector is zero: a task must need some resource", "demand")
+        _check_positive(self.weight, "weight")
+        _check_task_cap(self.tasks, "tasks")
+
+
+@dataclass(frozen=True)
+class HierarchyNode:
+    """A node of the weighted organisation tree; leaves carry a demand and map to a tenant."""
+
+    name: str
+    parent: int  # index into Hierarchy.nodes, -1 for the root
+    weight: float = 1.0
+    tenant: int = -1  # index into Instance.tenants for leaves, -1 for internal nodes
+
+    def __post_init__(self) -> None:
+        _check_name(self.name, "name")
+        _check_positive(self.weight, "weight")
+
+
+@dataclass(frozen=True)
+class Hierarchy:
+    """A rooted tree stored as parent indices; node 0 is the root."""
+
+    nodes: tuple[HierarchyNode, ...]
+
+    def __post_init__(self) -> None:
+        if not self.nodes or self.nodes[0].parent != -1:
+            raise InstanceError("the first node must be the root (no parent)", "hierarchy")
+        for index, node in enumerate(self.nodes[1:], start=1):
+            if not 0 <= node.parent < len(self.nodes) or node.parent == index:
+                raise InstanceError(f"node {node.name!r} has invalid parent {node.parent}", "hierarchy")
+        # Walking up from every node must reach the root: otherwise parent links form a cycle.
+        for index in range(len(self.nodes)):
+            seen: set[int] = set()
+            current = index
+            while current != -1:
+                if current in seen:
+                    raise InstanceError(f"cycle through node {self.nodes[index].name!r}", "hierarchy")
+                seen.add(current)
+                current = self.nodes[current].parent
+
+    def children(self, index: int) -> list[int]:
+        return [i for i, node in enumerate(self.nodes) if node.parent == index]
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A set of ``tasks`` identical tasks of one DAG job; ``after`` indexes the job's parent stages."""
+
+    name: str
+    tasks: int
+    duration: float
+    demand: FloatArray
+    after: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        _check_name(self.name, "name")
+        if not isinstance(self.tasks, int | np.integer) or self.tasks < 1:
+            raise InstanceError(f"tasks must be a positive integer, got {self.tasks!r}", "tasks")
+        if not (math.isfinite(self.duration) and self.duration >= 0):
+            raise InstanceError(f"duration must be finite and non-negative, got {self.duration!r}", "duration")
+        object.__setattr__(self, "demand", frozen_vector(self.demand, "demand", len(self.demand)))
+
+
+@dataclass(frozen=True)
+class Job:
+    """A DAG of stages released at ``release``."""
+
+    name: str
+    stages: tuple[Stage, ...]
+    weight: float = 1.0
+    release: float = 0.0
+
+    def __post_init__(self) -> None:
+        _check_name(self.name, "name")
+        _check_positive(self.weight, "weight")
+        if not (math.isfinite(self.release) and self.release >= 0):
+            raise InstanceError(f"release must be finite and non-negative, got {self.release!r}", "release")
+        if not self.stages:
+            raise InstanceError("a job needs at least one stage", "stages")
+        _check_unique([s.name for s in self.stages], "stages")
+        for position, stage in enumerate(self.stages):
+            for parent in stage.after:
+                if not 0 <= parent < len(self.stages) or parent == position:
+                    raise InstanceError(f"invalid parent stage index {parent}", f"stages[{position}].after")
+        _check_acyclic(self)
+
+
+def _check_acyclic(job: Job) -> None:
+    # Kahn's algorithm: every stage must be removable once its parents are gone.
+    indegree = [len(stage.after) for stage in job.stages]
+    children: list[list[int]] = [[] for _ in job.stages]
+    for position, stage in enumerate(job.stages):
+        for parent in stage.after:
+            children[parent].append(position)
+    ready = [i for i, degree in enumerate(indegree) if degree == 0]
+    removed = 0
+    while ready:
+        current = ready.pop()
+        removed += 1
+        for child in children[current]:
+            indegree[child] -= 1
+            if indegree[child] == 0:
+                ready.append(child)
+    if removed != len(job.stages):
+        cyclic = [job.stages[i].name for i, degree in enumerate(indegree) if degree > 0]
+        raise InstanceError(f"stage dependencies form a cycle through {cyclic}", "stages")
+
+
+def _check_unique(names: Sequence[str], field_name: str) -> None:
+    seen: set[str] = set()
+    for position, name in enumerate(names):
+        if name in seen:
+            raise InstanceError(f"duplicate name {name!r}", f"{field_name}[{position}].name")
+        seen.add(name)
+
+
+@dataclass(frozen=True)
+class Instance:
+    """A whole problem: resources, server classes, tenants and optionally a hierarchy and DAG jobs."""
+
+    resources: tuple[str, ...]
+    servers: tuple[ServerClass, ...]
+    tenants: tuple[Tenant, ...] = ()
+    hierarchy: Hierarchy | None = None
+    jobs: tuple[Job, ...] = ()
+    time_slot: float = 1.0
+    name: str = "instance"
+    _arrays: dict[str, np.ndarray] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.resources:
+            raise InstanceError("at least one resource is needed", "resources")
+        _check_unique(self.resources, "resources")
+        if not self.servers:
+            raise InstanceError("at least one server is needed", "servers")
+        _check_unique([s.name for s in self.servers], "servers")
+        _check_unique([t.name for t in self.tenants], "tenants")
+        _check_unique([j.name for j in self.jobs], "jobs")
+        size = len(self.resources)
+        for kind, items in (("servers", self.servers), ("tenants", self.tenants)):
+            for position, item in enumerate(items):
+                vector = item.capacity if isinstance(item, ServerClass) else item.demand
+                if vector.shape != (size,):
+                    raise InstanceError(f"vector has {vector.size} entries for {size} resources", f"{kind}[{position}]")
+        if self.hierarchy is not None:
+            leaves = [n.tenant for n in self.hierarchy.nodes if n.tenant >= 0]
+            if sorted(leaves) != list(range(len(self.tenants))):
+                raise InstanceError("hierarchy leaves must map one-to-one onto tenants", "hierarchy")
+        _check_positive(self.time_slot, "time.slot")
+
+    # Cached matrix views; the dataclass is frozen, so the cache can never go stale.
+    def _cached(self, key: str, build: object) -> np.ndarray:
+        if key not in self._arrays:
+            array = np.asarray(build() if callable(build) else build)
+            array.setflags(write=False)
+            self._arrays[key] = array
+        return self._arrays[key]
+
+    @property
+    def capacity(self) -> FloatArray:
+        """Per-machine capacity of each server class, shape (classes, resources)."""
+        return self._cached("capacity", lambda: np.array([s.capacity for s in self.servers]).reshape(-1, len(self.resources)))
+
+    @property
+    def counts(self) -> IntArray:
+        """Number of machines in each server class."""
+        return self._cached("counts", lambda: np.array([s.count for s in self.servers], dtype=np.int64))
+
+    @property
+    def total_capacity(self) -> FloatArray:
+        """Capacity of the whole cluster per resource."""
+        return self._cached("total", lambda: (self.capacity * self.counts[:, None]).sum(axis=0))
+
+    @property
+    def demand(self) -> FloatArray:
+        """Per-task demand of each tenant, shape (tenants, resources)."""
+        return self._cached("demand", lambda: np.array([t.demand for t in self.tenants]).reshape(-1, len(self.resources)))
+
+    @property
+    def weights(self) -> FloatArray:
+        return self._cached("weights", lambda: np.array([t.weight for t in self.tenants], dtype=np.float64))
+
+    @property
+    def task_caps(self) -> FloatArray:
+        """Maximum task count per tenant; ``inf`` when unbounded."""
+        return self._cached("caps", lambda: np.array([t.tasks for t in self.tenants], dtype=np.float64))
+
+    @property
+    def dominant_demand(self) -> FloatArray:
+        """Global dominant share of one task of each tenant: max over resources of demand / cluster total.
+
+        Resources the cluster does not have at all are left out; a tenant needing one can run nothing.
+        """
+
+        def build() -> FloatArray:
+            total = self.total_capacity
+            present = total > 0
+            shares = np.zeros_like(self.demand)
+            shares[:, present] = self.demand[:, present] / total[present]
+            return shares.max(axis=1)
+
+        return self._cached("dominant", build)
+
+    @property
+    def runnable(self) -> npt.NDArray[np.bool_]:
+        """Tenants whose demand uses only resources the cluster has."""
+        return self._cached("runnable", lambda: ~np.any((self.demand > 0) & (self.total_capacity <= 0), axis=1))
+
+    def fits(self) -> npt.NDArray[np.bool_]:
+        """Whether one task of tenant i fits on one machine of class l, shape (tenants, classes)."""
+        return self._cached("fits", lambda: np.all(self.demand[:, None, :] <= self.capacity[None, :, :] * (1 + 1e-12), axis=2))
+
+    def machine_names(self) -> list[str]:
+        """Names of individual machines, classes expanded as ``name[k]`` when they hold more than one."""
+        names: list[str] = []
+        for server in self.servers:
+            names.extend([server.name] if server.count == 1 else [f"{server.name}[{k}]" for k in range(server.count)])
+        return names
+
+    def machine_class(self) -> IntArray:
+        """Class index of every individual machine, in ``machine_names`` order."""
+        return self._cached("machine_class", lambda: np.repeat(np.arange(len(self.servers)), self.counts))
+
+    def pooled(self) -> Instance:
+        """The same tenants on a single server holding the whole cluster's capacity (the DRF setting)."""
+        pool = ServerClass(name="pool", capacity=self.total_capacity.copy(), count=1)
+        return Instance(self.resources, (pool,), self.tenants, self.hierarchy, self.jobs, self.time_slot, self.name)
+
+    def without_tenant(self, index: int) -> Instance:
+        """The instance with one tenant removed (population monotonicity probes)."""
+        if self.hierarchy is not None:
+            raise InstanceError("cannot remove a tenant from a hierarchy instance", "tenants")
+        tenants = self.tenants[:index] + self.tenants[index + 1 :]
+        return Instance(self.resources, self.servers, tenants, None, self.jobs, self.time_slot, self.name)
+
+    def with_tenants(self, tenants: Sequence[Tenant]) -> Instance:
+        """The instance with a new tenant list (misreport probes, what-if studies)."""
+        return Instance(self.resources, self.servers, tuple(tenants), None, self.jobs, self.time_slot, self.name)

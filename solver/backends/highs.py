@@ -1,0 +1,163 @@
+"""HiGHS through highspy: the default backend, and the only one with incremental re-solves."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from models.lp import LinearProgram
+from models.solution import Status
+from solver.backends.base import Backend, Capabilities, FloatArray, SolveOutcome
+
+_INF = 1e30  # HiGHS treats |value| >= 1e20 as infinite; numpy inf must be translated
+
+
+def _clip(values: np.ndarray) -> np.ndarray:
+    return np.clip(np.asarray(values, dtype=np.float64), -_INF, _INF)
+
+
+def _status(model_status: Any, has_solution: bool) -> Status:
+    import highspy
+
+    status = highspy.HighsModelStatus
+    if model_status == status.kOptimal:
+        return "optimal"
+    if model_status == status.kInfeasible:
+        return "infeasible"
+    if model_status in (status.kUnbounded, status.kUnboundedOrInfeasible):
+        return "unbounded" if model_status == status.kUnbounded else "infeasible"
+    if model_status in (status.kTimeLimit, status.kIterationLimit, status.kSolutionLimit, status.kInterrupt):
+        return "time_limit"
+    return "feasible" if has_solution else "error"
+
+
+class HighsSession:
+    """A live HiGHS model that keeps its basis between solves (column generation, filling rounds)."""
+
+    def __init__(self, lp: LinearProgram, time_limit: float | None = None, algorithm: str | None = None) -> None:
+        import highspy
+
+        self._highs = highspy.Highs()
+        self._highs.setOptionValue("output_flag", False)
+        if algorithm is not None:
+            solver, _, variant = algorithm.partition(":")
+            self._highs.setOptionValue("solver", solver)  # simplex | ipm | pdlp | choose
+            if variant:
+                self._highs.setOptionValue("simplex_strategy", {"dual": 1, "primal": 4}[variant])
+        self._deadline = None if time_limit is None else time.perf_counter() + time_limit
+        self.sense = lp.sense
+        model = highspy.HighsLp()
+        csr = lp.matrix.tocsr()
+        model.num_col_ = lp.num_columns
+        model.num_row_ = lp.num_rows
+        model.col_cost_ = lp.objective
+        model.col_lower_ = _clip(lp.col_lower)
+        model.col_upper_ = _clip(lp.col_upper)
+        model.row_lower_ = _clip(lp.row_lower)
+        model.row_upper_ = _clip(lp.row_upper)
+        model.offset_ = lp.offset
+        model.sense_ = highspy.ObjSense.kMaximize if lp.sense == "max" else highspy.ObjSense.kMinimize
+        model.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+        model.a_matrix_.start_ = csr.indptr.astype(np.int32)
+        model.a_matrix_.index_ = csr.indices.astype(np.int32)
+        model.a_matrix_.value_ = csr.data
+        if lp.is_mip:
+            model.integrality_ = [
+                highspy.HighsVarType.kInteger if flag else highspy.HighsVarType.kContinuous for flag in lp.integrality
+            ]
+        self._highs.passModel(model)
+        self.num_columns = lp.num_columns
+        self.is_mip = lp.is_mip
+
+    def add_columns(
+        self, cost: FloatArray, lower: FloatArray, upper: FloatArray, matrix: sp.csc_matrix
+    ) -> None:
+        """Append columns given as a CSC matrix over the existing rows."""
+        csc = sp.csc_matrix(matrix)
+        self._highs.addCols(
+            int(csc.shape[1]),
+            np.asarray(cost, dtype=np.float64),
+            _clip(lower),
+            _clip(upper),
+            int(csc.nnz),
+            csc.indptr[:-1].astype(np.int32),
+            csc.indices.astype(np.int32),
+            csc.data.astype(np.float64),
+        )
+        self.num_columns += int(csc.shape[1])
+
+    def set_column_bounds(self, indices: np.ndarray, lower: FloatArray, upper: FloatArray) -> None:
+        indices = np.asarray(indices, dtype=np.int32)
+        self._highs.changeColsBounds(len(indices), indices, _clip(lower), _clip(upper))
+
+    def set_row_bounds(self, indices: np.ndarray, lower: FloatArray, upper: FloatArray) -> None:
+        indices = np.asarray(indices, dtype=np.int32)
+        self._highs.changeRowsBounds(len(indices), indices, _clip(lower), _clip(upper))
+
+    def set_costs(self, indices: np.ndarray, cost: FloatArray) -> None:
+        indices = np.asarray(indices, dtype=np.int32)
+        self._highs.changeColsCost(len(indices), indices, np.asarray(cost, dtype=np.float64))
+
+    def set_start(self, x: FloatArray) -> None:
+        import highspy
+
+        solution = highspy.HighsSolution()
+        solution.col_value = list(np.asarray(x, dtype=np.float64))
+        solution.value_valid = True
+        self._highs.setSolution(solution)
+
+    def solve(self) -> SolveOutcome:
+        if self._deadline is not None:
+            remaining = self._deadline - time.perf_counter()
+            if remaining <= 0:
+                return SolveOutcome("time_limit", message="time limit reached before the solve")
+            self._highs.setOptionValue("time_limit", float(remaining))
+        started = time.perf_counter()
+        self._highs.run()
+        elapsed = time.perf_counter() - started
+        info = self._highs.getInfo()
+        solution = self._highs.getSolution()
+        has_solution = bool(solution.value_valid) and info.primal_solution_status >= 1
+        status = _status(self._highs.getModelStatus(), has_solution)
+        x = np.array(solution.col_value) if has_solution else None
+        duals = np.array(solution.row_dual) if solution.dual_valid else None
+        objective = float(info.objective_function_value) if has_solution else None
+        if self.is_mip:
+            bound = float(info.mip_dual_bound)
+            bound = bound if math.isfinite(bound) and abs(bound) < _INF else None
+        else:
+            bound = objective if status == "optimal" else None
+        message = self._highs.modelStatusToString(self._highs.getModelStatus())
+        return SolveOutcome(status, x, objective, bound, duals, elapsed, message)
+
+
+class HighsBackend(Backend):
+    name = "highs"
+    capabilities = Capabilities(lp=True, milp=True, duals=True, incremental=True, warm_start=True)
+
+    @classmethod
+    def available(cls) -> bool:
+        try:
+            import highspy  # noqa: F401
+        except ImportError:
+            return False
+        return True
+
+    def session(self, lp: LinearProgram, time_limit: float | None = None, algorithm: str | None = None) -> HighsSession:
+        return HighsSession(lp, time_limit, algorithm)
+
+    def solve(
+        self,
+        lp: LinearProgram,
+        time_limit: float | None = None,
+        warm_start: FloatArray | None = None,
+        algorithm: str | None = None,
+    ) -> SolveOutcome:
+        session = HighsSession(lp, time_limit, algorithm)
+        if warm_start is not None and lp.is_mip:
+            session.set_start(warm_start)
+        return session.solve()

@@ -1,0 +1,313 @@
+"""Exact DRFH by progressive filling over LP rounds, with plain or column-generation round solvers.
+
+Each round maximises the common weighted level ``t`` of the tenants still growing. Task caps make the
+level a piecewise problem: tenant ``i`` needs ``min(w_i t, cap_i)``. Instead of one round per cap we
+binary-search the interval between consecutive cap breakpoints that holds the optimum (a handful of
+LPs), then freeze (a) tenants at their cap and (b) tenants whose level row has a non-zero dual: by
+complementary slackness that row is tight in *every* optimal solution, so they cannot grow without
+lowering the level. Rounds continue until nobody can grow; the result is leximin-optimal.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from models.drfh import DrfhModel, UnitGrouping
+from models.lp import LinearProgram
+from models.solution import Status
+from models.types import Instance
+from solver.backends import Backend
+from solver.backends.base import SolveOutcome
+from solver.backends.highs import HighsBackend, HighsSession
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+_REL = 1e-9  # relative tolerance for level comparisons
+_DUAL = 1e-9  # a level-row dual above this (times the tenant's weight) freezes the tenant
+
+
+@dataclass
+class RoundOutcome:
+    status: Status
+    level: float = 0.0
+    shares: FloatArray | None = None  # G per tenant
+    level_duals: FloatArray | None = None  # |dual| of each level row
+    solve_s: float = 0.0
+    message: str = ""
+
+
+class RoundSolver(Protocol):
+    """Solves the round LP for given tenant states; implementations differ in how they hold columns."""
+
+    lp_solves: int
+
+    def solve_round(self, active: BoolArray, lower: FloatArray, upper: FloatArray) -> RoundOutcome: ...
+
+    def pair_shares(self) -> tuple[IntArray, IntArray, FloatArray]:
+        """(tenant, unit, g) of the last solution."""
+        ...
+
+
+def _level_upper(model: DrfhModel) -> float:
+    # A global dominant share never exceeds 1, so the weighted level never exceeds 1 / min weight.
+    return 2.0 / float(model.instance.weights.min()) + 1.0
+
+
+class _SessionRounds:
+    """Shared state handling for solvers built on an incremental HiGHS session."""
+
+    def __init__(self, model: DrfhModel, session: HighsSession, tenants: IntArray, units: IntArray) -> None:
+        self.model = model
+        self.session = session
+        self.tenants = tenants
+        self.units = units
+        self.lp_solves = 0
+        self._x: FloatArray | None = None
+
+    def _apply(self, active: BoolArray, lower: FloatArray, upper: FloatArray) -> None:
+        n = self.model.num_tenants
+        self.session.set_column_bounds(np.arange(n), lower, upper)
+        level_lower = np.where(active, 0.0, -math.inf)
+        self.session.set_row_bounds(self.model.level_rows(), level_lower, np.full(n, math.inf))
+        # With no tenant tied to the level, t is free; pin it so the LP stays bounded and trivial.
+        t_upper = _level_upper(self.model) if active.any() else 0.0
+        self.session.set_column_bounds(np.array([n]), np.array([0.0]), np.array([t_upper]))
+
+    def _outcome(self, outcome: SolveOutcome) -> RoundOutcome:
+        self.lp_solves += 1
+        if outcome.x is None or outcome.status not in ("optimal",):
+            return RoundOutcome(outcome.status, solve_s=outcome.solve_s, message=outcome.message)
+        n = self.model.num_tenants
+        self._x = outcome.x
+        duals = np.abs(outcome.row_duals[self.model.level_rows()]) if outcome.row_duals is not None else None
+        return RoundOutcome("optimal", float(outcome.x[n]), outcome.x[:n].copy(), duals, outcome.solve_s)
+
+    def pair_shares(self) -> tuple[IntArray, IntArray, FloatArray]:
+        assert self._x is not None
+        n = self.model.num_tenants
+        return self.tenants, self.units, np.maximum(self._x[n + 1 :], 0.0)
+
+
+class PlainRounds(_SessionRounds):
+    """Every usable (tenant, unit) column in one HiGHS model, re-solved from its last basis."""
+
+    def __init__(self, model: DrfhModel, time_limit: float | None = None, algorithm: str | None = None) -> None:
+        tenants, units = model.all_pairs()
+        lp = model.build(tenants, units, _level_upper(model))
+        super().__init__(model, HighsSession(lp, time_limit, algorithm), tenants, units)
+
+    def solve_round(self, active: BoolArray, lower: FloatArray, upper: FloatArray) -> RoundOutcome:
+        self._apply(active, lower, upper)
+        return self._outcome(self.session.solve())
+
+
+class RebuildRounds:
+    """For backends without incremental solves: rebuild and solve the full LP every time."""
+
+    def __init__(self, model: DrfhModel, backend: Backend, time_limit: float | None = None) -> None:
+        self.model = model
+        self.backend = backend
+        self.tenants, self.units = model.all_pairs()
+        self.base = model.build(self.tenants, self.units, _level_upper(model))
+        self.deadline = None if time_limit is None else time.perf_counter() + time_limit
+        self.lp_solves = 0
+        self._x: FloatArray | None = None
+
+    def solve_round(self, active: BoolArray, lower: FloatArray, upper: FloatArray) -> RoundOutcome:
+        n = self.model.num_tenants
+        base = self.base
+        col_lower, col_upper = base.col_lower.copy(), base.col_upper.copy()
+        col_lower[:n], col_upper[:n] = lower, upper
+        col_upper[n] = _level_upper(self.model) if active.any() else 0.0
+        row_lower = base.row_lower.copy()
+        row_lower[self.model.level_rows()] = np.where(active, 0.0, -math.inf)
+        lp = LinearProgram(
+            base.objective, base.matrix, row_lower, base.row_upper, col_lower, col_upper,
+            base.integrality, base.sense, base.offset, base.columns, base.rows, base.name,
+        )  # fmt: skip
+        remaining = None if self.deadline is None else max(self.deadline - time.perf_counter(), 1e-3)
+        outcome = self.backend.solve(lp, time_limit=remaining)
+        self.lp_solves += 1
+        if outcome.x is None or outcome.status != "optimal":
+            return RoundOutcome(outcome.status, solve_s=outcome.solve_s, message=outcome.message)
+        self._x = outcome.x
+        duals = np.abs(outcome.row_duals[self.model.level_rows()]) if outcome.row_duals is not None else None
+        return RoundOutcome("optimal", float(outcome.x[n]), outcome.x[:n].copy(), duals, outcome.solve_s)
+
+    def pair_shares(self) -> tuple[IntArray, IntArray, FloatArray]:
+        assert self._x is not None
+        n = self.model.num_tenants
+        return self.tenants, self.units, np.maximum(self._x[n + 1 :], 0.0)
+
+
+@dataclass
+class FillingResult:
+    status: Status
+    shares: FloatArray  # G per tenant
+    levels: FloatArray  # weighted level at which each tenant froze
+    first_level: float  # the max-min level of round one (the LP bound on the minimum)
+    rounds: int
+    lp_solves: int
+    solve_s: float
+    pair_tenants: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    pair_units: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    pair_shares: FloatArray = field(default_factory=lambda: np.zeros(0))
+    message: str = ""
+
+
+def progressive_filling(model: DrfhModel, rounds: RoundSolver) -> FillingResult:
+    """Leximin-optimal global dominant shares by progressive filling (see module docstring)."""
+    n = model.num_tenants
+    weights = model.instance.weights
+    caps = model.share_caps()
+    can_run = model.usable.any(axis=1) & (caps > 0)
+    active = can_run.copy()
+    lower = np.zeros(n)
+    upper = np.where(can_run, caps, 0.0)
+    levels = np.zeros(n)
+    cap_level = caps / weights
+    first_level = math.nan
+    round_count = 0
+    solve_s = 0.0
+    last: RoundOutcome | None = None
+    floor = 0.0
+
+    def attempt(k: int, breakpoints: FloatArray) -> tuple[RoundOutcome, BoolArray]:
+        nonlocal solve_s
+        capped = active & (cap_level <= breakpoints[k - 1]) if k > 0 else np.zeros(n, dtype=bool)
+        trial_lower = lower.copy()
+        trial_lower[capped] = caps[capped]
+        outcome = rounds.solve_round(active & ~capped, trial_lower, upper)
+        solve_s += outcome.solve_s
+        return outcome, capped
+
+    while active.any():
+        round_count += 1
+        breakpoints = np.unique(cap_level[active & np.isfinite(cap_level)])
+        extended = np.append(breakpoints, math.inf)
+        low, high = 0, len(breakpoints)
+        found: tuple[RoundOutcome, BoolArray] | None = None
+        while low <= high:
+            middle = (low + high) // 2
+            outcome, capped = attempt(middle, breakpoints)
+            if outcome.status in ("time_limit", "error", "unbounded"):
+                return _partial(outcome, lower, levels, first_level, round_count, rounds, solve_s)
+            previous = extended[middle - 1] if middle > 0 else floor
+            uncapped = active & ~capped
+            if outcome.status == "infeasible" or (middle > 0 and outcome.level < previous * (1 - _REL) - 1e-12):
+                high = middle - 1
+                continue
+            if not uncapped.any() or outcome.level < extended[middle] * (1 - _REL):
+                found = (outcome, capped)
+                break
+            low = middle + 1
+        if found is None:
+            # Numerical corner: fall back to the last interval that was feasible.
+            outcome, capped = attempt(max(high, 0), breakpoints)
+            if outcome.status != "optimal":
+                return _partial(outcome, lower, levels, first_level, round_count, rounds, solve_s)
+            found = (outcome, capped)
+        outcome, capped = found
+        last = outcome
+        assert outcome.shares is not None
+        uncapped = active & ~capped
+        level = outcome.level if uncapped.any() else float(np.max(cap_level[capped], initial=0.0))
+        if math.isnan(first_level):
+            first_level = min(level, float(np.min(cap_level[active])))
+        # Tenants frozen at their caps.
+        levels[capped] = cap_level[capped]
+        lower[capped] = caps[capped]
+        active &= ~capped
+        if uncapped.any():
+            duals = outcome.level_duals
+            if duals is None:
+                raise RuntimeError("progressive filling needs row duals from the backend")
+            blocked = uncapped & (duals * weights > _DUAL * max(1.0, float(np.max(duals * weights))))
+            if not blocked.any():
+                blocked = uncapped & (duals >= np.max(duals[uncapped]))
+            levels[blocked] = level
+            # A hair below the attained value keeps later rounds feasible despite round-off.
+            lower[blocked] = np.minimum(weights[blocked] * level, outcome.shares[blocked]) * (1 - 1e-10)
+            active &= ~blocked
+        floor = level
+    if last is None:  # nobody can run anything
+        return FillingResult("optimal", np.zeros(n), levels, 0.0, 0, 0, 0.0)
+    # The last round's solution satisfies every frozen lower bound, so it is the final allocation.
+    tenants, units, g = rounds.pair_shares()
+    shares = np.bincount(tenants, weights=g, minlength=n)
+    keep = g > 0
+    return FillingResult(
+        "optimal", shares, levels, 0.0 if math.isnan(first_level) else first_level, round_count,
+        rounds.lp_solves, solve_s, tenants[keep], units[keep], g[keep],
+    )  # fmt: skip
+
+
+def _partial(
+    outcome: RoundOutcome,
+    lower: FloatArray,
+    levels: FloatArray,
+    first_level: float,
+    round_count: int,
+    rounds: RoundSolver,
+    solve_s: float,
+) -> FillingResult:
+    status: Status = "time_limit" if outcome.status == "time_limit" else "error"
+    try:
+        tenants, units, g = rounds.pair_shares()
+    except AssertionError:
+        tenants, units, g = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
+    shares = np.bincount(tenants, weights=g, minlength=len(lower)) if len(g) else np.zeros(len(lower))
+    return FillingResult(
+        status, shares, levels, 0.0 if math.isnan(first_level) else first_level, round_count,
+        rounds.lp_solves, solve_s, tenants, units, g, outcome.message or outcome.status,
+    )  # fmt: skip
+
+
+def unit_tasks(model: DrfhModel, result: FillingResult) -> FloatArray:
+    """Tasks per (tenant, unit) from the pair shares: g / s_i."""
+    tasks = np.zeros((model.num_tenants, model.units.num_units))
+    share = model.share_per_task
+    np.add.at(tasks, (result.pair_tenants, result.pair_units), result.pair_shares / share[result.pair_tenants])
+    return tasks
+
+
+def solve_drfh(
+    instance: Instance,
+    backend: Backend | None = None,
+    time_limit: float | None = None,
+    strategy: str = "auto",
+    algorithm: str | None = None,
+) -> tuple[DrfhModel, FillingResult, float]:
+    """Build and solve DRFH; returns the model, the filling result and the build time.
+
+    ``strategy`` is 'plain' (all columns), 'colgen' (column generation on HiGHS) or 'auto', which uses
+    column generation when the merged instance has many distinct units.
+    """
+    from solver.colgen import ColumnGenerationRounds  # local: colgen depends on this module's types
+
+    started = time.perf_counter()
+    model = DrfhModel(instance, UnitGrouping.merge_identical(instance))
+    backend = backend or HighsBackend()
+    chosen = strategy
+    if strategy == "auto":
+        chosen = "colgen" if backend.capabilities.incremental and model.units.num_units > 200 else "plain"
+    rounds: RoundSolver
+    if chosen == "colgen":
+        if not backend.capabilities.incremental:
+            raise ValueError(f"column generation needs an incremental backend, not {backend.name}")
+        rounds = ColumnGenerationRounds(model, time_limit, algorithm)
+    elif backend.capabilities.incremental:
+        rounds = PlainRounds(model, time_limit, algorithm)
+    else:
+        rounds = RebuildRounds(model, backend, time_limit)
+    build_s = time.perf_counter() - started
+    result = progressive_filling(model, rounds)
+    return model, result, build_s
