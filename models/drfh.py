@@ -13,7 +13,6 @@ Column layout: ``G`` (tenants), ``t`` (1), then the ``g`` pair columns.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -86,7 +85,9 @@ class DrfhModel:
     def consumption(self) -> FloatArray:
         """Resource use per unit of global dominant share, d_ir / s_i, shape (tenants, resources)."""
         s = self.share_per_task
-        return np.divide(self.instance.demand, s[:, None], out=np.zeros_like(self.instance.demand), where=s[:, None] > 0)
+        return np.divide(
+            self.instance.demand, s[:, None], out=np.zeros_like(self.instance.demand), where=s[:, None] > 0
+        )
 
     def share_caps(self) -> FloatArray:
         """Upper bound on each tenant's global dominant share from its task cap (inf when unbounded)."""
@@ -159,63 +160,3 @@ class DrfhModel:
     def all_pairs(self) -> tuple[IntArray, IntArray]:
         tenants, units = np.nonzero(self.usable)
         return tenants.astype(np.int64), units.astype(np.int64)
-
-
-def build_drfh_int(
-    instance: Instance,
-    lower_tasks: FloatArray,
-    active: npt.NDArray[np.bool_],
-    objective: str = "level",
-) -> LinearProgram:
-    """The indivisible-task MILP on individual machines.
-
-    ``x[i, m]`` integer tasks of tenant ``i`` on machine ``m``; ``z`` the weighted level. Frozen tenants
-    (``~active``) keep at least ``lower_tasks``; active ones must reach ``w_i z`` in dominant share and
-    at least ``lower_tasks`` too. With ``objective='level'`` it maximises ``z``; with ``'tasks'`` it
-    fixes nothing more and maximises the active tenants' total dominant share (used to probe growth).
-    """
-    demand = instance.demand
-    share = instance.dominant_demand
-    machine_cap = instance.capacity[instance.machine_class()]
-    n, machines = len(instance.tenants), machine_cap.shape[0]
-    fits = np.all(demand[:, None, :] <= machine_cap[None, :, :] * (1 + 1e-12), axis=2) & (share > 0)[:, None]
-    # A task cap bounds each per-machine count too; so does how many tasks fit on the machine alone.
-    with np.errstate(divide="ignore", invalid="ignore"):
-        per_machine = np.where(demand[:, None, :] > 0, machine_cap[None, :, :] / demand[:, None, :], np.inf).min(axis=2)
-    upper = np.where(fits, np.minimum(np.floor(per_machine + 1e-9), instance.task_caps[:, None]), 0.0)
-    builder = LPBuilder(sense="max", name="drfh_int")
-    x = builder.add_variables("x", (n, machines), lower=0.0, upper=upper, integer=True)
-    level_cost = 1.0 if objective == "level" else 0.0
-    z_upper = 1.0 / float(instance.weights.min()) + 1.0
-    z = builder.add_variables("z", (1,), lower=0.0, upper=z_upper, cost=level_cost)
-    if objective == "tasks":
-        builder._objective[0] = (np.where(active, share, 0.0)[:, None] * np.ones((1, machines))).reshape(-1)
-    xi = x.indices()
-    # Capacity of every machine and resource.
-    num_res = len(instance.resources)
-    rows = np.repeat(np.arange(machines * num_res).reshape(machines, num_res)[None, :, :], n, axis=0)
-    cols = np.repeat(xi[:, :, None], num_res, axis=2)
-    vals = np.repeat(demand[:, None, :], machines, axis=1)
-    keep = vals != 0
-    builder.add_rows("capacity", machines * num_res, rows[keep], cols[keep], vals[keep], upper=machine_cap.reshape(-1))
-    # Task caps over all machines.
-    caps = instance.task_caps
-    finite = np.isfinite(caps)
-    builder.add_rows(
-        "cap",
-        n,
-        np.repeat(np.arange(n), machines),
-        xi.reshape(-1),
-        1.0,
-        upper=np.where(finite, caps, math.inf),
-    )
-    # Keep earlier levels: total tasks >= lower_tasks.
-    builder.add_rows("keep", n, np.repeat(np.arange(n), machines), xi.reshape(-1), 1.0, lower=lower_tasks)
-    if objective == "level":
-        act = np.flatnonzero(active)
-        k = len(act)
-        rows_level = np.concatenate([np.repeat(np.arange(k), machines), np.arange(k)])
-        cols_level = np.concatenate([xi[act].reshape(-1), np.full(k, z.start)])
-        vals_level = np.concatenate([np.repeat(share[act], machines), -instance.weights[act]])
-        builder.add_rows("level", k, rows_level, cols_level, vals_level, lower=0.0)
-    return builder.build()

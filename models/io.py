@@ -169,9 +169,7 @@ def _flat_nodes(specs: list[NodeSpec]) -> list[tuple[NodeSpec, int, str]]:
     return result
 
 
-def _build_hierarchy(
-    spec: NodeSpec | list[NodeSpec], resources: tuple[str, ...]
-) -> tuple[Hierarchy, list[Tenant]]:
+def _build_hierarchy(spec: NodeSpec | list[NodeSpec], resources: tuple[str, ...]) -> tuple[Hierarchy, list[Tenant]]:
     flat = _nested_nodes(spec) if isinstance(spec, NodeSpec) else _flat_nodes(spec)
     has_children = {parent for _, parent, _ in flat if parent >= 0}
     nodes: list[HierarchyNode] = []

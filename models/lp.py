@@ -120,7 +120,12 @@ class LinearProgram:
         row_names = self.row_names()
         lines = [f"NAME {self.name}", "OBJSENSE", "    MAX" if self.sense == "max" else "    MIN", "ROWS", " N obj"]
         for name, low, up in zip(row_names, self.row_lower, self.row_upper, strict=True):
-            kind = "E" if low == up else ("L" if low == -math.inf else ("G" if up == math.inf else "G"))
+            if low == -math.inf and up == math.inf:
+                kind = "N"  # a free row; readers drop it (an L row here would read as <= 0)
+            elif low == up:
+                kind = "E"
+            else:
+                kind = "L" if low == -math.inf else "G"  # a ranged row is G with a RANGES entry
             lines.append(f" {kind} {name}")
         lines.append("COLUMNS")
         csc = self.matrix.tocsc()
@@ -131,7 +136,8 @@ class LinearProgram:
                 marker = "INTORG" if integer else "INTEND"
                 lines.append(f" MARKER{j} 'MARKER' '{marker}'")
                 in_integer_block = integer
-            if self.objective[j] != 0:
+            # A column with no entries at all still needs a line, or readers never learn it exists.
+            if self.objective[j] != 0 or csc.indptr[j] == csc.indptr[j + 1]:
                 lines.append(f" {name} obj {_num(self.objective[j])}")
             for k in range(csc.indptr[j], csc.indptr[j + 1]):
                 lines.append(f" {name} {row_names[csc.indices[k]]} {_num(csc.data[k])}")
@@ -166,7 +172,8 @@ class LinearProgram:
                 continue
             if low == -math.inf:
                 lines.append(f" MI bnd {name}")
-            elif low != 0:
+            elif low != 0 or up < 0:
+                # MPS readers (CPLEX, CoinMpsIO) read a negative UP without an LO as lower = -inf.
                 lines.append(f" LO bnd {name} {_num(low)}")
             if up != math.inf:
                 lines.append(f" UP bnd {name} {_num(up)}")
@@ -181,10 +188,24 @@ class LinearProgram:
         row_names = self.row_names()
 
         def expression(indices: npt.NDArray[np.int64], values: FloatArray) -> str:
-            terms = [f"{'+' if v >= 0 else '-'} {_num(abs(v))} {col_names[j]}" for j, v in zip(indices, values, strict=True)]
-            return " ".join(terms) if terms else "0 " + col_names[0]
+            terms = [
+                f"{'+' if v >= 0 else '-'} {_num(abs(v))} {col_names[j]}" for j, v in zip(indices, values, strict=True)
+            ]
+            if not terms:
+                return "0 " + col_names[0]
+            # CPLEX-style readers cap line length (510 characters), so long rows continue on new lines.
+            chunks = [terms[0]]
+            for term in terms[1:]:
+                if len(chunks[-1]) + 1 + len(term) > _LP_LINE_WIDTH:
+                    chunks.append(term)
+                else:
+                    chunks[-1] += " " + term
+            return "\n   ".join(chunks)
 
-        nonzero = np.flatnonzero(self.objective)
+        # Columns in no row are listed in the objective (with cost 0 if need be) so that readers
+        # that only learn variables from the objective and rows (CoinLpIO) still create them.
+        unused = np.diff(self.matrix.tocsc().indptr) == 0
+        nonzero = np.flatnonzero((self.objective != 0) | unused)
         lines = ["Maximize" if self.sense == "max" else "Minimize"]
         objective = expression(nonzero, self.objective[nonzero])
         if self.offset:
@@ -215,6 +236,9 @@ class LinearProgram:
             lines.extend(f" {name}" for name in integers)
         lines.append("End")
         return "\n".join(lines) + "\n"
+
+
+_LP_LINE_WIDTH = 200  # characters of terms per line in LP files, well below readers' limits
 
 
 def _num(value: float) -> str:

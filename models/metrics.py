@@ -17,10 +17,17 @@ def weighted_shares(instance: Instance, allocation: Allocation) -> FloatArray:
     return dominant_shares(instance, allocation) / instance.weights
 
 
-def min_weighted_share(instance: Instance, allocation: Allocation) -> float:
-    """The max-min objective: the smallest weighted global dominant share among runnable tenants."""
+def min_weighted_share(instance: Instance, allocation: Allocation, tol: float = 1e-9) -> float:
+    """The max-min objective: the smallest weighted global dominant share among unsatisfied tenants.
+
+    A tenant that holds all the tasks it asked for (its cap) is satisfied: its share is small by its
+    own choice, so it does not measure unfairness. Tenants that can run nowhere are left out too.
+    With every tenant satisfied, the minimum over all runnable tenants is returned.
+    """
     shares = weighted_shares(instance, allocation)
-    mask = instance.runnable
+    runnable = instance.runnable & (instance.task_caps > 0)
+    hungry = runnable & (allocation.tenant_tasks < instance.task_caps * (1 - tol) - tol)
+    mask = hungry if hungry.any() else runnable
     return float(shares[mask].min()) if mask.any() else 0.0
 
 

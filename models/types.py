@@ -234,11 +234,11 @@ class Instance:
         _check_unique([t.name for t in self.tenants], "tenants")
         _check_unique([j.name for j in self.jobs], "jobs")
         size = len(self.resources)
-        for kind, items in (("servers", self.servers), ("tenants", self.tenants)):
-            for position, item in enumerate(items):
-                vector = item.capacity if isinstance(item, ServerClass) else item.demand
-                if vector.shape != (size,):
-                    raise InstanceError(f"vector has {vector.size} entries for {size} resources", f"{kind}[{position}]")
+        vectors = [("servers", k, s.capacity) for k, s in enumerate(self.servers)]
+        vectors += [("tenants", k, t.demand) for k, t in enumerate(self.tenants)]
+        for kind, position, vector in vectors:
+            if vector.shape != (size,):
+                raise InstanceError(f"vector has {vector.size} entries for {size} resources", f"{kind}[{position}]")
         if self.hierarchy is not None:
             leaves = [n.tenant for n in self.hierarchy.nodes if n.tenant >= 0]
             if sorted(leaves) != list(range(len(self.tenants))):
@@ -256,7 +256,9 @@ class Instance:
     @property
     def capacity(self) -> FloatArray:
         """Per-machine capacity of each server class, shape (classes, resources)."""
-        return self._cached("capacity", lambda: np.array([s.capacity for s in self.servers]).reshape(-1, len(self.resources)))
+        return self._cached(
+            "capacity", lambda: np.array([s.capacity for s in self.servers]).reshape(-1, len(self.resources))
+        )
 
     @property
     def counts(self) -> IntArray:
@@ -271,7 +273,9 @@ class Instance:
     @property
     def demand(self) -> FloatArray:
         """Per-task demand of each tenant, shape (tenants, resources)."""
-        return self._cached("demand", lambda: np.array([t.demand for t in self.tenants]).reshape(-1, len(self.resources)))
+        return self._cached(
+            "demand", lambda: np.array([t.demand for t in self.tenants]).reshape(-1, len(self.resources))
+        )
 
     @property
     def weights(self) -> FloatArray:
@@ -305,7 +309,9 @@ class Instance:
 
     def fits(self) -> npt.NDArray[np.bool_]:
         """Whether one task of tenant i fits on one machine of class l, shape (tenants, classes)."""
-        return self._cached("fits", lambda: np.all(self.demand[:, None, :] <= self.capacity[None, :, :] * (1 + 1e-12), axis=2))
+        return self._cached(
+            "fits", lambda: np.all(self.demand[:, None, :] <= self.capacity[None, :, :] * (1 + 1e-12), axis=2)
+        )
 
     def machine_names(self) -> list[str]:
         """Names of individual machines, classes expanded as ``name[k]`` when they hold more than one."""
@@ -331,5 +337,9 @@ class Instance:
         return Instance(self.resources, self.servers, tenants, None, self.jobs, self.time_slot, self.name)
 
     def with_tenants(self, tenants: Sequence[Tenant]) -> Instance:
-        """The instance with a new tenant list (misreport probes, what-if studies)."""
-        return Instance(self.resources, self.servers, tuple(tenants), None, self.jobs, self.time_slot, self.name)
+        """The instance with a new tenant list (misreport probes, what-if studies).
+
+        The hierarchy is kept when the tenant count is unchanged (its leaves map onto tenants by index).
+        """
+        hierarchy = self.hierarchy if len(tenants) == len(self.tenants) else None
+        return Instance(self.resources, self.servers, tuple(tenants), hierarchy, self.jobs, self.time_slot, self.name)

@@ -2,10 +2,16 @@
 
 Each round maximises the common weighted level ``t`` of the tenants still growing. Task caps make the
 level a piecewise problem: tenant ``i`` needs ``min(w_i t, cap_i)``. Instead of one round per cap we
-binary-search the interval between consecutive cap breakpoints that holds the optimum (a handful of
-LPs), then freeze (a) tenants at their cap and (b) tenants whose level row has a non-zero dual: by
-complementary slackness that row is tight in *every* optimal solution, so they cannot grow without
-lowering the level. Rounds continue until nobody can grow; the result is leximin-optimal.
+binary-search the interval between consecutive cap breakpoints ``B`` that holds the optimum, then
+freeze (a) tenants at their cap and (b) tenants whose level row has a non-zero dual: by complementary
+slackness that row is tight in *every* optimal solution, so they cannot grow without lowering the
+level. Rounds continue until nobody can grow; the result is leximin-optimal.
+
+Every LP solved is feasible by construction, which column generation needs (an infeasible restricted
+master says nothing about the full LP). The probe "can the level reach ``B[k]``?" gives the tenants
+capped at or below ``B[k]`` the level row ``G_i >= (cap_i / B[k]) t`` instead of a fixed share: this is
+weaker than ``min(w_i t, cap_i)`` below ``B[k]`` and equal at ``B[k]``, and ``t = 0`` is always feasible,
+so the probe reaches ``B[k]`` exactly when the true requirement at ``B[k]`` is feasible.
 """
 
 from __future__ import annotations
@@ -49,7 +55,9 @@ class RoundSolver(Protocol):
 
     lp_solves: int
 
-    def solve_round(self, active: BoolArray, lower: FloatArray, upper: FloatArray) -> RoundOutcome: ...
+    def solve_round(self, coefficient: FloatArray, lower: FloatArray, upper: FloatArray) -> RoundOutcome:
+        """Max t s.t. G_i >= coefficient_i t (rows with coefficient 0 are off), lower <= G <= upper."""
+        ...
 
     def pair_shares(self) -> tuple[IntArray, IntArray, FloatArray]:
         """(tenant, unit, g) of the last solution."""
@@ -71,14 +79,20 @@ class _SessionRounds:
         self.units = units
         self.lp_solves = 0
         self._x: FloatArray | None = None
+        self._coefficient = model.instance.weights.copy()
 
-    def _apply(self, active: BoolArray, lower: FloatArray, upper: FloatArray) -> None:
+    def _apply(self, coefficient: FloatArray, lower: FloatArray, upper: FloatArray) -> None:
         n = self.model.num_tenants
         self.session.set_column_bounds(np.arange(n), lower, upper)
-        level_lower = np.where(active, 0.0, -math.inf)
-        self.session.set_row_bounds(self.model.level_rows(), level_lower, np.full(n, math.inf))
+        rows = self.model.level_rows()
+        on = coefficient > 0
+        self.session.set_row_bounds(rows, np.where(on, 0.0, -math.inf), np.full(n, math.inf))
+        changed = np.flatnonzero(on & (coefficient != self._coefficient))
+        for i in changed:
+            self.session.set_coefficient(int(rows[i]), n, -float(coefficient[i]))
+        self._coefficient[changed] = coefficient[changed]
         # With no tenant tied to the level, t is free; pin it so the LP stays bounded and trivial.
-        t_upper = _level_upper(self.model) if active.any() else 0.0
+        t_upper = _level_upper(self.model) if on.any() else 0.0
         self.session.set_column_bounds(np.array([n]), np.array([0.0]), np.array([t_upper]))
 
     def _outcome(self, outcome: SolveOutcome) -> RoundOutcome:
@@ -104,8 +118,8 @@ class PlainRounds(_SessionRounds):
         lp = model.build(tenants, units, _level_upper(model))
         super().__init__(model, HighsSession(lp, time_limit, algorithm), tenants, units)
 
-    def solve_round(self, active: BoolArray, lower: FloatArray, upper: FloatArray) -> RoundOutcome:
-        self._apply(active, lower, upper)
+    def solve_round(self, coefficient: FloatArray, lower: FloatArray, upper: FloatArray) -> RoundOutcome:
+        self._apply(coefficient, lower, upper)
         return self._outcome(self.session.solve())
 
 
@@ -121,16 +135,20 @@ class RebuildRounds:
         self.lp_solves = 0
         self._x: FloatArray | None = None
 
-    def solve_round(self, active: BoolArray, lower: FloatArray, upper: FloatArray) -> RoundOutcome:
+    def solve_round(self, coefficient: FloatArray, lower: FloatArray, upper: FloatArray) -> RoundOutcome:
         n = self.model.num_tenants
         base = self.base
+        on = coefficient > 0
         col_lower, col_upper = base.col_lower.copy(), base.col_upper.copy()
         col_lower[:n], col_upper[:n] = lower, upper
-        col_upper[n] = _level_upper(self.model) if active.any() else 0.0
+        col_upper[n] = _level_upper(self.model) if on.any() else 0.0
         row_lower = base.row_lower.copy()
-        row_lower[self.model.level_rows()] = np.where(active, 0.0, -math.inf)
+        rows = self.model.level_rows()
+        row_lower[rows] = np.where(on, 0.0, -math.inf)
+        matrix = base.matrix.tolil()
+        matrix[rows[on], n] = -coefficient[on][:, None]
         lp = LinearProgram(
-            base.objective, base.matrix, row_lower, base.row_upper, col_lower, col_upper,
+            base.objective, matrix.tocsr(), row_lower, base.row_upper, col_lower, col_upper,
             base.integrality, base.sense, base.offset, base.columns, base.rows, base.name,
         )  # fmt: skip
         remaining = None if self.deadline is None else max(self.deadline - time.perf_counter(), 1e-3)
@@ -178,71 +196,70 @@ def progressive_filling(model: DrfhModel, rounds: RoundSolver) -> FillingResult:
     round_count = 0
     solve_s = 0.0
     last: RoundOutcome | None = None
-    floor = 0.0
 
-    def attempt(k: int, breakpoints: FloatArray) -> tuple[RoundOutcome, BoolArray]:
+    def run(coefficient: FloatArray, trial_lower: FloatArray) -> RoundOutcome:
         nonlocal solve_s
-        capped = active & (cap_level <= breakpoints[k - 1]) if k > 0 else np.zeros(n, dtype=bool)
-        trial_lower = lower.copy()
-        trial_lower[capped] = caps[capped]
-        outcome = rounds.solve_round(active & ~capped, trial_lower, upper)
+        outcome = rounds.solve_round(coefficient, trial_lower, upper)
         solve_s += outcome.solve_s
-        return outcome, capped
+        return outcome
+
+    def reaches(breakpoint: float) -> RoundOutcome:
+        """Probe whether the level can reach ``breakpoint`` (always-feasible LP, see module doc)."""
+        capped = active & (cap_level <= breakpoint)
+        coefficient = np.where(capped, caps / breakpoint, np.where(active, weights, 0.0))
+        return run(coefficient, lower)
 
     while active.any():
         round_count += 1
         breakpoints = np.unique(cap_level[active & np.isfinite(cap_level)])
-        extended = np.append(breakpoints, math.inf)
+        # Largest k such that the level reaches breakpoints[k-1] (k = 0: nothing is known yet).
         low, high = 0, len(breakpoints)
-        found: tuple[RoundOutcome, BoolArray] | None = None
-        while low <= high:
-            middle = (low + high) // 2
-            outcome, capped = attempt(middle, breakpoints)
-            if outcome.status in ("time_limit", "error", "unbounded"):
-                return _partial(outcome, lower, levels, first_level, round_count, rounds, solve_s)
-            previous = extended[middle - 1] if middle > 0 else floor
-            uncapped = active & ~capped
-            if outcome.status == "infeasible" or (middle > 0 and outcome.level < previous * (1 - _REL) - 1e-12):
+        while low < high:
+            middle = (low + high + 1) // 2
+            probe = reaches(float(breakpoints[middle - 1]))
+            if probe.status != "optimal":
+                return _partial(probe, lower, levels, first_level, round_count, rounds, solve_s)
+            if probe.level >= breakpoints[middle - 1] * (1 - _REL):
+                low = middle
+            else:
                 high = middle - 1
-                continue
-            if not uncapped.any() or outcome.level < extended[middle] * (1 - _REL):
-                found = (outcome, capped)
-                break
-            low = middle + 1
-        if found is None:
-            # Numerical corner: fall back to the last interval that was feasible.
-            outcome, capped = attempt(max(high, 0), breakpoints)
-            if outcome.status != "optimal":
-                return _partial(outcome, lower, levels, first_level, round_count, rounds, solve_s)
-            found = (outcome, capped)
-        outcome, capped = found
+        reached = float(breakpoints[low - 1]) if low > 0 else -math.inf
+        capped = active & (cap_level <= reached)
+        trial_lower = lower.copy()
+        trial_lower[capped] = caps[capped] * (1 - 1e-10)
+        outcome = run(np.where(active & ~capped, weights, 0.0), trial_lower)
+        if outcome.status != "optimal":
+            return _partial(outcome, lower, levels, first_level, round_count, rounds, solve_s)
         last = outcome
         assert outcome.shares is not None
         uncapped = active & ~capped
-        level = outcome.level if uncapped.any() else float(np.max(cap_level[capped], initial=0.0))
+        # Tenants exactly at the next breakpoint are capped too (the level stopped at their cap).
+        at_cap = uncapped & (outcome.shares >= caps * (1 - 1e-9))
+        capped |= at_cap
+        uncapped &= ~at_cap
+        level = outcome.level if uncapped.any() else max(reached, float(np.max(cap_level[capped], initial=0.0)))
         if math.isnan(first_level):
-            first_level = min(level, float(np.min(cap_level[active])))
-        # Tenants frozen at their caps.
+            first_level = level
         levels[capped] = cap_level[capped]
-        lower[capped] = caps[capped]
+        lower[capped] = caps[capped] * (1 - 1e-10)
         active &= ~capped
         if uncapped.any():
             duals = outcome.level_duals
             if duals is None:
                 raise RuntimeError("progressive filling needs row duals from the backend")
-            blocked = uncapped & (duals * weights > _DUAL * max(1.0, float(np.max(duals * weights))))
+            scaled = duals * weights
+            blocked = uncapped & (scaled > _DUAL * max(1.0, float(np.max(scaled))))
             if not blocked.any():
-                blocked = uncapped & (duals >= np.max(duals[uncapped]))
+                blocked = uncapped & (scaled >= np.max(scaled[uncapped]))
             levels[blocked] = level
             # A hair below the attained value keeps later rounds feasible despite round-off.
             lower[blocked] = np.minimum(weights[blocked] * level, outcome.shares[blocked]) * (1 - 1e-10)
             active &= ~blocked
-        floor = level
     if last is None:  # nobody can run anything
         return FillingResult("optimal", np.zeros(n), levels, 0.0, 0, 0, 0.0)
     # The last round's solution satisfies every frozen lower bound, so it is the final allocation.
     tenants, units, g = rounds.pair_shares()
-    shares = np.bincount(tenants, weights=g, minlength=n)
+    shares = np.bincount(tenants, weights=g, minlength=n).astype(np.float64)
     keep = g > 0
     return FillingResult(
         "optimal", shares, levels, 0.0 if math.isnan(first_level) else first_level, round_count,
@@ -264,7 +281,9 @@ def _partial(
         tenants, units, g = rounds.pair_shares()
     except AssertionError:
         tenants, units, g = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
-    shares = np.bincount(tenants, weights=g, minlength=len(lower)) if len(g) else np.zeros(len(lower))
+    shares = (
+        np.bincount(tenants, weights=g, minlength=len(lower)).astype(np.float64) if len(g) else np.zeros(len(lower))
+    )
     return FillingResult(
         status, shares, levels, 0.0 if math.isnan(first_level) else first_level, round_count,
         rounds.lp_solves, solve_s, tenants, units, g, outcome.message or outcome.status,
@@ -288,17 +307,23 @@ def solve_drfh(
 ) -> tuple[DrfhModel, FillingResult, float]:
     """Build and solve DRFH; returns the model, the filling result and the build time.
 
-    ``strategy`` is 'plain' (all columns), 'colgen' (column generation on HiGHS) or 'auto', which uses
-    column generation when the merged instance has many distinct units.
+    ``strategy`` is 'plain' (all columns), 'colgen' (progressive filling with column generation),
+    'aggregate' (certify the pooled-groups relaxation, falling back to column generation) or 'auto',
+    which picks 'aggregate' when the merged instance has many distinct units.
     """
-    from solver.colgen import ColumnGenerationRounds  # local: colgen depends on this module's types
+    from solver.colgen import ColumnGenerationRounds, solve_by_aggregation  # colgen imports this module
 
     started = time.perf_counter()
     model = DrfhModel(instance, UnitGrouping.merge_identical(instance))
     backend = backend or HighsBackend()
     chosen = strategy
     if strategy == "auto":
-        chosen = "colgen" if backend.capabilities.incremental and model.units.num_units > 200 else "plain"
+        chosen = "aggregate" if backend.capabilities.incremental and model.units.num_units > 200 else "plain"
+    if chosen in ("colgen", "aggregate") and not backend.capabilities.incremental:
+        raise ValueError(f"column generation needs an incremental backend, not {backend.name}")
+    if chosen == "aggregate":
+        build_s = time.perf_counter() - started
+        return model, solve_by_aggregation(model, time_limit, algorithm), build_s
     rounds: RoundSolver
     if chosen == "colgen":
         if not backend.capabilities.incremental:

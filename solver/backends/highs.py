@@ -48,7 +48,8 @@ class HighsSession:
             self._highs.setOptionValue("solver", solver)  # simplex | ipm | pdlp | choose
             if variant:
                 self._highs.setOptionValue("simplex_strategy", {"dual": 1, "primal": 4}[variant])
-        self._deadline = None if time_limit is None else time.perf_counter() + time_limit
+        self._time_limit = time_limit
+        self._deadline: float | None = None
         self.sense = lp.sense
         model = highspy.HighsLp()
         csr = lp.matrix.tocsr()
@@ -70,12 +71,12 @@ class HighsSession:
                 highspy.HighsVarType.kInteger if flag else highspy.HighsVarType.kContinuous for flag in lp.integrality
             ]
         self._highs.passModel(model)
+        self._row_lower = _clip(lp.row_lower).copy()
+        self._row_upper = _clip(lp.row_upper).copy()
         self.num_columns = lp.num_columns
         self.is_mip = lp.is_mip
 
-    def add_columns(
-        self, cost: FloatArray, lower: FloatArray, upper: FloatArray, matrix: sp.csc_matrix
-    ) -> None:
+    def add_columns(self, cost: FloatArray, lower: FloatArray, upper: FloatArray, matrix: sp.csc_matrix) -> None:
         """Append columns given as a CSC matrix over the existing rows."""
         csc = sp.csc_matrix(matrix)
         self._highs.addCols(
@@ -95,8 +96,18 @@ class HighsSession:
         self._highs.changeColsBounds(len(indices), indices, _clip(lower), _clip(upper))
 
     def set_row_bounds(self, indices: np.ndarray, lower: FloatArray, upper: FloatArray) -> None:
-        indices = np.asarray(indices, dtype=np.int32)
-        self._highs.changeRowsBounds(len(indices), indices, _clip(lower), _clip(upper))
+        # highspy 1.12 has no vectorised changeRowsBounds; change only the rows that differ.
+        indices = np.asarray(indices, dtype=np.int64)
+        lower, upper = _clip(lower), _clip(upper)
+        differs = (self._row_lower[indices] != lower) | (self._row_upper[indices] != upper)
+        for position in np.flatnonzero(differs):
+            row = int(indices[position])
+            self._highs.changeRowBounds(row, float(lower[position]), float(upper[position]))
+        self._row_lower[indices] = lower
+        self._row_upper[indices] = upper
+
+    def set_coefficient(self, row: int, column: int, value: float) -> None:
+        self._highs.changeCoeff(row, column, value)
 
     def set_costs(self, indices: np.ndarray, cost: FloatArray) -> None:
         indices = np.asarray(indices, dtype=np.int32)
@@ -111,6 +122,9 @@ class HighsSession:
         self._highs.setSolution(solution)
 
     def solve(self) -> SolveOutcome:
+        # The clock starts at the first solve, so model transfer does not eat a tiny limit.
+        if self._time_limit is not None and self._deadline is None:
+            self._deadline = time.perf_counter() + self._time_limit
         if self._deadline is not None:
             remaining = self._deadline - time.perf_counter()
             if remaining <= 0:
@@ -121,14 +135,16 @@ class HighsSession:
         elapsed = time.perf_counter() - started
         info = self._highs.getInfo()
         solution = self._highs.getSolution()
-        has_solution = bool(solution.value_valid) and info.primal_solution_status >= 1
+        # primal_solution_status 2 is a feasible point; 1 is an infeasible one, which is no solution.
+        has_solution = bool(solution.value_valid) and info.primal_solution_status == 2
         status = _status(self._highs.getModelStatus(), has_solution)
         x = np.array(solution.col_value) if has_solution else None
         duals = np.array(solution.row_dual) if solution.dual_valid else None
         objective = float(info.objective_function_value) if has_solution else None
+        bound: float | None
         if self.is_mip:
-            bound = float(info.mip_dual_bound)
-            bound = bound if math.isfinite(bound) and abs(bound) < _INF else None
+            dual_bound = float(info.mip_dual_bound)
+            bound = dual_bound if math.isfinite(dual_bound) and abs(dual_bound) < _INF else None
         else:
             bound = objective if status == "optimal" else None
         message = self._highs.modelStatusToString(self._highs.getModelStatus())

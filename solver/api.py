@@ -1,0 +1,202 @@
+"""The ``solve()`` entry point: one call for every method, every result verified from the instance.
+
+Methods are registered in ``METHODS`` with their family and whether they are exact. Whatever a method
+returns, ``solve`` re-checks it with ``models.check.verify_allocation`` and recomputes the objective
+(the minimum weighted global dominant share among unsatisfied tenants); a solver's own objective is
+reported beside it as ``solver_objective``, never instead of it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from models.check import verify_allocation
+from models.solution import Allocation, Result
+from models.types import Instance, InstanceError
+from solver.backends import DEFAULT_BACKEND, get_backend
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    backend: str = DEFAULT_BACKEND
+    time_limit: float | None = None
+    algorithm: str | None = None  # backend variant, e.g. 'pdlp' for ortools, 'ipm' for highs
+    strategy: str = "auto"  # drfh: plain | colgen | aggregate | auto
+    slots: int = 10  # slots per largest server, for the slot scheduler
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    family: str
+    exact: bool
+    uses_backend: bool
+    run: Callable[[Instance, SolveOptions], Result]
+    summary: str
+
+
+def _run_drfh(instance: Instance, options: SolveOptions, pooled: bool = False) -> Result:
+    from solver.drfh import solve_drfh, unit_tasks
+
+    target = instance.pooled() if pooled else instance
+    backend = get_backend(options.backend)
+    model, filled, build_s = solve_drfh(target, backend, options.time_limit, options.strategy, options.algorithm)
+    per_unit = unit_tasks(model, filled)
+    if pooled:
+        allocation = Allocation(per_unit.sum(axis=1, keepdims=True), "pool")
+    else:
+        allocation = Allocation(model.units.split_to_classes(instance, per_unit), "class")
+    return Result(
+        status=filled.status,
+        method="drf" if pooled else "drfh",
+        backend=backend.name,
+        build_s=build_s,
+        solve_s=filled.solve_s,
+        allocation=allocation,
+        solver_objective=filled.first_level,
+        message=filled.message,
+        extra={
+            "rounds": filled.rounds,
+            "lp_solves": filled.lp_solves,
+            "units": model.units.num_units,
+            "levels": {t.name: float(v) for t, v in zip(instance.tenants, filled.levels, strict=True)},
+        },
+    )
+
+
+def _run_drfh_int(instance: Instance, options: SolveOptions) -> Result:
+    from solver.drfh_int import solve_drfh_int
+
+    backend = get_backend(options.backend)
+    started = time.perf_counter()
+    lp_result = _run_drfh(instance, SolveOptions(backend=options.backend))
+    lp_report = verify_allocation(instance, lp_result.allocation) if lp_result.allocation is not None else None
+    lp_bound = lp_report.min_weighted_share if lp_report is not None and lp_result.status == "optimal" else None
+    filled = solve_drfh_int(instance, backend, options.time_limit)
+    total = time.perf_counter() - started
+    return Result(
+        status=filled.status,
+        method="drfh-int",
+        backend=backend.name,
+        build_s=max(total - filled.solve_s, 0.0),
+        solve_s=filled.solve_s,
+        bound=lp_bound,
+        allocation=Allocation(filled.tasks, "machine", integral=True),
+        solver_objective=None,
+        message=filled.message,
+        extra={
+            "rounds": filled.rounds,
+            "milp_solves": filled.milp_solves,
+            "lp_bound": lp_bound,
+            "milp_level_bound": filled.first_bound,
+        },
+    )
+
+
+def _heuristic(name: str, function: Callable[[Instance], Allocation]) -> Callable[[Instance, SolveOptions], Result]:
+    def run(instance: Instance, options: SolveOptions) -> Result:
+        started = time.perf_counter()
+        allocation = function(instance)
+        return Result("feasible", name, "none", solve_s=time.perf_counter() - started, allocation=allocation)
+
+    return run
+
+
+def _slots(instance: Instance, options: SolveOptions) -> Result:
+    from solver.heuristics.flat import slots
+
+    return _heuristic("slots", lambda inst: slots(inst, options.slots))(instance, options)
+
+
+def _lazy(function_name: str) -> Callable[[Instance], Allocation]:
+    def call(instance: Instance) -> Allocation:
+        from solver.heuristics import flat
+
+        function: Callable[[Instance], Allocation] = getattr(flat, function_name)
+        return function(instance)
+
+    return call
+
+
+METHODS: dict[str, Method] = {
+    m.name: m
+    for m in (
+        Method(
+            "drf", "flat", True, True, lambda i, o: _run_drfh(i, o, pooled=True), "weighted DRF on one pooled server"
+        ),
+        Method("drfh", "flat", True, True, _run_drfh, "DRFH LP, progressive filling (leximin)"),
+        Method("drfh-int", "flat", True, True, _run_drfh_int, "DRFH with indivisible tasks (MILP, lexicographic)"),
+        Method("first-fit", "flat", False, False, _heuristic("first-fit", _lazy("first_fit")), "First-Fit DRFH"),
+        Method("best-fit", "flat", False, False, _heuristic("best-fit", _lazy("best_fit")), "Best-Fit DRFH"),
+        Method("slots", "flat", False, False, _slots, "slot scheduler (k slots per largest server)"),
+        Method(
+            "per-server-drf",
+            "flat",
+            False,
+            False,
+            _heuristic("per-server-drf", _lazy("per_server_drf")),
+            "DRF inside every server separately",
+        ),
+    )
+}
+
+
+def solve(
+    instance: Instance,
+    method: str = "drfh",
+    backend: str = DEFAULT_BACKEND,
+    time_limit: float | None = None,
+    **options: Any,
+) -> Result:
+    """Solve ``instance`` with ``method`` and verify the answer independently.
+
+    Parameters
+    ----------
+    instance
+        A validated instance; flat methods need ``tenants`` (hierarchy leaves count as tenants).
+    method
+        One of ``METHODS``.
+    backend
+        Solver backend for exact methods (``highs``, ``ortools``, ``cbc``); heuristics ignore it.
+    time_limit
+        Seconds for the whole method; exact methods report the incumbent when it runs out.
+    **options
+        Fields of ``SolveOptions`` (``algorithm``, ``strategy``, ``slots``).
+
+    Returns
+    -------
+    Result
+        ``verified`` is True only if ``models.check`` accepts the allocation; ``objective`` is
+        recomputed from it; ``gap`` compares it with ``bound`` when the method has one.
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
+    if not instance.tenants:
+        raise InstanceError("this method needs tenants (or a hierarchy whose leaves are tenants)", "tenants")
+    spec = METHODS[method]
+    settings = SolveOptions(backend=backend, time_limit=time_limit, **options)
+    result = spec.run(instance, settings)
+    if result.allocation is not None:
+        report = verify_allocation(instance, result.allocation)
+        result.verified = report.ok
+        result.violations = list(report.violations)
+        result.objective = report.min_weighted_share
+        if spec.exact and result.bound is None and result.status == "optimal":
+            result.bound = result.objective
+        if result.bound is not None and result.objective is not None and result.bound > 0:
+            result.gap = max(0.0, (result.bound - result.objective) / result.bound)
+        if (
+            result.solver_objective is not None
+            and result.status == "optimal"
+            and not np.isclose(result.solver_objective, result.objective, rtol=1e-6, atol=1e-9)
+        ):
+            result.extra.setdefault("notes", []).append(
+                "solver's level differs from the recomputed minimum (satisfied tenants are excluded from it)"
+            )
+    return result

@@ -1,0 +1,405 @@
+"""OR-Tools linear solvers (GLOP, PDLP, SCIP) through the model_builder helper.
+
+The low-level ``model_builder_helper`` takes the CSR matrix and bound vectors as numpy arrays in one
+call, so no per-variable Python object is ever created (the high-level ``model_builder`` module would
+also pull in pandas). Statuses come back through OR-Tools' ``MPSolverResponseStatus``, which loses
+information; see ``_translate`` for how it is recovered.
+
+OR-Tools bundles its own ``libhighs.so.1``, and so does highspy. When their HiGHS versions differ, the
+dynamic loader reuses whichever library was loaded first, so only the first of the two packages
+imported into a process works (this includes ``ortools.sat``). When OR-Tools cannot be imported here
+for that reason, ``solve`` runs in a child interpreter (``python -m solver.backends.ortools IN OUT``)
+that never imports highspy. Pinning highspy to the HiGHS version OR-Tools bundles (1.12 for OR-Tools
+9.15) lets both load in one process, and this fallback then never triggers.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from models.lp import LinearProgram, Sense
+from models.solution import Status
+from solver.backends.base import Backend, BackendUnavailable, Capabilities, FloatArray, SolveOutcome
+
+ALGORITHMS = ("glop", "pdlp", "scip")
+_LP_ONLY = ("glop", "pdlp")
+
+# PDLP's default tolerances (1e-4 relative) leave objectives visibly off even on tiny LPs.
+_PDLP_PARAMETERS = (
+    "termination_criteria { simple_optimality_criteria { eps_optimal_relative: 1e-8 eps_optimal_absolute: 1e-8 } }"
+)
+_INFINITE_BOUND = 1e20  # OR-Tools reports a missing MILP bound as +-1e20
+
+# SCIP's stopping clock starts after ours, so a solve stopped by its time limit has elapsed >= limit;
+# the factor only absorbs clock-resolution noise.
+_TIME_LIMIT_SLACK = 0.99
+
+
+def _build_model(lp: LinearProgram, objective: FloatArray | None = None) -> Any:
+    from ortools.linear_solver.python import model_builder_helper as mbh
+
+    model: Any = mbh.ModelBuilderHelper()  # its generated stubs mistype numpy arguments
+    model.fill_model_from_sparse_data(
+        np.ascontiguousarray(lp.col_lower, dtype=np.float64),
+        np.ascontiguousarray(lp.col_upper, dtype=np.float64),
+        np.ascontiguousarray(lp.objective if objective is None else objective, dtype=np.float64),
+        np.ascontiguousarray(lp.row_lower, dtype=np.float64),
+        np.ascontiguousarray(lp.row_upper, dtype=np.float64),
+        lp.matrix.tocsr().astype(np.float64),
+    )
+    for j in np.flatnonzero(lp.integrality):
+        model.set_var_integrality(int(j), True)
+    model.set_maximize(lp.sense == "max")
+    model.set_objective_offset(float(lp.offset))
+    return model
+
+
+def _run(model: Any, algorithm: str, time_limit: float | None) -> tuple[Any, float]:
+    """Solve ``model`` once; returns the solver helper (holding the response) and the wall time."""
+    from ortools.linear_solver.python import model_builder_helper as mbh
+
+    solver = mbh.ModelSolverHelper(algorithm)
+    if not solver.solver_is_supported():
+        raise BackendUnavailable(f"this OR-Tools build has no {algorithm!r} solver")
+    if algorithm == "pdlp":
+        solver.set_solver_specific_parameters(_PDLP_PARAMETERS)
+    if time_limit is not None:
+        solver.set_time_limit_in_seconds(max(float(time_limit), 0.0))
+    started = time.perf_counter()
+    solver.solve(model)
+    return solver, time.perf_counter() - started
+
+
+def _pdlp_termination(solver: Any) -> str:
+    """PDLP's own termination reason, which MPSolver folds into NOT_SOLVED for most outcomes."""
+    from ortools.pdlp import solve_log_pb2
+
+    response = solver.response()
+    if not response.solver_specific_info:
+        return ""
+    log = solve_log_pb2.SolveLog()
+    log.ParseFromString(response.solver_specific_info)
+    return str(solve_log_pb2.TerminationReason.Name(log.termination_reason))
+
+
+@functools.lru_cache(maxsize=1)
+def _importable_here() -> bool:
+    # Cached: once highspy's libhighs is loaded, OR-Tools stays unimportable for the process's lifetime.
+    try:
+        from ortools.linear_solver.python import model_builder_helper  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _child_environment() -> dict[str, str]:
+    """The parent's import path for the child, so it solves with this very checkout of the package."""
+    paths = [entry or os.getcwd() for entry in sys.path]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+
+
+@functools.lru_cache(maxsize=1)
+def _importable_in_child() -> bool:
+    probe = "from ortools.linear_solver.python import model_builder_helper"
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", probe], env=_child_environment(), capture_output=True, timeout=120, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+def _optional(value: float | None) -> float:
+    return math.nan if value is None else float(value)
+
+
+def _present(value: float) -> float | None:
+    return None if math.isnan(value) else float(value)
+
+
+def _save_request(
+    path: Path, lp: LinearProgram, time_limit: float | None, warm_start: FloatArray | None, algorithm: str
+) -> None:
+    csr = lp.matrix.tocsr()
+    arrays: dict[str, Any] = {
+        "objective": lp.objective,
+        "data": csr.data,
+        "indices": csr.indices,
+        "indptr": csr.indptr,
+        "shape": np.array(csr.shape, dtype=np.int64),
+        "row_lower": lp.row_lower,
+        "row_upper": lp.row_upper,
+        "col_lower": lp.col_lower,
+        "col_upper": lp.col_upper,
+        "integrality": lp.integrality,
+        "sense": np.array(lp.sense),
+        "offset": np.array(lp.offset),
+        "time_limit": np.array(_optional(time_limit)),
+        "algorithm": np.array(algorithm),
+    }
+    if warm_start is not None:
+        arrays["warm_start"] = np.asarray(warm_start, dtype=np.float64)
+    np.savez(path, **arrays)
+
+
+def _load_request(path: Path) -> tuple[LinearProgram, float | None, FloatArray | None, str]:
+    with np.load(path, allow_pickle=False) as data:
+        shape = (int(data["shape"][0]), int(data["shape"][1]))
+        sense: Sense = "max" if str(data["sense"]) == "max" else "min"
+        lp = LinearProgram(
+            objective=data["objective"],
+            matrix=sp.csr_matrix((data["data"], data["indices"], data["indptr"]), shape=shape),
+            row_lower=data["row_lower"],
+            row_upper=data["row_upper"],
+            col_lower=data["col_lower"],
+            col_upper=data["col_upper"],
+            integrality=data["integrality"],
+            sense=sense,
+            offset=float(data["offset"]),
+        )
+        warm = data["warm_start"] if "warm_start" in data.files else None
+        return lp, _present(float(data["time_limit"])), warm, str(data["algorithm"])
+
+
+def _save_outcome(path: Path, outcome: SolveOutcome) -> None:
+    arrays: dict[str, Any] = {
+        "status": np.array(outcome.status),
+        "objective": np.array(_optional(outcome.objective)),
+        "bound": np.array(_optional(outcome.bound)),
+        "solve_s": np.array(outcome.solve_s),
+        "message": np.array(outcome.message),
+    }
+    if outcome.x is not None:
+        arrays["x"] = outcome.x
+    if outcome.row_duals is not None:
+        arrays["row_duals"] = outcome.row_duals
+    np.savez(path, **arrays)
+
+
+def _load_outcome(path: Path) -> SolveOutcome:
+    statuses: dict[str, Status] = {
+        "optimal": "optimal",
+        "feasible": "feasible",
+        "infeasible": "infeasible",
+        "unbounded": "unbounded",
+        "time_limit": "time_limit",
+    }
+    with np.load(path, allow_pickle=False) as data:
+        return SolveOutcome(
+            status=statuses.get(str(data["status"]), "error"),
+            x=data["x"] if "x" in data.files else None,
+            objective=_present(float(data["objective"])),
+            bound=_present(float(data["bound"])),
+            row_duals=data["row_duals"] if "row_duals" in data.files else None,
+            solve_s=float(data["solve_s"]),
+            message=str(data["message"]),
+        )
+
+
+def _solve_in_child(
+    lp: LinearProgram, time_limit: float | None, warm_start: FloatArray | None, algorithm: str
+) -> SolveOutcome:
+    """Run one solve in a fresh interpreter, where OR-Tools' HiGHS cannot clash with highspy's."""
+    with tempfile.TemporaryDirectory(prefix="fairpack-ortools-") as scratch:
+        request, answer = Path(scratch) / "request.npz", Path(scratch) / "outcome.npz"
+        _save_request(request, lp, time_limit, warm_start, algorithm)
+        command = [sys.executable, "-m", "solver.backends.ortools", str(request), str(answer)]
+        # Interpreter start-up and imports are not solve time; allow generously for them.
+        wait = None if time_limit is None else max(time_limit, 0.0) * 2 + 120
+        started = time.perf_counter()
+        try:
+            done = subprocess.run(
+                command, env=_child_environment(), capture_output=True, text=True, timeout=wait, check=False
+            )
+        except subprocess.TimeoutExpired:
+            return SolveOutcome("time_limit", solve_s=time.perf_counter() - started, message="child solve timed out")
+        if done.returncode != 0 or not answer.exists():
+            tail = done.stderr.strip().splitlines()[-1:] or ["no output"]
+            return SolveOutcome("error", solve_s=time.perf_counter() - started, message=f"child solve: {tail[0]}")
+        outcome = _load_outcome(answer)
+        outcome.message += " (solved in a child process: highspy is loaded here)"
+        return outcome
+
+
+class OrToolsBackend(Backend):
+    """OR-Tools: GLOP (simplex, default for LPs), PDLP (first-order LP) or SCIP (default for MILPs).
+
+    Notes
+    -----
+    OR-Tools reports a presolve verdict of "infeasible or unbounded" as INFEASIBLE (GLOP, SCIP) and
+    PDLP's dual-infeasibility certificate as NOT_SOLVED. In those cases the adapter re-solves the
+    same model with a zero objective, which cannot be unbounded: if that is feasible the original was
+    unbounded. The re-check shares the caller's time limit.
+    """
+
+    name = "ortools"
+    capabilities = Capabilities(lp=True, milp=True, duals=True, incremental=False, warm_start=True)
+
+    @classmethod
+    def available(cls) -> bool:
+        return _importable_here() or _importable_in_child()
+
+    def solve(
+        self,
+        lp: LinearProgram,
+        time_limit: float | None = None,
+        warm_start: FloatArray | None = None,
+        algorithm: str | None = None,
+    ) -> SolveOutcome:
+        """Solve ``lp`` with one of OR-Tools' linear solvers.
+
+        Parameters
+        ----------
+        lp
+            The model.
+        time_limit
+            Wall-clock seconds for the whole call, including any infeasible/unbounded re-check.
+        warm_start
+            A full primal vector passed to SCIP as a solution hint; ignored by the LP solvers.
+        algorithm
+            ``"glop"`` (default for LPs), ``"pdlp"`` (LPs only) or ``"scip"`` (default for MILPs).
+
+        Returns
+        -------
+        SolveOutcome
+            Status, primal point (also for a time limit when SCIP has an incumbent), the solver's
+            objective (including ``lp.offset``), the MILP best bound (the objective for optimal LPs),
+            row duals for optimal LPs solved by GLOP or PDLP, and the solve wall time.
+
+        Raises
+        ------
+        ValueError
+            For an unknown ``algorithm``.
+        BackendUnavailable
+            When an LP-only algorithm is asked to solve a MILP, or the solver is not compiled in.
+        """
+        chosen = (algorithm or ("scip" if lp.is_mip else "glop")).lower()
+        if chosen not in ALGORITHMS:
+            raise ValueError(f"unknown OR-Tools algorithm {algorithm!r}; choose from {', '.join(ALGORITHMS)}")
+        if lp.is_mip and chosen in _LP_ONLY:
+            raise BackendUnavailable(f"OR-Tools {chosen} solves LPs only; use 'scip' for a MILP")
+        if not _importable_here():
+            return _solve_in_child(lp, time_limit, warm_start, chosen)
+        deadline = None if time_limit is None else time.perf_counter() + time_limit
+
+        model = _build_model(lp)
+        if warm_start is not None and chosen == "scip":
+            for j, value in enumerate(np.asarray(warm_start, dtype=np.float64)):
+                model.add_hint(j, float(value))
+        solver, elapsed = _run(model, chosen, time_limit)
+        status, message = self._translate(lp, chosen, solver, elapsed, time_limit, deadline)
+
+        x: FloatArray | None = None
+        if status in ("optimal", "feasible") or (status == "time_limit" and solver.has_solution()):
+            x = np.array(solver.variable_values(), dtype=np.float64)
+        objective = float(solver.objective_value()) if x is not None else None
+        bound: float | None = None
+        if lp.is_mip:
+            raw = float(solver.best_objective_bound())
+            if x is not None and math.isfinite(raw) and abs(raw) < _INFINITE_BOUND:
+                bound = raw
+        elif status == "optimal":
+            bound = objective
+        duals: FloatArray | None = None
+        if status == "optimal" and chosen in _LP_ONLY:
+            values = np.array(solver.dual_values(), dtype=np.float64)
+            duals = values if values.shape == (lp.num_rows,) else None
+        return SolveOutcome(status, x, objective, bound, duals, elapsed, message)
+
+    def _translate(
+        self,
+        lp: LinearProgram,
+        algorithm: str,
+        solver: Any,
+        elapsed: float,
+        time_limit: float | None,
+        deadline: float | None,
+    ) -> tuple[Status, str]:
+        from ortools.linear_solver.python import model_builder_helper as mbh
+
+        codes = mbh.SolveStatus
+        code = solver.status()
+        detail = str(solver.status_string())
+        name = getattr(code, "name", str(code))
+        message = f"{algorithm}: {name}" + (f" ({detail})" if detail else "")
+        out_of_time = time_limit is not None and elapsed >= _TIME_LIMIT_SLACK * time_limit
+
+        if code == codes.OPTIMAL:
+            return "optimal", message
+        if code == codes.FEASIBLE:
+            # MPSolver has no time-limit status: SCIP/GLOP stopped early with an incumbent say FEASIBLE.
+            return ("time_limit" if out_of_time else "feasible"), message
+        if code == codes.UNBOUNDED:
+            return "unbounded", message
+        if code == codes.INFEASIBLE:
+            # GLOP's presolve and SCIP's INFORUNBD both surface as INFEASIBLE; PDLP's needs a certificate.
+            ambiguous = algorithm == "glop" or "unbounded" in detail.lower()
+            if not ambiguous:
+                return "infeasible", message
+            verdict = self._feasible(lp, algorithm, deadline)
+            if verdict is None:
+                return "infeasible", message + "; infeasible or unbounded, re-check inconclusive"
+            if verdict:
+                return "unbounded", message + "; zero-objective re-check is feasible"
+            return "infeasible", message
+        if code == codes.NOT_SOLVED and algorithm == "pdlp":
+            reason = _pdlp_termination(solver)
+            message += f"; PDLP {reason}" if reason else ""
+            if reason == "TERMINATION_REASON_DUAL_INFEASIBLE":
+                verdict = self._feasible(lp, algorithm, deadline)
+                # A dual-infeasibility certificate is a primal improving ray, so unbounded unless infeasible.
+                return ("infeasible", message) if verdict is False else ("unbounded", message)
+            if reason == "TERMINATION_REASON_PRIMAL_INFEASIBLE":
+                return "infeasible", message
+            if reason in (
+                "TERMINATION_REASON_TIME_LIMIT",
+                "TERMINATION_REASON_ITERATION_LIMIT",
+                "TERMINATION_REASON_KKT_MATRIX_PASS_LIMIT",
+            ):
+                return "time_limit", message
+            return "error", message
+        if code == codes.CANCELLED_BY_USER or (code == codes.NOT_SOLVED and out_of_time):
+            return "time_limit", message
+        return "error", message
+
+    @staticmethod
+    def _feasible(lp: LinearProgram, algorithm: str, deadline: float | None) -> bool | None:
+        """Whether ``lp``'s constraints are satisfiable (None when the re-check cannot tell in time)."""
+        from ortools.linear_solver.python import model_builder_helper as mbh
+
+        remaining = None if deadline is None else deadline - time.perf_counter()
+        if remaining is not None and remaining <= 0:
+            return None
+        model = _build_model(lp, objective=np.zeros(lp.num_columns))
+        solver, _ = _run(model, algorithm, remaining)
+        code = solver.status()
+        if code in (mbh.SolveStatus.OPTIMAL, mbh.SolveStatus.FEASIBLE):
+            return True
+        if code == mbh.SolveStatus.INFEASIBLE:
+            return False
+        if algorithm == "pdlp" and _pdlp_termination(solver) == "TERMINATION_REASON_PRIMAL_INFEASIBLE":
+            return False
+        return None
+
+
+def _child_main(arguments: list[str]) -> int:
+    request, answer = Path(arguments[0]), Path(arguments[1])
+    lp, time_limit, warm_start, algorithm = _load_request(request)
+    _save_outcome(answer, OrToolsBackend().solve(lp, time_limit, warm_start, algorithm))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_child_main(sys.argv[1:]))

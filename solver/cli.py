@@ -1,0 +1,267 @@
+"""The ``fairpack`` command line: solve, check, validate, export, generate.
+
+Exit codes: 0 success, 1 solver failure (or a result that does not verify), 2 bad input. Errors go to
+stderr naming the file and field at fault; ``--json`` prints exactly one JSON object on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from models.io import instance_to_dict, load_instance
+from models.solution import Result
+from models.types import Instance, InstanceError
+
+EXIT_OK, EXIT_SOLVER, EXIT_INPUT = 0, 1, 2
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"fairpack: {message}", file=sys.stderr)
+    return code
+
+
+def _format_table(instance: Instance, result: Result) -> str:
+    lines = [
+        f"{instance.name}: method {result.method} (backend {result.backend}) -> {result.status}, "
+        f"verified {'yes' if result.verified else 'NO'}",
+    ]
+    numbers = [
+        ("min weighted share", result.objective),
+        ("bound", result.bound),
+        ("gap", result.gap),
+    ]
+    lines.append("  " + "   ".join(f"{name} {value:.6g}" for name, value in numbers if value is not None))
+    lines.append(f"  build {result.build_s:.3f} s, solve {result.solve_s:.3f} s")
+    if result.allocation is not None:
+        data = result.to_json(instance)
+        resources = list(instance.resources)
+        header = ["tenant", "weight", "tasks", "dom.share", *resources, "servers"]
+        rows = []
+        for tenant in instance.tenants:
+            entry = data["tenants"][tenant.name]
+            servers = ", ".join(f"{unit}:{_short(count)}" for unit, count in list(entry["per_server"].items())[:4])
+            if len(entry["per_server"]) > 4:
+                servers += f", ... ({len(entry['per_server'])} servers)"
+            rows.append(
+                [
+                    tenant.name,
+                    f"{tenant.weight:g}",
+                    _short(entry["tasks"]),
+                    f"{entry['dominant_share']:.4f}",
+                    *(_short(entry["allocation"][r]) for r in resources),
+                    servers,
+                ]
+            )
+        widths = [max(len(str(row[k])) for row in [header, *rows]) for k in range(len(header) - 1)]
+        for row in [header, *rows]:
+            cells = [str(cell).ljust(width) for cell, width in zip(row[:-1], widths, strict=True)]
+            lines.append("  " + "  ".join(cells) + "  " + str(row[-1]))
+        used = ", ".join(f"{r} {100 * u:.1f}%" for r, u in data["utilisation"].items())
+        lines.append(f"  utilisation: {used}")
+    for violation in result.violations[:10]:
+        lines.append(f"  VIOLATION: {violation}")
+    if result.message:
+        lines.append(f"  note: {result.message}")
+    return "\n".join(lines)
+
+
+def _short(value: float) -> str:
+    return f"{value:.4g}" if isinstance(value, float) and not float(value).is_integer() else f"{value:g}"
+
+
+def _command_solve(args: argparse.Namespace) -> int:
+    from solver.api import solve
+    from solver.backends import BackendUnavailable
+
+    instance = load_instance(args.path)
+    options: dict[str, Any] = {}
+    if args.algorithm:
+        options["algorithm"] = args.algorithm
+    if args.strategy:
+        options["strategy"] = args.strategy
+    if args.slots:
+        options["slots"] = args.slots
+    try:
+        result = solve(instance, args.method, backend=args.backend, time_limit=args.time_limit, **options)
+    except BackendUnavailable as error:
+        return _fail(str(error), EXIT_SOLVER)
+    if args.json:
+        print(json.dumps(result.to_json(instance)))
+    else:
+        print(_format_table(instance, result))
+    if args.output:
+        Path(args.output).write_text(json.dumps(result.to_json(instance), indent=1))
+    if result.status in ("error", "infeasible", "unbounded") or (result.allocation is not None and not result.verified):
+        return EXIT_SOLVER
+    return EXIT_OK
+
+
+def _command_check(args: argparse.Namespace) -> int:
+    from models.check import verify_allocation
+    from models.solution import allocation_from_json
+
+    instance = load_instance(args.path)
+    try:
+        data = json.loads(Path(args.result).read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        raise InstanceError(f"cannot read result: {error}", source=args.result) from None
+    try:
+        allocation = allocation_from_json(instance, data)
+    except InstanceError as error:
+        raise error.located(args.result) from None
+    amounts = {name: entry.get("allocation", {}) for name, entry in (data.get("tenants") or {}).items()}
+    report = verify_allocation(instance, allocation, amounts=amounts)
+    problems = list(report.violations)
+    # The saved per-tenant numbers must match what the allocation implies.
+    for position, tenant in enumerate(instance.tenants):
+        entry = (data.get("tenants") or {}).get(tenant.name)
+        if entry is None:
+            continue
+        for key, value in (("tasks", report.tasks[position]), ("dominant_share", report.dominant_shares[position])):
+            saved = entry.get(key)
+            if saved is not None and abs(float(saved) - float(value)) > 1e-6 * max(1.0, abs(float(value))):
+                problems.append(f"tenant {tenant.name}: saved {key} {saved} but the allocation gives {value:.9g}")
+    saved_objective = data.get("objective")
+    if saved_objective is not None and abs(saved_objective - report.min_weighted_share) > 1e-6 * max(
+        1.0, abs(report.min_weighted_share)
+    ):
+        problems.append(f"saved objective {saved_objective} but recomputed {report.min_weighted_share:.9g}")
+    summary = {
+        "verified": not problems,
+        "violations": problems,
+        "objective": report.min_weighted_share,
+        "utilisation": dict(zip(instance.resources, report.utilisation.tolist(), strict=True)),
+    }
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(f"{args.result}: {'verified' if not problems else 'NOT verified'}")
+        print(f"  min weighted share {report.min_weighted_share:.6g}")
+        for problem in problems:
+            print(f"  VIOLATION: {problem}")
+    return EXIT_OK if not problems else EXIT_SOLVER
+
+
+def _command_validate(args: argparse.Namespace) -> int:
+    instance = load_instance(args.path)
+    machines = int(instance.counts.sum())
+    print(
+        f"{args.path}: valid: {len(instance.resources)} resources, {len(instance.servers)} server classes "
+        f"({machines} machines), {len(instance.tenants)} tenants, {len(instance.jobs)} jobs"
+        + (f", hierarchy of {len(instance.hierarchy.nodes)} nodes" if instance.hierarchy else "")
+    )
+    return EXIT_OK
+
+
+def _command_export(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from models.drfh import DrfhModel, UnitGrouping
+    from models.drfh_int import DrfhIntModel
+
+    instance = load_instance(args.path)
+    if args.method in ("drfh", "drf"):
+        target = instance.pooled() if args.method == "drf" else instance
+        model = DrfhModel(target, UnitGrouping.merge_identical(target))
+        tenants, units = model.all_pairs()
+        lp = model.build(tenants, units, 2.0 / float(target.weights.min()) + 1.0)
+    elif args.method == "drfh-int":
+        lp = DrfhIntModel.build_pairs(instance).build(
+            np.zeros(len(instance.tenants)), np.ones(len(instance.tenants), bool)
+        )
+    else:
+        return _fail(f"export supports drf, drfh and drfh-int (the first max-min round), not {args.method!r}", 2)
+    text = lp.to_mps() if args.format == "mps" else lp.to_lp()
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def _command_generate(args: argparse.Namespace) -> int:
+    from models import generators
+
+    if args.family == "google":
+        instance = generators.google_instance(args.data_dir, args.tenants, args.seed, args.machines, args.distinct)
+    elif args.family == "alibaba":
+        if args.data_dir is None:
+            return _fail("the alibaba family needs --data-dir", EXIT_INPUT)
+        instance = generators.alibaba_instance(args.data_dir, args.tenants, args.seed)
+    elif args.family == "random":
+        instance = generators.random_small(args.seed, args.machines or 3, args.tenants, 2)
+    else:
+        return _fail(f"unknown family {args.family!r}", EXIT_INPUT)
+    sys.stdout.write(yaml.safe_dump(instance_to_dict(instance), sort_keys=False, default_flow_style=None))
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from solver.api import METHODS
+    from solver.backends import BACKEND_NAMES, DEFAULT_BACKEND
+
+    parser = argparse.ArgumentParser(prog="fairpack", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    solve = commands.add_parser("solve", help="solve an instance file and verify the result")
+    solve.add_argument("path")
+    solve.add_argument("--method", default="drfh", choices=list(METHODS))
+    solve.add_argument("--backend", default=DEFAULT_BACKEND, choices=list(BACKEND_NAMES))
+    solve.add_argument("--time-limit", type=float, default=None, help="seconds")
+    solve.add_argument("--algorithm", help="backend variant: highs simplex|ipm|pdlp, ortools glop|pdlp|scip")
+    solve.add_argument("--strategy", choices=["auto", "plain", "colgen", "aggregate"], help="drfh LP strategy")
+    solve.add_argument("--slots", type=int, help="slots per largest server (slots method)")
+    solve.add_argument("--objective", help="objective for space-time methods (not used by allocation methods)")
+    solve.add_argument("--json", action="store_true", help="print one JSON object")
+    solve.add_argument("--output", "-o", help="also save the JSON result to this file")
+    solve.set_defaults(handler=_command_solve)
+
+    check = commands.add_parser("check", help="re-verify a saved JSON result against its instance")
+    check.add_argument("path")
+    check.add_argument("result")
+    check.add_argument("--json", action="store_true")
+    check.set_defaults(handler=_command_check)
+
+    validate = commands.add_parser("validate", help="schema and semantic validation only")
+    validate.add_argument("path")
+    validate.set_defaults(handler=_command_validate)
+
+    export = commands.add_parser("export", help="write the model for an external solver")
+    export.add_argument("path")
+    export.add_argument("--method", default="drfh")
+    export.add_argument("--format", choices=["mps", "lp"], default="mps")
+    export.add_argument("--output", "-o")
+    export.set_defaults(handler=_command_export)
+
+    generate = commands.add_parser("generate", help="print a generated instance as YAML")
+    generate.add_argument("family", choices=["google", "alibaba", "random"])
+    generate.add_argument("--seed", type=int, default=0)
+    generate.add_argument("--tenants", type=int, default=20)
+    generate.add_argument("--machines", type=int, default=None)
+    generate.add_argument("--distinct", action="store_true", help="jitter every machine into its own class")
+    generate.add_argument("--data-dir", default=None, help="the shared data folder (google/, alibaba/)")
+    generate.set_defaults(handler=_command_generate)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.handler(args)
+    except InstanceError as error:
+        return _fail(str(error), EXIT_INPUT)
+    except ValueError as error:
+        return _fail(str(error), EXIT_INPUT)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
