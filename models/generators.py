@@ -25,6 +25,14 @@ def _require(path: Path) -> Path:
     return path
 
 
+def _largest_remainder(exact: np.ndarray) -> np.ndarray:
+    """Round non-negative reals to integers with the same (rounded) total."""
+    counts = np.floor(exact).astype(int)
+    for k in np.argsort(-(exact - counts))[: int(round(exact.sum())) - counts.sum()]:
+        counts[k] += 1
+    return counts
+
+
 def google_servers(data_dir: str | Path, machines: int | None = None) -> tuple[ServerClass, ...]:
     """The Google 2011 cluster's machine configurations (CPU and memory normalised to the largest machine).
 
@@ -34,11 +42,7 @@ def google_servers(data_dir: str | Path, machines: int | None = None) -> tuple[S
     rows = list(csv.DictReader(_require(Path(data_dir) / GOOGLE_TABLE).open()))
     counts = np.array([int(r["number_of_machines"]) for r in rows])
     if machines is not None and machines < counts.sum():
-        exact = counts * machines / counts.sum()
-        scaled = np.floor(exact).astype(int)
-        for k in np.argsort(-(exact - scaled))[: machines - scaled.sum()]:
-            scaled[k] += 1
-        counts = scaled
+        counts = _largest_remainder(counts * machines / counts.sum())
     return tuple(
         ServerClass(f"g{k}-c{r['cpu']}-m{r['memory']}", np.array([float(r["cpu"]), float(r["memory"])]), int(c))
         for k, (r, c) in enumerate(zip(rows, counts, strict=True))
@@ -52,7 +56,7 @@ def google_like_servers(machines: int, configurations: int, seed: int) -> tuple[
     cpu = rng.choice([0.25, 0.5, 0.5, 0.5, 1.0], size=configurations)
     mem = np.clip(cpu * rng.choice([0.125, 0.25, 0.5, 1.0, 1.5, 2.0], size=configurations), 0.03, 1.0)
     popularity = rng.dirichlet(np.full(configurations, 0.7))
-    counts = np.maximum(1, np.round(popularity * machines)).astype(int)
+    counts = _largest_remainder(popularity * (machines - configurations)) + 1  # exactly `machines`
     return tuple(ServerClass(f"cfg{k}", np.array([cpu[k], mem[k]]), int(counts[k])) for k in range(configurations))
 
 

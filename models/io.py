@@ -148,15 +148,18 @@ def _flat_nodes(specs: list[NodeSpec]) -> list[tuple[NodeSpec, int, str]]:
     for position, spec in enumerate(specs):
         if spec.parent is not None and spec.parent not in by_name:
             raise InstanceError(f"unknown parent {spec.parent!r}", f"hierarchy[{position}].parent")
-    order = [roots[0]]
     children: dict[int, list[int]] = {}
     for position, spec in enumerate(specs):
         if spec.parent is not None:
             children.setdefault(by_name[spec.parent], []).append(position)
-    cursor = 0
-    while cursor < len(order):
-        order.extend(children.get(order[cursor], []))
-        cursor += 1
+    # Depth-first preorder, children in file order: the same node (and tenant) order as the nested form,
+    # so a flat list written by ``instance_to_dict`` reads back unchanged.
+    order: list[int] = []
+    stack = [roots[0]]
+    while stack:
+        current = stack.pop()
+        order.append(current)
+        stack.extend(reversed(children.get(current, [])))
     if len(order) != len(specs):
         stuck = sorted(specs[i].name for i in set(range(len(specs))) - set(order))
         raise InstanceError(f"parent links form a cycle through {stuck}", "hierarchy")

@@ -203,11 +203,11 @@ def _check_acyclic(job: Job) -> None:
         raise InstanceError(f"stage dependencies form a cycle through {cyclic}", "stages")
 
 
-def _check_unique(names: Sequence[str], field_name: str) -> None:
+def _check_unique(names: Sequence[str], field_name: str, key: str = ".name") -> None:
     seen: set[str] = set()
     for position, name in enumerate(names):
         if name in seen:
-            raise InstanceError(f"duplicate name {name!r}", f"{field_name}[{position}].name")
+            raise InstanceError(f"duplicate name {name!r}", f"{field_name}[{position}]{key}")
         seen.add(name)
 
 
@@ -227,7 +227,7 @@ class Instance:
     def __post_init__(self) -> None:
         if not self.resources:
             raise InstanceError("at least one resource is needed", "resources")
-        _check_unique(self.resources, "resources")
+        _check_unique(self.resources, "resources", key="")  # plain strings, no .name
         if not self.servers:
             raise InstanceError("at least one server is needed", "servers")
         _check_unique([s.name for s in self.servers], "servers")

@@ -112,6 +112,8 @@ def _command_check(args: argparse.Namespace) -> int:
         data = json.loads(Path(args.result).read_text())
     except (OSError, json.JSONDecodeError) as error:
         raise InstanceError(f"cannot read result: {error}", source=args.result) from None
+    if not isinstance(data, dict):
+        raise InstanceError(f"a result must be a JSON object, got {type(data).__name__}", source=args.result)
     try:
         allocation = allocation_from_json(instance, data)
     except InstanceError as error:

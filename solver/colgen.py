@@ -103,22 +103,112 @@ def coarse_solution(model: DrfhModel, target_groups: int = 64) -> CoarseSolution
     return CoarseSolution(labels, filled, share)
 
 
+def _paired_pieces(usage: FloatArray, capacity: FloatArray) -> tuple[IntArray, IntArray]:
+    """Two-resource disaggregation: fill units one by one with a blend of two tenants that matches.
+
+    ``usage[j]`` is what tenant j consumes in the group (2 resources) and ``capacity[l]`` each unit's
+    capacity. Tenants richer in resource 0 than the group's total usage form list A, the others list
+    B; every unit's target (its capacity scaled to the group's usage) is met by solving a 2x2 system
+    with the current tenants of A and B, moving on to the next tenant whenever one is used up. Where
+    the two directions do not bracket the target the unit simply takes what fits; the LP corrects it.
+    Returns (tenant position, unit position) pairs touched.
+    """
+    total = usage.sum(axis=0)
+    scale = np.divide(total, capacity.sum(axis=0), out=np.zeros(2), where=capacity.sum(axis=0) > 0)
+    target = capacity * scale[None, :]
+    angle = np.arctan2(usage[:, 1], usage[:, 0])
+    reference = math.atan2(total[1], total[0])
+    lists = [np.flatnonzero(angle <= reference), np.flatnonzero(angle > reference)]
+    lists = [order[np.argsort(angle[order])] for order in lists]
+    left = usage.copy()
+    pointer = [0, 0]
+    pairs: list[tuple[int, int]] = []
+    for unit in range(len(capacity)):
+        need = target[unit].copy()
+        for _ in range(64):  # a unit rarely spans more than a few tenants
+            if need.max() <= 1e-12 * max(1.0, float(target[unit].max())):
+                break
+            current = [lst[p] if p < len(lst) else -1 for lst, p in zip(lists, pointer, strict=True)]
+            live = [c for c in current if c >= 0]
+            if not live:
+                break
+            for c in live:
+                pairs.append((c, unit))
+            if len(live) == 2:
+                matrix = np.stack([left[live[0]], left[live[1]]], axis=1)
+                try:
+                    fractions = np.linalg.solve(matrix, need)
+                except np.linalg.LinAlgError:
+                    fractions = np.array([-1.0, -1.0])
+                if np.all(fractions >= 0):
+                    # Scale both down together if either tenant runs out first.
+                    ratio = min([1.0, *(1.0 / f for f in fractions if f > 1.0)])
+                    taken = fractions * ratio
+                    for c, f in zip(live, taken, strict=True):
+                        need -= f * left[c]
+                        left[c] *= 1 - f
+                    for side, f in enumerate(taken):
+                        if f >= 1 - 1e-12 and current[side] >= 0:
+                            pointer[side] += 1
+                    continue
+            # One tenant alone (or directions that do not bracket): take what fits of the first.
+            c = live[0]
+            side = 0 if current[0] == c else 1
+            with np.errstate(divide="ignore", invalid="ignore"):
+                room = np.where(left[c] > 0, need / left[c], np.inf).min()
+            f = float(min(max(room, 0.0), 1.0))
+            need = np.maximum(need - f * left[c], 0.0)
+            left[c] *= 1 - f
+            if f >= 1 - 1e-12:
+                pointer[side] += 1
+            else:
+                break
+    if not pairs:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    array = np.array(pairs, dtype=np.int64)
+    return array[:, 0], array[:, 1]
+
+
 def initial_columns(model: DrfhModel, coarse: CoarseSolution) -> tuple[IntArray, IntArray]:
-    """Spread the coarse allocation over each group's units by wrap-around; plus one unit per tenant."""
+    """Spread the coarse allocation over each group's units; plus one unit per tenant.
+
+    A unit needs a blend of tenants whose mix matches its own shape, not one tenant. So the group's
+    tenants are split into one stream per resource (the resource each one uses most, relative to the
+    group's capacity), and each stream is laid end to end over the group's units in proportion to
+    their capacity of that resource. Every unit then sees a few tenants of every kind, as a basic
+    optimal solution does (at most units x resources + tenants pairs in all).
+    """
     units = model.units
-    total = units.capacity.sum(axis=0)
-    size = (units.capacity / np.where(total > 0, total, 1.0)).sum(axis=1)
+    consumption = model.consumption()  # resource per unit of share
     tenant_parts, unit_parts = [], []
     for group in range(coarse.group_share.shape[1]):
         members = np.flatnonzero(coarse.labels == group)
-        tenants, positions = _wrap_around(coarse.group_share[:, group], size[members])
-        tenant_parts.append(tenants)
-        unit_parts.append(members[positions])
+        share = coarse.group_share[:, group]
+        capacity = units.capacity[members]
+        group_capacity = capacity.sum(axis=0)
+        if capacity.shape[1] == 2:
+            present = np.flatnonzero(share > 0)
+            positions, unit_positions = _paired_pieces(share[present, None] * consumption[present], capacity)
+            tenant_parts.append(present[positions])
+            unit_parts.append(members[unit_positions])
+            continue
+        relative = consumption / np.where(group_capacity > 0, group_capacity, np.inf)[None, :]
+        stream = np.argmax(relative, axis=1)
+        for resource in range(capacity.shape[1]):
+            in_stream = np.where(stream == resource, share, 0.0)
+            sizes = capacity[:, resource]
+            if not in_stream.any() or sizes.sum() <= 0:
+                continue
+            tenants, positions = _wrap_around(in_stream, sizes)
+            tenant_parts.append(tenants)
+            unit_parts.append(members[positions])
     tenants = np.concatenate(tenant_parts) if tenant_parts else np.zeros(0, dtype=np.int64)
     unit_ids = np.concatenate(unit_parts) if unit_parts else np.zeros(0, dtype=np.int64)
     usable = model.usable
     keep = usable[tenants, unit_ids]
     # Every tenant gets at least its largest usable unit, so each level row can move from the start.
+    total = units.capacity.sum(axis=0)
+    size = (units.capacity / np.where(total > 0, total, 1.0)).sum(axis=1)
     best_unit = np.argmax(np.where(usable, size[None, :], -1.0), axis=1)
     has_unit = usable.any(axis=1)
     tenants = np.concatenate([tenants[keep], np.flatnonzero(has_unit)])

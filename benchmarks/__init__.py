@@ -1,0 +1,1 @@
+"""Benchmarks: speed and quality figures, printed and saved under benchmarks/results/."""
