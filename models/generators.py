@@ -28,7 +28,7 @@ def _require(path: Path) -> Path:
 def _largest_remainder(exact: np.ndarray) -> np.ndarray:
     """Round non-negative reals to integers with the same (rounded) total."""
     counts = np.floor(exact).astype(int)
-    for k in np.argsort(-(exact - counts))[: int(round(exact.sum())) - counts.sum()]:
+    for k in np.argsort(-(exact - counts))[: round(float(exact.sum())) - int(counts.sum())]:
         counts[k] += 1
     return counts
 
