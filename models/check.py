@@ -198,13 +198,17 @@ def _per_unit_ratio(demand: FloatArray, capacity: FloatArray) -> FloatArray:
 def _shares(instance: Instance, totals: FloatArray) -> tuple[FloatArray, FloatArray, float]:
     dominant = np.asarray(totals * instance.dominant_demand)
     weighted = dominant / instance.weights
-    # Same definition as models.metrics.min_weighted_share: tenants holding their whole cap are
-    # satisfied and do not count; if everybody is satisfied, the minimum over all runnable tenants.
+    # Same definition as models.metrics.min_weighted_share, computed independently: the smallest
+    # weighted share of an unsatisfied tenant, or the largest cap level if everybody is satisfied.
     caps = instance.task_caps
     runnable = instance.runnable & (caps > 0)
-    hungry = runnable & (totals < caps * (1 - 1e-9) - 1e-9)
-    mask = hungry if hungry.any() else runnable
-    minimum = float(weighted[mask].min()) if mask.any() else 0.0
+    hungry = runnable & (totals < caps * (1 - 1e-6) - 1e-6)
+    if hungry.any():
+        minimum = float(weighted[hungry].min())
+    elif runnable.any():
+        minimum = float((caps * instance.dominant_demand / instance.weights)[runnable].max())
+    else:
+        minimum = 0.0
     return dominant, weighted, minimum
 
 
@@ -714,7 +718,10 @@ def _pareto_divisible(instance: Instance, allocation: Allocation, tol: float) ->
     a_ub = sp.csr_matrix(
         (use[p_idx, r_idx], (pair_u[p_idx] * n_res + r_idx, p_idx)), shape=(n_units * n_res, n_pairs + n)
     )
-    b_ub = np.ones(n_units * n_res)
+    # Capacities get a 1e-9 relative allowance, so an allocation that fills them up to round-off stays
+    # feasible with its exact task counts as lower bounds. (Relaxing the lower bounds instead lets one
+    # tenant's round-off be traded for a larger gain of another, a false alarm.)
+    b_ub = np.full(n_units * n_res, 1.0 + 1e-9)
     keep = np.asarray(a_ub.getnnz(axis=1) > 0)
     a_ub, b_ub = a_ub[keep], b_ub[keep]
     # Definition rows: y_i - sum_u x[i,u] = 0.
@@ -726,7 +733,7 @@ def _pareto_divisible(instance: Instance, allocation: Allocation, tol: float) ->
         shape=(n, n_pairs + n),
     )
     b_eq = np.zeros(n)
-    lower = np.maximum(np.minimum(totals, caps) * (1.0 - tol / 10.0), 0.0)
+    lower = np.maximum(np.minimum(totals, caps), 0.0)
     upper = np.where(np.isfinite(caps), caps, np.inf)
     bounds = np.column_stack(
         [np.concatenate([np.zeros(n_pairs), lower]), np.concatenate([np.full(n_pairs, np.inf), upper])]

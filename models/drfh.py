@@ -91,8 +91,9 @@ class DrfhModel:
 
     def share_caps(self) -> FloatArray:
         """Upper bound on each tenant's global dominant share from its task cap (inf when unbounded)."""
-        caps = self.instance.task_caps * self.share_per_task
-        return np.where(np.isnan(caps), 0.0, caps)
+        share = self.share_per_task
+        # A tenant that can run nothing (share 0) gets cap 0, not inf * 0.
+        return np.where(share > 0, self.instance.task_caps * np.where(share > 0, share, 1.0), 0.0)
 
     # Row indices of the fixed layout.
     def define_rows(self) -> IntArray:

@@ -1,19 +1,20 @@
-"""DRFH with indivisible tasks: a MILP with integer task counts per tenant and machine.
+"""DRFH with indivisible tasks: leximin over weighted dominant shares as a sequence of MILPs.
 
 Variables ``x[p]`` count the tasks of pair ``p = (tenant, machine)``, created only where one task fits
-on the machine; ``z`` is the weighted level. Machines of a class are expanded, because whole tasks
-must fit on one machine. Two models are built from the same rows:
+on the machine (machines of a class are expanded: a whole task must fit on one machine). Tenant ``i``
+gets the weighted share ``y_i = s_i n_i / w_i`` with ``n_i = sum_m x[i, m]`` and ``s_i`` the global
+dominant share of one task.
 
-* ``level``: maximise ``z`` s.t. ``s_i n_i >= w_i z`` for the tenants still growing, where
-  ``n_i = sum_m x[i, m]`` and ``s_i`` is the global dominant share of one task;
-* ``lift``: maximise how many of the given tenants get one task more than ``floor_tasks`` while
-  everybody keeps ``floor_tasks`` (binary ``y_i``: ``n_i >= floor_i + y_i``).
-
-Both keep ``n_i >= floor_tasks_i`` for every tenant, so earlier rounds' levels are never lost.
+Leximin is computed exactly with ordered cumulative sums (Ogryczak and Sliwinski): the sum of the
+``k`` smallest shares is ``theta_k(y) = max_r k r - sum_i max(r - y_i, 0)``, which is linear with one
+free variable ``r_k`` and ``d_ik >= r_k - y_i, d_ik >= 0``. Maximising ``theta_1, theta_2, ...`` in
+turn, each step keeping the optimum of the earlier ones, maximises the sorted share vector
+lexicographically; so no tenant can get another task without lowering one that has less.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,15 +40,13 @@ class DrfhIntModel:
     @classmethod
     def build_pairs(cls, instance: Instance) -> DrfhIntModel:
         machine_cap = instance.capacity[instance.machine_class()]
-        demand = instance.demand
         fits_class = instance.fits() & (instance.dominant_demand > 0)[:, None]
-        fits = fits_class[:, instance.machine_class()]
-        tenants, machines = np.nonzero(fits)
-        need = demand[tenants]
+        tenants, machines = np.nonzero(fits_class[:, instance.machine_class()])
+        need = instance.demand[tenants]
         room = machine_cap[machines]
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(need > 0, room / np.where(need > 0, need, 1.0), np.inf).min(axis=1)
-        upper = np.minimum(np.floor(ratio + 1e-9), instance.task_caps[tenants])
+        upper = np.minimum(np.floor(ratio + 1e-9), np.floor(instance.task_caps[tenants] + 1e-9))
         keep = upper >= 1
         return cls(instance, tenants[keep].astype(np.int64), machines[keep].astype(np.int64), upper[keep])
 
@@ -55,33 +54,47 @@ class DrfhIntModel:
     def num_machines(self) -> int:
         return int(self.instance.counts.sum())
 
+    @property
+    def players(self) -> IntArray:
+        """Tenants that can run at least one task: the ones leximin ranks."""
+        return np.unique(self.pair_tenant)
+
     def tasks(self, x: FloatArray) -> FloatArray:
         """Task matrix (tenants, machines) from the pair block of a solution vector."""
         counts = np.zeros((len(self.instance.tenants), self.num_machines))
         np.add.at(counts, (self.pair_tenant, self.pair_machine), np.round(x[: len(self.pair_tenant)]))
         return counts
 
-    def start(self, tasks: FloatArray, level: float, lift: int = 0) -> FloatArray:
-        """A solution vector (pairs, z, and ``lift`` zero binaries) for warm-starting from a task matrix."""
-        return np.concatenate([tasks[self.pair_tenant, self.pair_machine], [level], np.zeros(lift)])
-
-    def build(
-        self,
-        floor_tasks: FloatArray,
-        level_tenants: BoolArray | None = None,
-        lift_tenants: IntArray | None = None,
-    ) -> LinearProgram:
-        """The ``level`` model (``level_tenants`` given) or the ``lift`` model (``lift_tenants`` given)."""
+    def shares(self, tasks: FloatArray) -> FloatArray:
+        """Weighted dominant share of every player for a task matrix."""
         instance = self.instance
-        n = len(instance.tenants)
+        players = self.players
+        return np.asarray(tasks.sum(axis=1)[players] * instance.dominant_demand[players] / instance.weights[players])
+
+    def start(self, tasks: FloatArray, steps: int) -> FloatArray:
+        """A feasible solution vector for warm-starting step ``steps`` from a task matrix."""
+        values = np.sort(self.shares(tasks))
+        parts = [tasks[self.pair_tenant, self.pair_machine]]
+        y = self.shares(tasks)
+        for k in range(1, steps + 1):
+            r = values[k - 1]
+            parts.append(np.array([r]))
+            parts.append(np.maximum(r - y, 0.0))
+        return np.concatenate(parts)
+
+    def build(self, steps: int, achieved: FloatArray) -> LinearProgram:
+        """The MILP of leximin step ``steps`` (1-based): maximise theta_steps, keep theta_j >= achieved[j-1]."""
+        instance = self.instance
         num_res = len(instance.resources)
         machine_cap = instance.capacity[instance.machine_class()]
-        share = instance.dominant_demand
+        players = self.players
+        p = len(players)
+        local = np.full(len(instance.tenants), -1)
+        local[players] = np.arange(p)
+        coefficient = instance.dominant_demand / instance.weights  # d y_i / d n_i
         pairs = len(self.pair_tenant)
-        builder = LPBuilder(sense="max", name="drfh_int")
+        builder = LPBuilder(sense="max", name=f"drfh_int_step{steps}")
         x = builder.add_variables("x", (pairs,), lower=0.0, upper=self.pair_upper, integer=True)
-        z_cost = 1.0 if level_tenants is not None else 0.0
-        z = builder.add_variables("z", (1,), lower=0.0, upper=1.0 / float(instance.weights.min()) + 1.0, cost=z_cost)
         pair_ids = x.indices()
         demand = instance.demand[self.pair_tenant]
         pair_idx, resource_idx = np.nonzero(demand)
@@ -93,40 +106,32 @@ class DrfhIntModel:
             demand[pair_idx, resource_idx],
             upper=machine_cap.reshape(-1),
         )
+        caps = np.floor(instance.task_caps[players] + 1e-9)
         builder.add_rows(
-            "tasks",
-            n,
-            self.pair_tenant,
-            pair_ids,
-            1.0,
-            lower=floor_tasks,
-            upper=np.minimum(instance.task_caps, 1e30),
+            "tasks", p, local[self.pair_tenant], pair_ids, 1.0, upper=np.where(np.isfinite(caps), caps, math.inf)
         )
-        if level_tenants is not None:
-            growing = np.flatnonzero(level_tenants)
-            local = np.full(n, -1)
-            local[growing] = np.arange(len(growing))
-            on = local[self.pair_tenant] >= 0
+        for k in range(1, steps + 1):
+            last = k == steps
+            r = builder.add_variables(f"r{k}", (1,), lower=-math.inf, cost=float(k) if last else 0.0)
+            d = builder.add_variables(f"d{k}", (p,), lower=0.0, cost=-1.0 if last else 0.0)
+            # d_ik - r_k + y_i >= 0 with y_i = coefficient_i * sum of the tenant's pair variables.
             builder.add_rows(
-                "level",
-                len(growing),
-                np.concatenate([local[self.pair_tenant[on]], np.arange(len(growing))]),
-                np.concatenate([pair_ids[on], np.full(len(growing), z.start)]),
-                np.concatenate([share[self.pair_tenant[on]], -instance.weights[growing]]),
+                f"below{k}",
+                p,
+                np.concatenate([np.arange(p), np.arange(p), local[self.pair_tenant]]),
+                np.concatenate([d.indices(), np.full(p, r.start), pair_ids]),
+                np.concatenate([np.ones(p), -np.ones(p), coefficient[self.pair_tenant]]),
                 lower=0.0,
             )
-        if lift_tenants is not None:
-            k = len(lift_tenants)
-            y = builder.add_variables("lift", (k,), lower=0.0, upper=1.0, cost=1.0, integer=True)
-            local = np.full(n, -1)
-            local[lift_tenants] = np.arange(k)
-            on = local[self.pair_tenant] >= 0
-            builder.add_rows(
-                "lifted",
-                k,
-                np.concatenate([local[self.pair_tenant[on]], np.arange(k)]),
-                np.concatenate([pair_ids[on], y.indices()]),
-                np.concatenate([np.ones(int(on.sum())), -np.ones(k)]),
-                lower=floor_tasks[lift_tenants],
-            )
+            if not last:
+                target = float(achieved[k - 1])
+                slack = 1e-9 * max(abs(target), 1e-12)  # the earlier optimum, up to round-off
+                builder.add_rows(
+                    f"keep{k}",
+                    1,
+                    np.zeros(p + 1, dtype=np.int64),
+                    np.concatenate([[r.start], d.indices()]),
+                    np.concatenate([[float(k)], -np.ones(p)]),
+                    lower=target - slack,
+                )
         return builder.build()

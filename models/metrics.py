@@ -17,18 +17,26 @@ def weighted_shares(instance: Instance, allocation: Allocation) -> FloatArray:
     return dominant_shares(instance, allocation) / instance.weights
 
 
-def min_weighted_share(instance: Instance, allocation: Allocation, tol: float = 1e-9) -> float:
-    """The max-min objective: the smallest weighted global dominant share among unsatisfied tenants.
+def min_weighted_share(instance: Instance, allocation: Allocation, tol: float = 1e-6) -> float:
+    """The max-min objective ``f``: the smallest weighted global dominant share of an unsatisfied tenant.
 
-    A tenant that holds all the tasks it asked for (its cap) is satisfied: its share is small by its
-    own choice, so it does not measure unfairness. Tenants that can run nowhere are left out too.
-    With every tenant satisfied, the minimum over all runnable tenants is returned.
+    ``f`` is the largest level ``t`` such that every tenant has at least ``min(t, its cap level)``, the
+    quantity DRFH's first round maximises; so an exact method's ``f`` is never below a heuristic's.
+    A tenant holding its whole cap (within ``tol``) is satisfied and does not pull ``f`` down. When
+    every tenant is satisfied, ``f`` is the largest cap level (no allocation can do better).
+    Tenants that can run nowhere are left out.
     """
     shares = weighted_shares(instance, allocation)
-    runnable = instance.runnable & (instance.task_caps > 0)
-    hungry = runnable & (allocation.tenant_tasks < instance.task_caps * (1 - tol) - tol)
-    mask = hungry if hungry.any() else runnable
-    return float(shares[mask].min()) if mask.any() else 0.0
+    caps = instance.task_caps
+    runnable = instance.runnable & (caps > 0)
+    if not runnable.any():
+        return 0.0
+    satisfied = allocation.tenant_tasks >= caps * (1 - tol) - tol
+    hungry = runnable & ~satisfied
+    if hungry.any():
+        return float(shares[hungry].min())
+    cap_levels = caps * instance.dominant_demand / instance.weights
+    return float(cap_levels[runnable].max())
 
 
 def utilisation(instance: Instance, allocation: Allocation) -> FloatArray:

@@ -91,7 +91,7 @@ def _run_drfh_int(instance: Instance, options: SolveOptions) -> Result:
         solver_objective=None,
         message=filled.message,
         extra={
-            "rounds": filled.rounds,
+            "leximin_steps": filled.steps,
             "milp_solves": filled.milp_solves,
             "lp_bound": lp_bound,
             "milp_level_bound": filled.first_bound,

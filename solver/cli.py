@@ -175,11 +175,9 @@ def _command_export(args: argparse.Namespace) -> int:
         tenants, units = model.all_pairs()
         lp = model.build(tenants, units, 2.0 / float(target.weights.min()) + 1.0)
     elif args.method == "drfh-int":
-        lp = DrfhIntModel.build_pairs(instance).build(
-            np.zeros(len(instance.tenants)), np.ones(len(instance.tenants), bool)
-        )
+        lp = DrfhIntModel.build_pairs(instance).build(1, np.zeros(0))
     else:
-        return _fail(f"export supports drf, drfh and drfh-int (the first max-min round), not {args.method!r}", 2)
+        return _fail(f"export supports drf, drfh and drfh-int (the first max-min step), not {args.method!r}", 2)
     text = lp.to_mps() if args.format == "mps" else lp.to_lp()
     if args.output:
         Path(args.output).write_text(text)

@@ -126,9 +126,12 @@ class PlainRounds(_SessionRounds):
 class RebuildRounds:
     """For backends without incremental solves: rebuild and solve the full LP every time."""
 
-    def __init__(self, model: DrfhModel, backend: Backend, time_limit: float | None = None) -> None:
+    def __init__(
+        self, model: DrfhModel, backend: Backend, time_limit: float | None = None, algorithm: str | None = None
+    ) -> None:
         self.model = model
         self.backend = backend
+        self.algorithm = algorithm
         self.tenants, self.units = model.all_pairs()
         self.base = model.build(self.tenants, self.units, _level_upper(model))
         self.deadline = None if time_limit is None else time.perf_counter() + time_limit
@@ -152,7 +155,7 @@ class RebuildRounds:
             base.integrality, base.sense, base.offset, base.columns, base.rows, base.name,
         )  # fmt: skip
         remaining = None if self.deadline is None else max(self.deadline - time.perf_counter(), 1e-3)
-        outcome = self.backend.solve(lp, time_limit=remaining)
+        outcome = self.backend.solve(lp, time_limit=remaining, algorithm=self.algorithm)
         self.lp_solves += 1
         if outcome.x is None or outcome.status != "optimal":
             return RoundOutcome(outcome.status, solve_s=outcome.solve_s, message=outcome.message)
@@ -233,8 +236,9 @@ def progressive_filling(model: DrfhModel, rounds: RoundSolver) -> FillingResult:
         last = outcome
         assert outcome.shares is not None
         uncapped = active & ~capped
-        # Tenants exactly at the next breakpoint are capped too (the level stopped at their cap).
-        at_cap = uncapped & (outcome.shares >= caps * (1 - 1e-9))
+        # Tenants whose cap level the level reached are capped too (it stopped at their breakpoint).
+        # A vertex may hand a tenant its whole cap above the level; that alone does not satisfy it.
+        at_cap = uncapped & (cap_level <= outcome.level * (1 + _REL))
         capped |= at_cap
         uncapped &= ~at_cap
         level = outcome.level if uncapped.any() else max(reached, float(np.max(cap_level[capped], initial=0.0)))
@@ -332,7 +336,7 @@ def solve_drfh(
     elif backend.capabilities.incremental:
         rounds = PlainRounds(model, time_limit, algorithm)
     else:
-        rounds = RebuildRounds(model, backend, time_limit)
+        rounds = RebuildRounds(model, backend, time_limit, algorithm)
     build_s = time.perf_counter() - started
     result = progressive_filling(model, rounds)
     return model, result, build_s

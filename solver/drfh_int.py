@@ -1,10 +1,8 @@
-"""Indivisible-task DRFH: max-min MILP rounds with a lexicographic refinement.
+"""Indivisible-task DRFH: exact leximin by ordered cumulative sums (see ``models.drfh_int``).
 
-Round by round: maximise the weighted level ``z`` of the growing tenants; the tenants that sit exactly
-at ``z`` with their minimal task count are candidates; a second MILP lifts as many candidates as
-possible by one task while everybody keeps their count; candidates that could not be lifted are
-frozen. When nobody grows, no tenant can get another task without taking one from a tenant that
-has less (or the same), which is the discrete counterpart of DRFH's leximin allocation.
+Step ``k`` maximises the sum of the ``k`` smallest weighted shares while keeping the earlier sums; each
+step is warm-started from the previous step's tasks, which are feasible for it. Steps stop early once
+every remaining player is at its task cap (no later sum can change).
 """
 
 from __future__ import annotations
@@ -24,75 +22,42 @@ from solver.backends import Backend
 class IntegerFilling:
     status: Status
     tasks: FloatArray  # (tenants, machines)
-    rounds: int
+    steps: int
     milp_solves: int
     solve_s: float
-    first_bound: float | None  # the first max-min MILP's proven bound on the level
+    first_bound: float | None  # the max-min MILP's proven bound on the smallest weighted share
     message: str = ""
 
 
 def solve_drfh_int(instance: Instance, backend: Backend, time_limit: float | None = None) -> IntegerFilling:
     model = DrfhIntModel.build_pairs(instance)
-    n = len(instance.tenants)
-    share = instance.dominant_demand
-    weights = instance.weights
-    caps = instance.task_caps
-    floor = np.zeros(n)
-    can_run = np.bincount(model.pair_tenant, minlength=n) > 0
-    growing = can_run & (caps >= 1)
-    tasks = np.zeros((n, model.num_machines))
+    players = model.players
+    tasks = np.zeros((len(instance.tenants), model.num_machines))
     deadline = None if time_limit is None else time.perf_counter() + time_limit
+    achieved: list[float] = []
     status: Status = "optimal"
-    rounds = solves = 0
     solve_s = 0.0
     first_bound: float | None = None
     message = ""
-
-    def remaining() -> float | None:
-        return None if deadline is None else max(deadline - time.perf_counter(), 0.01)
-
-    while growing.any():
-        rounds += 1
-        counts = tasks.sum(axis=1)
-        level_now = float(np.min(share[growing] * counts[growing] / weights[growing]))
-        outcome = backend.solve(
-            model.build(floor, level_tenants=growing), remaining(), warm_start=model.start(tasks, level_now)
-        )
-        solves += 1
+    caps = np.floor(instance.task_caps[players] + 1e-9)
+    for step in range(1, len(players) + 1):
+        if np.all(tasks.sum(axis=1)[players] >= caps):
+            break  # everybody holds its cap: the sorted vector is final
+        remaining = None if deadline is None else max(deadline - time.perf_counter(), 0.01)
+        lp = model.build(step, np.array(achieved))
+        outcome = backend.solve(lp, remaining, warm_start=model.start(tasks, step))
         solve_s += outcome.solve_s
-        if first_bound is None and outcome.bound is not None:
+        if step == 1 and outcome.bound is not None:
             first_bound = outcome.bound
         if outcome.x is None:
-            status, message = ("time_limit" if outcome.status == "time_limit" else "error"), outcome.message
+            status = "time_limit" if outcome.status == "time_limit" else "error"
+            message = f"step {step}: {outcome.message or outcome.status}"
             break
         tasks = model.tasks(outcome.x)
+        values = np.sort(model.shares(tasks))
+        achieved.append(float(values[:step].sum()))
         if outcome.status != "optimal":
-            status, message = "time_limit", f"level MILP stopped: {outcome.message}"
+            status = "time_limit" if outcome.status in ("time_limit", "feasible") else outcome.status
+            message = f"step {step} stopped ({outcome.message or outcome.status}); leximin exact up to step {step - 1}"
             break
-        counts = tasks.sum(axis=1)
-        level = float(np.min(share[growing] * counts[growing] / weights[growing]))
-        needed = np.where(growing, np.ceil(level * weights / np.where(share > 0, share, 1.0) - 1e-9), 0.0)
-        floor = np.maximum(floor, needed)
-        candidates = growing & (share * floor / weights <= level * (1 + 1e-9) + 1e-15)
-        liftable = candidates & (floor < caps)
-        lifted = np.zeros(n, dtype=bool)
-        if liftable.any():
-            lift_ids = np.flatnonzero(liftable)
-            start = model.start(tasks, level, len(lift_ids))
-            start[-len(lift_ids) :] = (counts[lift_ids] >= floor[lift_ids] + 1).astype(float)
-            lift = backend.solve(model.build(floor, lift_tenants=lift_ids), remaining(), warm_start=start)
-            solves += 1
-            solve_s += lift.solve_s
-            if lift.x is not None:
-                tasks = model.tasks(lift.x)
-                lifted[lift_ids] = np.round(lift.x[-len(lift_ids) :]) >= 1
-            if lift.status != "optimal":
-                status, message = "time_limit", f"lift MILP stopped: {lift.message}"
-                break
-        floor[lifted] += 1
-        growing &= ~(candidates & ~lifted)
-        growing &= tasks.sum(axis=1) < caps
-    return IntegerFilling(status, tasks, rounds, solves, solve_s, first_bound, message)
-
-
-__all__ = ["IntegerFilling", "solve_drfh_int"]
+    return IntegerFilling(status, tasks, len(achieved), len(achieved), solve_s, first_bound, message)

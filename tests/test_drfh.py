@@ -438,13 +438,7 @@ def _combo_id(combo: tuple[str, str | None, str, float]) -> str:
 
 # Known bugs as (case, combo id) -> reason; strict xfails, so a fix shows up as XPASS and the entry
 # must then be deleted.
-KNOWN_BUGS = {
-    ("caps-at-different-levels", "cbc-plain"): (
-        "BUG models.check._shares: a tenant counts as satisfied only within 1e-9 of its cap; CBC's LP "
-        "values carry ~8 digits (B gets 3.99999998 of cap 4), so B is 'unsatisfied' and the recomputed "
-        "objective is 4/22 instead of 8/22 although the allocation agrees with HiGHS to 1e-8"
-    ),
-}
+KNOWN_BUGS: dict[tuple[str, str], str] = {}
 
 
 def _library_params() -> list[Any]:
@@ -487,12 +481,7 @@ class _PdlpBackend(OrToolsBackend):
         return super().solve(lp, time_limit, warm_start, "pdlp")
 
 
-PDLP_BUGS = {
-    "caps-at-different-levels": (
-        "BUG models.check._shares (as for cbc above): PDLP leaves A at 2 - 1e-7 of its cap 2, so A counts "
-        "as unsatisfied and the objective is 2/22 instead of 8/22"
-    ),
-}
+PDLP_BUGS: dict[str, str] = {}
 
 
 @pytest.mark.skipif("ortools" not in BACKENDS, reason="ortools not installed")
@@ -650,11 +639,6 @@ def test_brute_force_cases_by_hand() -> None:
 
 
 @pytest.mark.skipif("ortools" not in BACKENDS, reason="ortools not installed")
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG solver/drfh.py RebuildRounds.solve_round calls backend.solve(lp, time_limit=...) without "
-    "the algorithm, so solve(..., backend='ortools', algorithm='pdlp') silently runs GLOP",
-)
 def test_algorithm_reaches_a_non_incremental_backend(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[str | None] = []
     original = OrToolsBackend.solve
@@ -674,24 +658,12 @@ def test_algorithm_reaches_a_non_incremental_backend(monkeypatch: pytest.MonkeyP
     assert seen and set(seen) == {"pdlp"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (same root cause): an unknown algorithm is never seen by the ortools/cbc adapters in drfh, "
-    "so it is accepted silently instead of raising ValueError",
-)
 @pytest.mark.parametrize("backend", [b for b in ("ortools", "cbc") if b in BACKENDS])
 def test_unknown_algorithm_is_rejected(backend: str) -> None:
     with pytest.raises(ValueError):
         solve(fig1(), "drfh", backend=backend, algorithm="no-such-algorithm")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG solver/drfh_int.py: the lift MILP lifts an arbitrary maximum-cardinality set of candidates; "
-    "leximin must prefer the candidate whose next task lifts it higher (here B, weight 1). Today the answer "
-    "depends on tenant order and backend: highs/ortools give B=4 only when B is listed first, cbc only "
-    "when C is",
-)
 def test_drfh_int_lifts_the_leximin_candidate() -> None:
     # 10 CPUs; B <1> weight 1, C <1> weight 2; one task is 1/10 of dominant share, so B's weighted
     # share is b/10 and C's c/20 with b + c <= 10. Max-min: b = 10/3, so in whole tasks the level is
@@ -720,12 +692,6 @@ PIN_CASE_THREE = make(
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG solver/drfh_int.py: a tenant that reaches its cap in a lift solution leaves `growing` "
-    "without its floor being raised to the cap, so the next level MILP (HiGHS) takes its tasks back "
-    "(B ends with 1 of 3 tasks while capacity is free: not Pareto optimal)",
-)
 @pytest.mark.parametrize(
     ("instance", "expected"),
     [(PIN_CASE_SINGLE, [0.0, 3.0, 1.0]), (PIN_CASE_THREE, [4.0, 1.0, 3.0])],
@@ -738,11 +704,6 @@ def test_drfh_int_keeps_tenants_that_reached_their_cap(instance: Instance, expec
     np.testing.assert_array_equal(tasks_of(result), expected)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG models/drfh_int.py: a fractional task cap (3.2) is used as the bound of an integer row; "
-    "HiGHS 1.12 then reports 'optimal' with 2 tasks where 3 fit. Caps should be floored for the MILP",
-)
 def test_drfh_int_with_a_fractional_cap() -> None:
     # One server with 1 GB; u0 <0.25 GB> cap 1, u1 <0.25 GB> cap 3.2: 4 tasks fit, u1 can run
     # floor(3.2) = 3 whole tasks next to u0's 1.
@@ -765,7 +726,6 @@ def _tiny_random(seed: int) -> Instance:
     return make(servers, tenants)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG solver/drfh_int.py: not leximin (the two bugs above)")
 def test_drfh_int_matches_brute_force_on_random_tiny_instances() -> None:
     mismatches = []
     for seed in range(40):
@@ -785,12 +745,6 @@ def test_tenant_needing_only_absent_resources_gets_nothing() -> None:
         assert tasks_of(result)[0] == 0.0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG models/drfh.py:94 DrfhModel.share_caps multiplies an infinite cap by a zero task share "
-    "(a tenant needing only resources nobody has), emitting 'RuntimeWarning: invalid value "
-    "encountered in multiply' on every drf/drfh/drfh-int solve",
-)
 def test_no_runtime_warning_for_a_tenant_needing_only_absent_resources() -> None:
     import warnings
 
@@ -800,12 +754,6 @@ def test_no_runtime_warning_for_a_tenant_needing_only_absent_resources() -> None
         solve(instance, "drfh")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (definition) models.check._shares: when every tenant is at its cap the objective falls back "
-    "to the minimum over ALL tenants, so satisfying a tenant can lower it: the exact drfh objective "
-    "(0.05) is below first-fit's (0.6), and drfh-int's objective (0.6) exceeds its LP bound (0.05)",
-)
 def test_objective_is_monotone_when_every_tenant_is_satisfied() -> None:
     # Two machines with 1 CPU each; A <0.6> cap 3, B <0.1> cap 1; one task of A is 0.3 of dominant
     # share, one of B 0.05. Divisible: A = 3 (1.8 CPU) and B = 1 fit, everybody is satisfied, and the
@@ -831,15 +779,59 @@ def test_drfh_on_the_pareto_case() -> None:
     np.testing.assert_allclose(tasks_of(solve(PARETO_CASE, "drfh")), PARETO_TASKS, rtol=1e-9)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG models/check.py _pareto_divisible: it relaxes every tenant's task count by tol/10 and "
-    "assumes the freed resources are worth at most tol/10 of the objective; here A's freed memory is "
-    "worth 5x its dominant share to B (B gains 5e-5 tasks), so an exactly optimal allocation is "
-    "reported as not Pareto optimal",
-)
 def test_pareto_check_on_an_exact_allocation() -> None:
     exact = Allocation(np.array(PARETO_TASKS)[:, None], "class")
     assert verify_allocation(PARETO_CASE, exact).ok
     check = pareto_optimal(PARETO_CASE, exact)
     assert check.holds, check.detail
+
+
+# s0 <2 CPU, 16 GB>, s1 <6 CPU, 0 GB>; totals <8, 16>. A <0.25, 0.25> (s_A = 1/32) needs memory, so it
+# runs only on s0, whose 2 CPUs hold 8 tasks: A is blocked at share 8/32 = 0.25. B <0, 0.25> (s_B = 1/64)
+# and C <0, 1> cap 10 (s_C = 1/16, cap share 0.625). Round 1 stops at 0.25 with A = 8, B = 16, C = 4
+# (memory 2 + 4 + 4 = 10 of 16); A freezes. Round 2: B = 64t, C = 16t tasks, memory
+# 2 + 16t + 16t = 16 -> t = 7/16: B = 28, C = 7, below C's cap of 10 (cap level 0.625 > 7/16).
+CAP_FREEZE_CASE = make(
+    [("s0", [2, 16], 1), ("s1", [6, 0], 1)],
+    [("A", [0.25, 0.25], 1, INF), ("B", [0, 0.25], 1, INF), ("C", [0, 1], 1, 10)],
+)
+
+
+def test_capped_tenant_is_not_frozen_below_its_cap_level() -> None:
+    answers = {}
+    for backend, algorithm, strategy, tol in COMBOS:
+        if backend not in BACKENDS:
+            continue
+        result = solve(CAP_FREEZE_CASE, "drfh", backend=backend, algorithm=algorithm, strategy=strategy)
+        answers[_combo_id((backend, algorithm, strategy, tol))] = tasks_of(result).round(6).tolist()
+        assert envy_free(CAP_FREEZE_CASE, alloc(result)).holds, answers
+    assert all(np.allclose(got, [8.0, 28.0, 7.0], atol=1e-5) for got in answers.values()), answers
+
+
+# Eight machines in four classes, three weighted tenants: the first level MILP of drfh-int makes
+# HiGHS 1.12's presolve throw std::length_error, which escapes solve() as "ValueError: vector::reserve".
+# OR-Tools (SCIP) and CBC solve the same model. B and C have the same weight and the same task share,
+# so leximin is not unique: A = 4 and {B, C} = {10, 11} in either order.
+HIGHS_CRASH_CASE = make(
+    [("s0", [4, 6], 3), ("s1", [1, 0], 1), ("s2", [1, 2], 1), ("s3", [4, 6], 3)],
+    [("A", [0, 1.5], 1, INF), ("B", [1, 1.5], 3, INF), ("C", [0.5, 1.5], 3, INF)],
+)
+
+
+def test_drfh_int_survives_a_highs_presolve_crash() -> None:
+    result = solve(HIGHS_CRASH_CASE, "drfh-int", backend="highs")
+    assert result.status == "optimal" and result.verified
+
+
+@pytest.mark.skipif("ortools" not in BACKENDS, reason="ortools not installed")
+def test_highs_crash_case_solves_on_ortools() -> None:
+    result = solve(HIGHS_CRASH_CASE, "drfh-int", backend="ortools")
+    assert result.status == "optimal" and result.verified
+    got = tasks_of(result)
+    assert got[0] == 4.0 and sorted(got[1:]) == [10.0, 11.0]
+    reference = solve(HIGHS_CRASH_CASE, "drfh-int", backend="highs")
+    np.testing.assert_allclose(
+        sorted_weighted_shares(HIGHS_CRASH_CASE, alloc(result)),
+        sorted_weighted_shares(HIGHS_CRASH_CASE, alloc(reference)),
+        atol=1e-12,
+    )

@@ -71,6 +71,9 @@ class HighsSession:
                 highspy.HighsVarType.kInteger if flag else highspy.HighsVarType.kContinuous for flag in lp.integrality
             ]
         self._highs.passModel(model)
+        if lp.is_mip:
+            # HiGHS stops at a 1e-4 relative gap by default; leximin steps need the true optimum.
+            self._highs.setOptionValue("mip_rel_gap", 1e-7)
         self._row_lower = _clip(lp.row_lower).copy()
         self._row_upper = _clip(lp.row_upper).copy()
         self.num_columns = lp.num_columns
@@ -131,7 +134,16 @@ class HighsSession:
                 return SolveOutcome("time_limit", message="time limit reached before the solve")
             self._highs.setOptionValue("time_limit", float(remaining))
         started = time.perf_counter()
-        self._highs.run()
+        try:
+            self._highs.run()
+        except Exception as error:  # HiGHS presolve has thrown C++ errors (vector::reserve) on tiny MILPs
+            self._highs.setOptionValue("presolve", "off")
+            try:
+                self._highs.run()
+            except Exception:
+                return SolveOutcome("error", message=f"HiGHS failed: {error}")
+            finally:
+                self._highs.setOptionValue("presolve", "choose")
         elapsed = time.perf_counter() - started
         info = self._highs.getInfo()
         solution = self._highs.getSolution()
