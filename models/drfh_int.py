@@ -82,19 +82,76 @@ class DrfhIntModel:
             parts.append(np.maximum(r - y, 0.0))
         return np.concatenate(parts)
 
-    def build(self, steps: int, achieved: FloatArray) -> LinearProgram:
-        """The MILP of leximin step ``steps`` (1-based): maximise theta_steps, keep theta_j >= achieved[j-1]."""
+    def build_max_min(self, level_bound: float | None = None) -> LinearProgram:
+        """Maximise f: the level ``z`` every unsatisfied tenant reaches (binary ``b_i``: tenant at cap).
+
+        ``y_i >= z - M_i b_i`` and ``n_i >= cap_i b_i``. This is the integral version of DRFH's first
+        round, and the objective every method is compared on. ``level_bound`` (the divisible LP's f)
+        bounds ``z`` and tightens the big-M to ``M_i = level_bound - c_i`` (``c_i`` the cap level); a
+        tenant whose cap level is at least the bound needs no binary: at its cap it is above ``z``.
+        """
         instance = self.instance
-        num_res = len(instance.resources)
-        machine_cap = instance.capacity[instance.machine_class()]
         players = self.players
         p = len(players)
         local = np.full(len(instance.tenants), -1)
         local[players] = np.arange(p)
-        coefficient = instance.dominant_demand / instance.weights  # d y_i / d n_i
-        pairs = len(self.pair_tenant)
-        builder = LPBuilder(sense="max", name=f"drfh_int_step{steps}")
-        x = builder.add_variables("x", (pairs,), lower=0.0, upper=self.pair_upper, integer=True)
+        coefficient = instance.dominant_demand / instance.weights
+        big = 1.0 / float(instance.weights.min()) + 1.0 if level_bound is None else level_bound * (1 + 1e-9)
+        builder = self._base_builder("drfh_int_maxmin")
+        pair_ids = np.arange(len(self.pair_tenant))
+        z = builder.add_variables("z", (1,), lower=0.0, upper=big, cost=1.0)
+        caps = np.floor(instance.task_caps[players] + 1e-9)
+        cap_level = caps * coefficient[players]
+        may_stop = np.isfinite(caps) & (cap_level < big)
+        b = builder.add_variables("satisfied", (p,), lower=0.0, upper=may_stop.astype(float), integer=True)
+        big_m = np.where(may_stop, big - np.where(may_stop, cap_level, 0.0), 0.0)
+        builder.add_rows(
+            "level",
+            p,
+            np.concatenate([local[self.pair_tenant], np.arange(p), np.arange(p)]),
+            np.concatenate([pair_ids, np.full(p, z.start), b.indices()]),
+            np.concatenate([coefficient[self.pair_tenant], -np.ones(p), big_m]),
+            lower=0.0,
+        )
+        builder.add_rows(
+            "at_cap",
+            p,
+            np.concatenate([local[self.pair_tenant], np.arange(p)]),
+            np.concatenate([pair_ids, b.indices()]),
+            np.concatenate([np.ones(len(pair_ids)), -np.where(may_stop, caps, 0.0)]),
+            lower=0.0,
+        )
+        return builder.build()
+
+    def canonical(self, tasks: FloatArray) -> FloatArray:
+        """The same allocation with each class's machines sorted by the symmetry-breaking load."""
+        n = len(self.instance.tenants)
+        load_per_tenant = 1.0 + (np.arange(n) % 7) / 7.0 + np.arange(n) / (7.0 * n)
+        load = load_per_tenant @ tasks
+        machine_class = self.instance.machine_class()
+        order = np.lexsort((-load, machine_class))
+        return np.asarray(tasks[:, order])
+
+    def max_min_start(self, tasks: FloatArray) -> FloatArray:
+        """Warm start for ``build_max_min`` from a task matrix."""
+        players = self.players
+        counts = tasks.sum(axis=1)[players]
+        caps = np.floor(self.instance.task_caps[players] + 1e-9)
+        satisfied = counts >= caps
+        y = self.shares(tasks)
+        z = float(y[~satisfied].min()) if (~satisfied).any() else 0.0
+        return np.concatenate([tasks[self.pair_tenant, self.pair_machine], [z], satisfied.astype(float)])
+
+    def _base_builder(self, name: str) -> LPBuilder:
+        """Pair variables, machine capacities and task caps, shared by every model."""
+        instance = self.instance
+        num_res = len(instance.resources)
+        machine_cap = instance.capacity[instance.machine_class()]
+        players = self.players
+        local = np.full(len(instance.tenants), -1)
+        local[players] = np.arange(len(players))
+        builder = LPBuilder(sense="max", name=name)
+        x = builder.add_variables("x", (len(self.pair_tenant),), lower=0.0, upper=self.pair_upper, integer=True)
         pair_ids = x.indices()
         demand = instance.demand[self.pair_tenant]
         pair_idx, resource_idx = np.nonzero(demand)
@@ -108,8 +165,42 @@ class DrfhIntModel:
         )
         caps = np.floor(instance.task_caps[players] + 1e-9)
         builder.add_rows(
-            "tasks", p, local[self.pair_tenant], pair_ids, 1.0, upper=np.where(np.isfinite(caps), caps, math.inf)
-        )
+            "tasks", len(players), local[self.pair_tenant], pair_ids, 1.0,
+            upper=np.where(np.isfinite(caps), caps, math.inf),
+        )  # fmt: skip
+        # Identical machines of one class are interchangeable: order them by load (a weighted task
+        # count with distinct generic weights), which removes permutations without losing any optimum.
+        machine_class = instance.machine_class()
+        follows = np.flatnonzero(machine_class[1:] == machine_class[:-1])  # machine m+1 in m's class
+        if len(follows):
+            load = 1.0 + (self.pair_tenant % 7) / 7.0 + self.pair_tenant / (7.0 * len(instance.tenants))
+            by_machine = np.full(self.num_machines, -1)
+            by_machine[follows] = np.arange(len(follows))
+            first = by_machine[self.pair_machine]  # pair on the leading machine of a couple
+            second = np.full(self.num_machines, -1)
+            second[follows + 1] = np.arange(len(follows))
+            then = second[self.pair_machine]  # pair on the following machine
+            lead, trail = first >= 0, then >= 0
+            builder.add_rows(
+                "symmetry",
+                len(follows),
+                np.concatenate([first[lead], then[trail]]),
+                np.concatenate([pair_ids[lead], pair_ids[trail]]),
+                np.concatenate([load[lead], -load[trail]]),
+                lower=0.0,
+            )
+        return builder
+
+    def build(self, steps: int, achieved: FloatArray) -> LinearProgram:
+        """The MILP of leximin step ``steps`` (1-based): maximise theta_steps, keep theta_j >= achieved[j-1]."""
+        instance = self.instance
+        players = self.players
+        p = len(players)
+        local = np.full(len(instance.tenants), -1)
+        local[players] = np.arange(p)
+        coefficient = instance.dominant_demand / instance.weights  # d y_i / d n_i
+        builder = self._base_builder(f"drfh_int_step{steps}")
+        pair_ids = np.arange(len(self.pair_tenant))
         for k in range(1, steps + 1):
             last = k == steps
             r = builder.add_variables(f"r{k}", (1,), lower=-math.inf, cost=float(k) if last else 0.0)

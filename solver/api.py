@@ -78,7 +78,13 @@ def _run_drfh_int(instance: Instance, options: SolveOptions) -> Result:
     lp_result = _run_drfh(instance, SolveOptions(backend=options.backend))
     lp_report = verify_allocation(instance, lp_result.allocation) if lp_result.allocation is not None else None
     lp_bound = lp_report.min_weighted_share if lp_report is not None and lp_result.status == "optimal" else None
-    filled = solve_drfh_int(instance, backend, options.time_limit)
+    # Warm start from the better of the two placement heuristics (by f, the compared objective).
+    from models.metrics import min_weighted_share
+    from solver.heuristics.flat import best_fit, first_fit
+
+    starts = [heuristic(instance) for heuristic in (best_fit, first_fit)]
+    start = max(starts, key=lambda allocation: min_weighted_share(instance, allocation))
+    filled = solve_drfh_int(instance, backend, options.time_limit, lp_bound, start.tasks)
     total = time.perf_counter() - started
     return Result(
         status=filled.status,
@@ -93,6 +99,8 @@ def _run_drfh_int(instance: Instance, options: SolveOptions) -> Result:
         extra={
             "leximin_steps": filled.steps,
             "milp_solves": filled.milp_solves,
+            "max_min_status": filled.max_min_status,
+            "max_min_s": filled.max_min_s,
             "lp_bound": lp_bound,
             "milp_level_bound": filled.first_bound,
         },
