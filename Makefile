@@ -21,8 +21,12 @@ test: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/pytest -q
 
+DATA_DIR ?= ../shared/data
+
 bench: $(STAMP)
-	$(BIN)/python -m benchmarks.run_all --data-dir ../shared/data
+	$(BIN)/python -m benchmarks.drfh_google --data-dir $(DATA_DIR)
+	$(BIN)/python -m benchmarks.heuristic_quality --data-dir $(DATA_DIR)
+	$(BIN)/python -m benchmarks.drfh_int_scale --data-dir $(DATA_DIR)
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,79 @@
+"""drfh-int on 100 servers x 20 tenants: time to a proven optimum, or the gap left to the LP bound.
+
+Google cluster configurations scaled to 100 machines (or Google-like synthetic ones without the data),
+20 weighted tenants with random demands and task caps. Two task sizes: demands up to 10% and up to 2%
+of a typical machine per resource (larger tasks mean a larger integrality gap). For each run: the
+status of the max-min MILP (``optimal`` = proven), its time, the leximin steps done, f, the LP's f and
+the gap between them.
+
+Run: ``python -m benchmarks.drfh_int_scale --data-dir ../shared/data``
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from benchmarks._common import data_dir_or_none, parser, save, timed
+from models.generators import google_like_servers, google_servers, random_tenants
+from models.types import Instance
+from solver.api import solve
+
+
+def _instance(data: Any, seed: int, fraction: float) -> Instance:
+    servers = google_servers(data, 100) if data is not None else google_like_servers(100, 10, seed)
+    resources = ("cpu", "mem")
+    tenants = random_tenants(resources, 20, seed, np.array([0.5, 0.5]), max_fraction=fraction)
+    return Instance(resources, servers, tenants, name=f"google-100x20-f{fraction}-s{seed}")
+
+
+def main() -> None:
+    arguments = parser(__doc__.splitlines()[0])
+    arguments.add_argument("--seeds", default="1,2,3")
+    arguments.add_argument("--fractions", default="0.1,0.02")
+    arguments.add_argument("--time-limit", type=float, default=300.0)
+    args = arguments.parse_args()
+    data = data_dir_or_none(args.data_dir)
+    rows = []
+    for fraction in [float(f) for f in args.fractions.split(",")]:
+        for seed in [int(s) for s in args.seeds.split(",")]:
+            instance = _instance(data, seed, fraction)
+            result, seconds = timed(lambda instance=instance: solve(instance, "drfh-int", time_limit=args.time_limit))
+            best = max(
+                (solve(instance, m).objective or 0.0 for m in ("first-fit", "best-fit")),
+            )
+            row = {
+                "fraction": fraction,
+                "seed": seed,
+                "status": result.status,
+                "max_min_status": result.extra.get("max_min_status"),
+                "max_min_s": result.extra.get("max_min_s"),
+                "leximin_steps": result.extra.get("leximin_steps"),
+                "f": result.objective,
+                "lp_f": result.bound,
+                "gap_to_lp": result.gap,
+                "best_heuristic_f": best,
+                "seconds": seconds,
+                "verified": result.verified,
+            }
+            rows.append(row)
+            print(row, flush=True)
+    lines = [
+        "# drfh-int on 100 machines x 20 tenants",
+        "",
+        "| task size | seed | max-min MILP | its time s | leximin steps | f | LP f | gap to LP "
+        "| best heuristic f | total s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row['fraction']} | {row['seed']} | {row['max_min_status']} | {row['max_min_s']:.1f} | "
+            f"{row['leximin_steps']} | {row['f']:.5g} | {row['lp_f']:.5g} | {100 * (row['gap_to_lp'] or 0):.2f}% | "
+            f"{row['best_heuristic_f']:.5g} | {row['seconds']:.1f} |"
+        )
+    save("drfh_int_scale", {"rows": rows, "time_limit": args.time_limit}, "\n".join(lines), args.out)
+
+
+if __name__ == "__main__":
+    main()
