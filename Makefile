@@ -14,7 +14,8 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/fairpack solve instances/drfh_fig1.yaml --method drfh
-	$(BIN)/fairpack solve instances/drfh_fig1.yaml --method best-fit
+	$(BIN)/fairpack solve instances/drfh_fig1.yaml --method per-server-drf
+	$(BIN)/fairpack solve instances/weighted_caps.yaml --method drfh-int
 
 test: $(STAMP)
 	$(BIN)/ruff check models solver tests benchmarks

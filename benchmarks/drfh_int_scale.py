@@ -2,7 +2,8 @@
 
 Google cluster configurations scaled to 100 machines (or Google-like synthetic ones without the data),
 20 weighted tenants with random demands and task caps. Two task sizes: demands up to 10% and up to 2%
-of a typical machine per resource (larger tasks mean a larger integrality gap). For each run: the
+of a typical machine per resource (larger tasks mean a larger integrality gap); caps scale inversely
+with the task size so that demand exceeds the cluster in both. For each run: the
 status of the max-min MILP (``optimal`` = proven), its time, the leximin steps done, f, the LP's f and
 the gap between them.
 
@@ -24,7 +25,9 @@ from solver.api import solve
 def _instance(data: Any, seed: int, fraction: float) -> Instance:
     servers = google_servers(data, 100) if data is not None else google_like_servers(100, 10, seed)
     resources = ("cpu", "mem")
-    tenants = random_tenants(resources, 20, seed, np.array([0.5, 0.5]), max_fraction=fraction)
+    # Smaller tasks get proportionally larger caps, so that demand still exceeds the cluster.
+    max_tasks = round(2000 * 0.1 / fraction)
+    tenants = random_tenants(resources, 20, seed, np.array([0.5, 0.5]), max_fraction=fraction, max_tasks=max_tasks)
     return Instance(resources, servers, tenants, name=f"google-100x20-f{fraction}-s{seed}")
 
 
