@@ -1,11 +1,16 @@
-"""DRFH with indivisible tasks: leximin over weighted dominant shares as a sequence of MILPs.
+"""DRFH with indivisible tasks: max-min by discrete levels, then leximin as a sequence of MILPs.
 
 Variables ``x[p]`` count the tasks of pair ``p = (tenant, machine)``, created only where one task fits
 on the machine (machines of a class are expanded: a whole task must fit on one machine). Tenant ``i``
 gets the weighted share ``y_i = s_i n_i / w_i`` with ``n_i = sum_m x[i, m]`` and ``s_i`` the global
 dominant share of one task.
 
-Leximin is computed exactly with ordered cumulative sums (Ogryczak and Sliwinski): the sum of the
+The max-min objective f (smallest weighted share of an unsatisfied tenant) only takes the values
+``k s_i / w_i``; ``f >= L`` holds iff every tenant runs ``min(cap_i, ceil(L w_i / s_i))`` tasks, a
+feasibility problem whose LP relaxation, with those rounded-up counts, is tighter than a continuous
+level variable (``build_level``).
+
+Leximin is then computed exactly with ordered cumulative sums (Ogryczak and Sliwinski): the sum of the
 ``k`` smallest shares is ``theta_k(y) = max_r k r - sum_i max(r - y_i, 0)``, which is linear with one
 free variable ``r_k`` and ``d_ik >= r_k - y_i, d_ik >= 0``. Maximising ``theta_1, theta_2, ...`` in
 turn, each step keeping the optimum of the earlier ones, maximises the sorted share vector
@@ -82,47 +87,6 @@ class DrfhIntModel:
             parts.append(np.maximum(r - y, 0.0))
         return np.concatenate(parts)
 
-    def build_max_min(self, level_bound: float | None = None) -> LinearProgram:
-        """Maximise f: the level ``z`` every unsatisfied tenant reaches (binary ``b_i``: tenant at cap).
-
-        ``y_i >= z - M_i b_i`` and ``n_i >= cap_i b_i``. This is the integral version of DRFH's first
-        round, and the objective every method is compared on. ``level_bound`` (the divisible LP's f)
-        bounds ``z`` and tightens the big-M to ``M_i = level_bound - c_i`` (``c_i`` the cap level); a
-        tenant whose cap level is at least the bound needs no binary: at its cap it is above ``z``.
-        """
-        instance = self.instance
-        players = self.players
-        p = len(players)
-        local = np.full(len(instance.tenants), -1)
-        local[players] = np.arange(p)
-        coefficient = instance.dominant_demand / instance.weights
-        big = 1.0 / float(instance.weights.min()) + 1.0 if level_bound is None else level_bound * (1 + 1e-9)
-        builder = self._base_builder("drfh_int_maxmin")
-        pair_ids = np.arange(len(self.pair_tenant))
-        z = builder.add_variables("z", (1,), lower=0.0, upper=big, cost=1.0)
-        caps = np.floor(instance.task_caps[players] + 1e-9)
-        cap_level = caps * coefficient[players]
-        may_stop = np.isfinite(caps) & (cap_level < big)
-        b = builder.add_variables("satisfied", (p,), lower=0.0, upper=may_stop.astype(float), integer=True)
-        big_m = np.where(may_stop, big - np.where(may_stop, cap_level, 0.0), 0.0)
-        builder.add_rows(
-            "level",
-            p,
-            np.concatenate([local[self.pair_tenant], np.arange(p), np.arange(p)]),
-            np.concatenate([pair_ids, np.full(p, z.start), b.indices()]),
-            np.concatenate([coefficient[self.pair_tenant], -np.ones(p), big_m]),
-            lower=0.0,
-        )
-        builder.add_rows(
-            "at_cap",
-            p,
-            np.concatenate([local[self.pair_tenant], np.arange(p)]),
-            np.concatenate([pair_ids, b.indices()]),
-            np.concatenate([np.ones(len(pair_ids)), -np.where(may_stop, caps, 0.0)]),
-            lower=0.0,
-        )
-        return builder.build()
-
     def canonical(self, tasks: FloatArray) -> FloatArray:
         """The same allocation with each class's machines sorted by the symmetry-breaking load."""
         n = len(self.instance.tenants)
@@ -132,18 +96,12 @@ class DrfhIntModel:
         order = np.lexsort((-load, machine_class))
         return np.asarray(tasks[:, order])
 
-    def max_min_start(self, tasks: FloatArray) -> FloatArray:
-        """Warm start for ``build_max_min`` from a task matrix."""
-        players = self.players
-        counts = tasks.sum(axis=1)[players]
-        caps = np.floor(self.instance.task_caps[players] + 1e-9)
-        satisfied = counts >= caps
-        y = self.shares(tasks)
-        z = float(y[~satisfied].min()) if (~satisfied).any() else 0.0
-        return np.concatenate([tasks[self.pair_tenant, self.pair_machine], [z], satisfied.astype(float)])
+    def build_level(self, required: FloatArray) -> LinearProgram:
+        """Feasibility MILP: every player runs at least ``required`` tasks (aligned with ``players``)."""
+        return self._base_builder("drfh_int_level", required).build()
 
-    def _base_builder(self, name: str) -> LPBuilder:
-        """Pair variables, machine capacities and task caps, shared by every model."""
+    def _base_builder(self, name: str, required: FloatArray | None = None) -> LPBuilder:
+        """Pair variables, machine capacities and task caps (and minimum task counts), for every model."""
         instance = self.instance
         num_res = len(instance.resources)
         machine_cap = instance.capacity[instance.machine_class()]
@@ -166,7 +124,7 @@ class DrfhIntModel:
         caps = np.floor(instance.task_caps[players] + 1e-9)
         builder.add_rows(
             "tasks", len(players), local[self.pair_tenant], pair_ids, 1.0,
-            upper=np.where(np.isfinite(caps), caps, math.inf),
+            lower=0.0 if required is None else required, upper=np.where(np.isfinite(caps), caps, math.inf),
         )  # fmt: skip
         # Identical machines of one class are interchangeable: order them by load (a weighted task
         # count with distinct generic weights), which removes permutations without losing any optimum.

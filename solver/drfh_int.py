@@ -1,7 +1,8 @@
-"""Indivisible-task DRFH: the max-min MILP, then exact leximin by ordered cumulative sums.
+"""Indivisible-task DRFH: the max-min objective by discrete levels, then exact leximin.
 
 First the max-min objective ``f`` (the level every unsatisfied tenant reaches) is maximised and proven
-in one MILP; that is the number heuristics are compared with. Then leximin refines it: step ``k``
+by a binary search over the values it can take (see ``models.drfh_int``); that is the number
+heuristics are compared with. Then leximin refines it: step ``k``
 maximises the sum of the ``k`` smallest weighted shares while keeping the earlier sums, warm-started
 from the previous tasks. A leximin allocation also maximises ``f``. When the time limit cuts the
 refinement short, the answer is the best allocation found so far by ``f`` (then by later step).
@@ -11,11 +12,13 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from models.drfh_int import DrfhIntModel, FloatArray
+from models.lp import LinearProgram
 from models.solution import Status
 from models.types import Instance
 from solver.backends import Backend
@@ -42,10 +45,10 @@ def solve_drfh_int(
     level_bound: float | None = None,
     start: FloatArray | None = None,
 ) -> IntegerFilling:
-    """Max-min MILP then leximin steps.
+    """The integral max-min f by a search over its discrete levels, then leximin steps.
 
-    ``level_bound`` is the divisible LP's f (it tightens the MILP); ``start`` a feasible task matrix
-    (tenants x machines), e.g. the best heuristic's, to warm-start from.
+    ``level_bound`` is the divisible LP's f (the top of the search); ``start`` a feasible task matrix
+    (tenants x machines), e.g. the best heuristic's, whose f is the bottom.
     """
     model = DrfhIntModel.build_pairs(instance)
     players = model.players
@@ -61,20 +64,17 @@ def solve_drfh_int(
         hungry = counts < caps
         return float(model.shares(candidate)[hungry].min()) if hungry.any() else math.inf
 
-    first = backend.solve(model.build_max_min(level_bound), remaining(), warm_start=model.max_min_start(tasks))
-    solve_s = first.solve_s
-    if first.x is None:
-        status: Status = "time_limit" if first.status == "time_limit" else "error"
-        return IntegerFilling(status, tasks, 0, 1, solve_s, first.bound, first.status, first.solve_s, None,
-                              f"max-min MILP: {first.message or first.status}")  # fmt: skip
-    max_min_tasks = model.tasks(first.x)
+    started = time.perf_counter()
+    max_min_tasks, max_min_status, solves, solve_s, bound = _max_min_by_levels(
+        model, backend, tasks, level_bound, remaining
+    )
     best_f = max_min_value(max_min_tasks)
     result = IntegerFilling(
-        "optimal" if first.status == "optimal" else "time_limit", max_min_tasks, 0, 1, solve_s, first.bound,
-        first.status, first.solve_s, best_f,
+        "optimal" if max_min_status == "optimal" else "time_limit", max_min_tasks, 0, solves, solve_s, bound,
+        max_min_status, time.perf_counter() - started, best_f,
     )  # fmt: skip
-    if first.status != "optimal":
-        result.message = f"max-min MILP stopped ({first.message}); no leximin refinement"
+    if max_min_status != "optimal":
+        result.message = "max-min search stopped at the time limit; no leximin refinement"
         return result
     achieved: list[float] = []
     tasks = max_min_tasks
@@ -98,3 +98,78 @@ def solve_drfh_int(
     # Leximin keeps f; guard against round-off in the incumbent handed back on a time limit.
     result.tasks = tasks if max_min_value(tasks) >= best_f * (1 - 1e-9) else max_min_tasks
     return result
+
+
+def _max_min_by_levels(
+    model: DrfhIntModel,
+    backend: Backend,
+    start: FloatArray,
+    level_bound: float | None,
+    remaining: Callable[[], float | None],
+) -> tuple[FloatArray, Status, int, float, float | None]:
+    """Largest f over integral allocations, by binary search over the discrete candidate levels.
+
+    Returns (tasks, status, solves, solve seconds, proven upper bound on f). Candidates lie strictly
+    between the start's f and the LP's f; a level is infeasible if the LP relaxation with rounded-up
+    task counts is (cheap, and usually decisive), otherwise a feasibility MILP settles it.
+    """
+    instance = model.instance
+    players = model.players
+    caps = np.floor(instance.task_caps[players] + 1e-9)
+    step = instance.dominant_demand[players] / instance.weights[players]  # share of one more task
+
+    def value(tasks: FloatArray) -> float:
+        counts = tasks.sum(axis=1)[players]
+        hungry = counts < caps
+        return float((counts * step)[hungry].min()) if hungry.any() else math.inf
+
+    best, low = start, value(start)
+    high = level_bound if level_bound is not None else 1.0 / float(instance.weights.min()) + 1.0
+    candidates = []
+    for c, cap in zip(step, caps, strict=True):
+        if not math.isfinite(low) or c <= 0:
+            break  # everybody is satisfied already: nothing to search
+        first = math.floor(low / c) + 1
+        last = min(math.floor(high * (1 + 1e-9) / c), cap - 1 if math.isfinite(cap) else math.inf)
+        if last >= first:
+            candidates.append(c * np.arange(first, last + 1))
+    levels = np.unique(np.concatenate(candidates)) if candidates else np.zeros(0)
+    levels = levels[levels > low * (1 + 1e-12)]
+    solves, solve_s = 0, 0.0
+    status: Status = "optimal"
+
+    def level_model(level: float) -> LinearProgram:
+        return model.build_level(np.minimum(caps, np.ceil(level / step - 1e-9)))
+
+    # 1. Bisect on the LP relaxations (cheap): levels[above:] are infeasible even fractionally.
+    below, above = 0, len(levels)
+    while below < above:
+        middle = (below + above) // 2
+        lp = level_model(float(levels[middle]))
+        relaxed = backend.solve(replace(lp, integrality=np.zeros_like(lp.integrality)), remaining())
+        solves += 1
+        solve_s += relaxed.solve_s
+        if relaxed.status == "infeasible":
+            above = middle
+        elif relaxed.status == "optimal":
+            below = middle + 1
+        else:
+            status = "time_limit"
+            break
+    # 2. Climb from the start's f: the integral optimum is usually close to a good heuristic, and
+    #    the feasibility MILPs near the LP's top are the hard ones.
+    next_level = 0
+    while status == "optimal" and next_level < above:
+        outcome = backend.solve(level_model(float(levels[next_level])), remaining())
+        solves += 1
+        solve_s += outcome.solve_s
+        if outcome.status == "infeasible":
+            above = next_level
+        elif outcome.x is not None and outcome.status in ("optimal", "feasible"):
+            best = model.tasks(outcome.x)
+            next_level = max(next_level + 1, int(np.searchsorted(levels, value(best), side="right")))
+        else:
+            status = "time_limit"
+    # Finished: f is proven. Stopped: f cannot reach levels[above], so the next level down bounds it.
+    proven = value(best) if status == "optimal" else (float(levels[above - 1]) if above > 0 else low)
+    return best, status, solves, solve_s, proven
