@@ -28,6 +28,7 @@ class SolveOptions:
     algorithm: str | None = None  # backend variant, e.g. 'pdlp' for ortools, 'ipm' for highs
     strategy: str = "auto"  # drfh: plain | colgen | aggregate | auto
     slots: int = 10  # slots per largest server, for the slot scheduler
+    gap: float = 0.0  # drfh-int: stop once f is within this fraction of its proven upper bound
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -84,7 +85,7 @@ def _run_drfh_int(instance: Instance, options: SolveOptions) -> Result:
 
     starts = [heuristic(instance) for heuristic in (best_fit, first_fit)]
     start = max(starts, key=lambda allocation: min_weighted_share(instance, allocation))
-    filled = solve_drfh_int(instance, backend, options.time_limit, lp_bound, start.tasks)
+    filled = solve_drfh_int(instance, backend, options.time_limit, lp_bound, start.tasks, options.gap)
     total = time.perf_counter() - started
     return Result(
         status=filled.status,
@@ -101,8 +102,8 @@ def _run_drfh_int(instance: Instance, options: SolveOptions) -> Result:
             "milp_solves": filled.milp_solves,
             "max_min_status": filled.max_min_status,
             "max_min_s": filled.max_min_s,
+            "proven_bound": filled.first_bound,
             "lp_bound": lp_bound,
-            "milp_level_bound": filled.first_bound,
         },
     )
 

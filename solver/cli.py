@@ -88,6 +88,8 @@ def _command_solve(args: argparse.Namespace) -> int:
         options["strategy"] = args.strategy
     if args.slots:
         options["slots"] = args.slots
+    if args.gap:
+        options["gap"] = args.gap
     try:
         result = solve(instance, args.method, backend=args.backend, time_limit=args.time_limit, **options)
     except BackendUnavailable as error:
@@ -218,6 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--algorithm", help="backend variant: highs simplex|ipm|pdlp, ortools glop|pdlp|scip")
     solve.add_argument("--strategy", choices=["auto", "plain", "colgen", "aggregate"], help="drfh LP strategy")
     solve.add_argument("--slots", type=int, help="slots per largest server (slots method)")
+    solve.add_argument("--gap", type=float, help="drfh-int: stop when f is within this fraction of its proven bound")
     solve.add_argument("--objective", help="objective for space-time methods (not used by allocation methods)")
     solve.add_argument("--json", action="store_true", help="print one JSON object")
     solve.add_argument("--output", "-o", help="also save the JSON result to this file")

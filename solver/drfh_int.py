@@ -31,7 +31,7 @@ class IntegerFilling:
     steps: int
     milp_solves: int
     solve_s: float
-    first_bound: float | None  # the max-min MILP's proven bound on f
+    first_bound: float | None  # proven upper bound on f from the level search
     max_min_status: Status = "optimal"
     max_min_s: float = 0.0
     max_min_value: float | None = None
@@ -44,11 +44,13 @@ def solve_drfh_int(
     time_limit: float | None = None,
     level_bound: float | None = None,
     start: FloatArray | None = None,
+    relative_gap: float = 0.0,
 ) -> IntegerFilling:
     """The integral max-min f by a search over its discrete levels, then leximin steps.
 
     ``level_bound`` is the divisible LP's f (the top of the search); ``start`` a feasible task matrix
-    (tenants x machines), e.g. the best heuristic's, whose f is the bottom.
+    (tenants x machines), e.g. the best heuristic's, whose f is the bottom. With ``relative_gap`` > 0
+    the search stops once f is within that fraction of its proven upper bound (no leximin refinement).
     """
     model = DrfhIntModel.build_pairs(instance)
     players = model.players
@@ -66,13 +68,17 @@ def solve_drfh_int(
 
     started = time.perf_counter()
     max_min_tasks, max_min_status, solves, solve_s, bound = _max_min_by_levels(
-        model, backend, tasks, level_bound, remaining
+        model, backend, tasks, level_bound, remaining, relative_gap
     )
     best_f = max_min_value(max_min_tasks)
+    overall: Status = "time_limit" if max_min_status == "time_limit" else max_min_status
     result = IntegerFilling(
-        "optimal" if max_min_status == "optimal" else "time_limit", max_min_tasks, 0, solves, solve_s, bound,
+        overall, max_min_tasks, 0, solves, solve_s, bound,
         max_min_status, time.perf_counter() - started, best_f,
     )  # fmt: skip
+    if max_min_status == "feasible":
+        result.message = f"f within {relative_gap:.2%} of its proven bound {bound:.6g}; no leximin refinement"
+        return result
     if max_min_status != "optimal":
         result.message = "max-min search stopped at the time limit; no leximin refinement"
         return result
@@ -106,10 +112,12 @@ def _max_min_by_levels(
     start: FloatArray,
     level_bound: float | None,
     remaining: Callable[[], float | None],
+    relative_gap: float = 0.0,
 ) -> tuple[FloatArray, Status, int, float, float | None]:
     """Largest f over integral allocations, by binary search over the discrete candidate levels.
 
-    Returns (tasks, status, solves, solve seconds, proven upper bound on f). Candidates lie strictly
+    Returns (tasks, status, solves, solve seconds, proven upper bound on f); status ``feasible``
+    means f is within ``relative_gap`` of the proven bound and the search stopped there. Candidates lie strictly
     between the start's f and the LP's f; a level is infeasible if the LP relaxation with rounded-up
     task counts is (cheap, and usually decisive), otherwise a feasibility MILP settles it.
     """
@@ -156,10 +164,18 @@ def _max_min_by_levels(
         else:
             status = "time_limit"
             break
+
     # 2. Climb from the start's f: the integral optimum is usually close to a good heuristic, and
     #    the feasibility MILPs near the LP's top are the hard ones.
+    def close_enough() -> bool:
+        top = float(levels[above - 1]) if above > 0 else low
+        return relative_gap > 0 and value(best) >= (1 - relative_gap) * top
+
     next_level = 0
     while status == "optimal" and next_level < above:
+        if close_enough():
+            status = "feasible"
+            break
         outcome = backend.solve(level_model(float(levels[next_level])), remaining())
         solves += 1
         solve_s += outcome.solve_s
@@ -171,5 +187,5 @@ def _max_min_by_levels(
         else:
             status = "time_limit"
     # Finished: f is proven. Stopped: f cannot reach levels[above], so the next level down bounds it.
-    proven = value(best) if status == "optimal" else (float(levels[above - 1]) if above > 0 else low)
+    proven = value(best) if status == "optimal" else (float(levels[above - 1]) if above > 0 else value(best))
     return best, status, solves, solve_s, proven
