@@ -835,3 +835,19 @@ def test_highs_crash_case_solves_on_ortools() -> None:
         sorted_weighted_shares(HIGHS_CRASH_CASE, alloc(reference)),
         atol=1e-12,
     )
+
+
+def test_drfh_int_gap_stops_within_the_proven_bound() -> None:
+    # A Google-like cluster where Best-Fit is already close to the LP: with a 50% gap the level search
+    # stops at once ('feasible'), and the reported proven bound is never below the f it returns.
+    instance = google_instance(None, 6, 3, machines=12)
+    loose = solve(instance, "drfh-int", gap=0.5)
+    assert loose.verified and loose.status in ("feasible", "optimal")
+    bound = loose.extra["proven_bound"]
+    assert bound is not None and num(loose.objective) <= bound * (1 + 1e-9)
+    assert num(loose.objective) >= 0.5 * bound
+    # Without a gap the search climbs further (here it cannot finish in a second: the feasibility
+    # MILPs next to the bound are hard), never below the loose answer and never above its bound.
+    tighter = solve(instance, "drfh-int", time_limit=1.0)
+    assert tighter.verified
+    assert num(loose.objective) - 1e-12 <= num(tighter.objective) <= tighter.extra["proven_bound"] * (1 + 1e-9)
