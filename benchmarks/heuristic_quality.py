@@ -44,6 +44,7 @@ def _measure(instance: Instance, int_limit: float) -> dict[str, Any]:
             "utilisation": data["utilisation"],
             "seconds": seconds,
             "gap_to_lp": result.gap if method == "drfh-int" else None,
+            "proven_bound": result.extra.get("proven_bound") if method == "drfh-int" else None,
         }
         print(f"  {label}: f={result.objective:.5g} {result.status} {seconds:.1f}s", flush=True)
     return results
@@ -80,7 +81,8 @@ def main() -> None:
         lines += [
             f"## {name}: {machines} machines, {len(instance.tenants)} tenants",
             "",
-            f"drfh-int: {exact['status']}, f = {exact['f']:.5g}, gap to the LP "
+            f"drfh-int: {exact['status']}, f = {exact['f']:.5g}, proven bound on f "
+            f"{exact['proven_bound'] if exact['proven_bound'] is not None else float('nan'):.5g}, gap to the LP "
             f"{100 * (exact['gap_to_lp'] or 0):.2f}% (LP f = {measured['drfh']['f']:.5g}), {exact['seconds']:.1f} s",
             "",
             "| method | f | f / drfh-int | " + " | ".join(f"{r} util" for r in resources) + " | "
