@@ -33,6 +33,11 @@ IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 
+def _symmetry_load(tenants: IntArray, count: int) -> FloatArray:
+    """Distinct generic weights per tenant; identical machines are ordered by this weighted load."""
+    return np.asarray(1.0 + (tenants % 7) / 7.0 + tenants / (7.0 * count))
+
+
 @dataclass(frozen=True)
 class DrfhIntModel:
     """Pairs and coefficients of the indivisible DRFH MILP for one instance."""
@@ -90,8 +95,7 @@ class DrfhIntModel:
     def canonical(self, tasks: FloatArray) -> FloatArray:
         """The same allocation with each class's machines sorted by the symmetry-breaking load."""
         n = len(self.instance.tenants)
-        load_per_tenant = 1.0 + (np.arange(n) % 7) / 7.0 + np.arange(n) / (7.0 * n)
-        load = load_per_tenant @ tasks
+        load = _symmetry_load(np.arange(n), n) @ tasks
         machine_class = self.instance.machine_class()
         order = np.lexsort((-load, machine_class))
         return np.asarray(tasks[:, order])
@@ -131,7 +135,7 @@ class DrfhIntModel:
         machine_class = instance.machine_class()
         follows = np.flatnonzero(machine_class[1:] == machine_class[:-1])  # machine m+1 in m's class
         if len(follows):
-            load = 1.0 + (self.pair_tenant % 7) / 7.0 + self.pair_tenant / (7.0 * len(instance.tenants))
+            load = _symmetry_load(self.pair_tenant, len(instance.tenants))
             by_machine = np.full(self.num_machines, -1)
             by_machine[follows] = np.arange(len(follows))
             first = by_machine[self.pair_machine]  # pair on the leading machine of a couple

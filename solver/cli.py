@@ -169,13 +169,14 @@ def _command_export(args: argparse.Namespace) -> int:
 
     from models.drfh import DrfhModel, UnitGrouping
     from models.drfh_int import DrfhIntModel
+    from solver.drfh import level_upper_bound
 
     instance = load_instance(args.path)
     if args.method in ("drfh", "drf"):
         target = instance.pooled() if args.method == "drf" else instance
         model = DrfhModel(target, UnitGrouping.merge_identical(target))
         tenants, units = model.all_pairs()
-        lp = model.build(tenants, units, 2.0 / float(target.weights.min()) + 1.0)
+        lp = model.build(tenants, units, level_upper_bound(model))
     elif args.method == "drfh-int":
         lp = DrfhIntModel.build_pairs(instance).build(1, np.zeros(0))
     else:

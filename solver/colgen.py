@@ -27,8 +27,8 @@ from solver.drfh import (
     IntArray,
     PlainRounds,
     RoundOutcome,
-    _level_upper,
     _SessionRounds,
+    level_upper_bound,
     progressive_filling,
 )
 
@@ -229,7 +229,7 @@ class ColumnGenerationRounds(_SessionRounds):
         coarse: CoarseSolution | None = None,
     ) -> None:
         tenants, units = initial_columns(model, coarse or coarse_solution(model))
-        lp = model.build(tenants, units, _level_upper(model))
+        lp = model.build(tenants, units, level_upper_bound(model))
         super().__init__(model, HighsSession(lp, time_limit, algorithm), tenants, units)
         self._usable = model.usable
         self._in_master = np.zeros_like(self._usable)

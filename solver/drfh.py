@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from models.drfh import DrfhModel, UnitGrouping
-from models.lp import LinearProgram
 from models.solution import Status
 from models.types import Instance
 from solver.backends import Backend
@@ -64,21 +63,42 @@ class RoundSolver(Protocol):
         ...
 
 
-def _level_upper(model: DrfhModel) -> float:
+def level_upper_bound(model: DrfhModel) -> float:
     # A global dominant share never exceeds 1, so the weighted level never exceeds 1 / min weight.
     return 2.0 / float(model.instance.weights.min()) + 1.0
 
 
-class _SessionRounds:
-    """Shared state handling for solvers built on an incremental HiGHS session."""
+class _Rounds:
+    """What every round solver shares: its pair columns and turning a solve into a ``RoundOutcome``."""
 
-    def __init__(self, model: DrfhModel, session: HighsSession, tenants: IntArray, units: IntArray) -> None:
+    def __init__(self, model: DrfhModel, tenants: IntArray, units: IntArray) -> None:
         self.model = model
-        self.session = session
         self.tenants = tenants
         self.units = units
         self.lp_solves = 0
         self._x: FloatArray | None = None
+
+    def _outcome(self, outcome: SolveOutcome) -> RoundOutcome:
+        self.lp_solves += 1
+        if outcome.x is None or outcome.status != "optimal":
+            return RoundOutcome(outcome.status, solve_s=outcome.solve_s, message=outcome.message)
+        n = self.model.num_tenants
+        self._x = outcome.x
+        duals = np.abs(outcome.row_duals[self.model.level_rows()]) if outcome.row_duals is not None else None
+        return RoundOutcome("optimal", float(outcome.x[n]), outcome.x[:n].copy(), duals, outcome.solve_s)
+
+    def pair_shares(self) -> tuple[IntArray, IntArray, FloatArray]:
+        assert self._x is not None
+        n = self.model.num_tenants
+        return self.tenants, self.units, np.maximum(self._x[n + 1 :], 0.0)
+
+
+class _SessionRounds(_Rounds):
+    """Round solvers built on an incremental HiGHS session (bounds and coefficients change in place)."""
+
+    def __init__(self, model: DrfhModel, session: HighsSession, tenants: IntArray, units: IntArray) -> None:
+        super().__init__(model, tenants, units)
+        self.session = session
         self._coefficient = model.instance.weights.copy()
 
     def _apply(self, coefficient: FloatArray, lower: FloatArray, upper: FloatArray) -> None:
@@ -92,22 +112,8 @@ class _SessionRounds:
             self.session.set_coefficient(int(rows[i]), n, -float(coefficient[i]))
         self._coefficient[changed] = coefficient[changed]
         # With no tenant tied to the level, t is free; pin it so the LP stays bounded and trivial.
-        t_upper = _level_upper(self.model) if on.any() else 0.0
+        t_upper = level_upper_bound(self.model) if on.any() else 0.0
         self.session.set_column_bounds(np.array([n]), np.array([0.0]), np.array([t_upper]))
-
-    def _outcome(self, outcome: SolveOutcome) -> RoundOutcome:
-        self.lp_solves += 1
-        if outcome.x is None or outcome.status not in ("optimal",):
-            return RoundOutcome(outcome.status, solve_s=outcome.solve_s, message=outcome.message)
-        n = self.model.num_tenants
-        self._x = outcome.x
-        duals = np.abs(outcome.row_duals[self.model.level_rows()]) if outcome.row_duals is not None else None
-        return RoundOutcome("optimal", float(outcome.x[n]), outcome.x[:n].copy(), duals, outcome.solve_s)
-
-    def pair_shares(self) -> tuple[IntArray, IntArray, FloatArray]:
-        assert self._x is not None
-        n = self.model.num_tenants
-        return self.tenants, self.units, np.maximum(self._x[n + 1 :], 0.0)
 
 
 class PlainRounds(_SessionRounds):
@@ -115,7 +121,7 @@ class PlainRounds(_SessionRounds):
 
     def __init__(self, model: DrfhModel, time_limit: float | None = None, algorithm: str | None = None) -> None:
         tenants, units = model.all_pairs()
-        lp = model.build(tenants, units, _level_upper(model))
+        lp = model.build(tenants, units, level_upper_bound(model))
         super().__init__(model, HighsSession(lp, time_limit, algorithm), tenants, units)
 
     def solve_round(self, coefficient: FloatArray, lower: FloatArray, upper: FloatArray) -> RoundOutcome:
@@ -123,20 +129,17 @@ class PlainRounds(_SessionRounds):
         return self._outcome(self.session.solve())
 
 
-class RebuildRounds:
+class RebuildRounds(_Rounds):
     """For backends without incremental solves: rebuild and solve the full LP every time."""
 
     def __init__(
         self, model: DrfhModel, backend: Backend, time_limit: float | None = None, algorithm: str | None = None
     ) -> None:
-        self.model = model
+        super().__init__(model, *model.all_pairs())
         self.backend = backend
         self.algorithm = algorithm
-        self.tenants, self.units = model.all_pairs()
-        self.base = model.build(self.tenants, self.units, _level_upper(model))
+        self.base = model.build(self.tenants, self.units, level_upper_bound(model))
         self.deadline = None if time_limit is None else time.perf_counter() + time_limit
-        self.lp_solves = 0
-        self._x: FloatArray | None = None
 
     def solve_round(self, coefficient: FloatArray, lower: FloatArray, upper: FloatArray) -> RoundOutcome:
         n = self.model.num_tenants
@@ -144,29 +147,15 @@ class RebuildRounds:
         on = coefficient > 0
         col_lower, col_upper = base.col_lower.copy(), base.col_upper.copy()
         col_lower[:n], col_upper[:n] = lower, upper
-        col_upper[n] = _level_upper(self.model) if on.any() else 0.0
+        col_upper[n] = level_upper_bound(self.model) if on.any() else 0.0
         row_lower = base.row_lower.copy()
         rows = self.model.level_rows()
         row_lower[rows] = np.where(on, 0.0, -math.inf)
         matrix = base.matrix.tolil()
         matrix[rows[on], n] = -coefficient[on][:, None]
-        lp = LinearProgram(
-            base.objective, matrix.tocsr(), row_lower, base.row_upper, col_lower, col_upper,
-            base.integrality, base.sense, base.offset, base.columns, base.rows, base.name,
-        )  # fmt: skip
+        lp = replace(base, matrix=matrix.tocsr(), row_lower=row_lower, col_lower=col_lower, col_upper=col_upper)
         remaining = None if self.deadline is None else max(self.deadline - time.perf_counter(), 1e-3)
-        outcome = self.backend.solve(lp, time_limit=remaining, algorithm=self.algorithm)
-        self.lp_solves += 1
-        if outcome.x is None or outcome.status != "optimal":
-            return RoundOutcome(outcome.status, solve_s=outcome.solve_s, message=outcome.message)
-        self._x = outcome.x
-        duals = np.abs(outcome.row_duals[self.model.level_rows()]) if outcome.row_duals is not None else None
-        return RoundOutcome("optimal", float(outcome.x[n]), outcome.x[:n].copy(), duals, outcome.solve_s)
-
-    def pair_shares(self) -> tuple[IntArray, IntArray, FloatArray]:
-        assert self._x is not None
-        n = self.model.num_tenants
-        return self.tenants, self.units, np.maximum(self._x[n + 1 :], 0.0)
+        return self._outcome(self.backend.solve(lp, time_limit=remaining, algorithm=self.algorithm))
 
 
 @dataclass

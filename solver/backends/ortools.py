@@ -5,30 +5,21 @@ call, so no per-variable Python object is ever created (the high-level ``model_b
 also pull in pandas). Statuses come back through OR-Tools' ``MPSolverResponseStatus``, which loses
 information; see ``_translate`` for how it is recovered.
 
-OR-Tools bundles its own ``libhighs.so.1``, and so does highspy. When their HiGHS versions differ, the
-dynamic loader reuses whichever library was loaded first, so only the first of the two packages
-imported into a process works (this includes ``ortools.sat``). When OR-Tools cannot be imported here
-for that reason, ``solve`` runs in a child interpreter (``python -m solver.backends.ortools IN OUT``)
-that never imports highspy. Pinning highspy to the HiGHS version OR-Tools bundles (1.12 for OR-Tools
-9.15) lets both load in one process, and this fallback then never triggers.
+OR-Tools bundles its own ``libhighs.so.1``, and so does highspy; with different HiGHS versions only the
+first package imported into a process works. pyproject.toml pins highspy to the release OR-Tools
+bundles, which fixes that at its source.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-import os
-import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
-from models.lp import LinearProgram, Sense
+from models.lp import LinearProgram
 from models.solution import Status
 from solver.backends.base import Backend, BackendUnavailable, Capabilities, FloatArray, SolveOutcome
 
@@ -103,136 +94,6 @@ def _importable_here() -> bool:
     return True
 
 
-def _child_environment() -> dict[str, str]:
-    """The parent's import path for the child, so it solves with this very checkout of the package."""
-    paths = [entry or os.getcwd() for entry in sys.path]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
-
-
-@functools.lru_cache(maxsize=1)
-def _importable_in_child() -> bool:
-    probe = "from ortools.linear_solver.python import model_builder_helper"
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", probe], env=_child_environment(), capture_output=True, timeout=120, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return done.returncode == 0
-
-
-def _optional(value: float | None) -> float:
-    return math.nan if value is None else float(value)
-
-
-def _present(value: float) -> float | None:
-    return None if math.isnan(value) else float(value)
-
-
-def _save_request(
-    path: Path, lp: LinearProgram, time_limit: float | None, warm_start: FloatArray | None, algorithm: str
-) -> None:
-    csr = lp.matrix.tocsr()
-    arrays: dict[str, Any] = {
-        "objective": lp.objective,
-        "data": csr.data,
-        "indices": csr.indices,
-        "indptr": csr.indptr,
-        "shape": np.array(csr.shape, dtype=np.int64),
-        "row_lower": lp.row_lower,
-        "row_upper": lp.row_upper,
-        "col_lower": lp.col_lower,
-        "col_upper": lp.col_upper,
-        "integrality": lp.integrality,
-        "sense": np.array(lp.sense),
-        "offset": np.array(lp.offset),
-        "time_limit": np.array(_optional(time_limit)),
-        "algorithm": np.array(algorithm),
-    }
-    if warm_start is not None:
-        arrays["warm_start"] = np.asarray(warm_start, dtype=np.float64)
-    np.savez(path, **arrays)
-
-
-def _load_request(path: Path) -> tuple[LinearProgram, float | None, FloatArray | None, str]:
-    with np.load(path, allow_pickle=False) as data:
-        shape = (int(data["shape"][0]), int(data["shape"][1]))
-        sense: Sense = "max" if str(data["sense"]) == "max" else "min"
-        lp = LinearProgram(
-            objective=data["objective"],
-            matrix=sp.csr_matrix((data["data"], data["indices"], data["indptr"]), shape=shape),
-            row_lower=data["row_lower"],
-            row_upper=data["row_upper"],
-            col_lower=data["col_lower"],
-            col_upper=data["col_upper"],
-            integrality=data["integrality"],
-            sense=sense,
-            offset=float(data["offset"]),
-        )
-        warm = data["warm_start"] if "warm_start" in data.files else None
-        return lp, _present(float(data["time_limit"])), warm, str(data["algorithm"])
-
-
-def _save_outcome(path: Path, outcome: SolveOutcome) -> None:
-    arrays: dict[str, Any] = {
-        "status": np.array(outcome.status),
-        "objective": np.array(_optional(outcome.objective)),
-        "bound": np.array(_optional(outcome.bound)),
-        "solve_s": np.array(outcome.solve_s),
-        "message": np.array(outcome.message),
-    }
-    if outcome.x is not None:
-        arrays["x"] = outcome.x
-    if outcome.row_duals is not None:
-        arrays["row_duals"] = outcome.row_duals
-    np.savez(path, **arrays)
-
-
-def _load_outcome(path: Path) -> SolveOutcome:
-    statuses: dict[str, Status] = {
-        "optimal": "optimal",
-        "feasible": "feasible",
-        "infeasible": "infeasible",
-        "unbounded": "unbounded",
-        "time_limit": "time_limit",
-    }
-    with np.load(path, allow_pickle=False) as data:
-        return SolveOutcome(
-            status=statuses.get(str(data["status"]), "error"),
-            x=data["x"] if "x" in data.files else None,
-            objective=_present(float(data["objective"])),
-            bound=_present(float(data["bound"])),
-            row_duals=data["row_duals"] if "row_duals" in data.files else None,
-            solve_s=float(data["solve_s"]),
-            message=str(data["message"]),
-        )
-
-
-def _solve_in_child(
-    lp: LinearProgram, time_limit: float | None, warm_start: FloatArray | None, algorithm: str
-) -> SolveOutcome:
-    """Run one solve in a fresh interpreter, where OR-Tools' HiGHS cannot clash with highspy's."""
-    with tempfile.TemporaryDirectory(prefix="fairpack-ortools-") as scratch:
-        request, answer = Path(scratch) / "request.npz", Path(scratch) / "outcome.npz"
-        _save_request(request, lp, time_limit, warm_start, algorithm)
-        command = [sys.executable, "-m", "solver.backends.ortools", str(request), str(answer)]
-        # Interpreter start-up and imports are not solve time; allow generously for them.
-        wait = None if time_limit is None else max(time_limit, 0.0) * 2 + 120
-        started = time.perf_counter()
-        try:
-            done = subprocess.run(
-                command, env=_child_environment(), capture_output=True, text=True, timeout=wait, check=False
-            )
-        except subprocess.TimeoutExpired:
-            return SolveOutcome("time_limit", solve_s=time.perf_counter() - started, message="child solve timed out")
-        if done.returncode != 0 or not answer.exists():
-            tail = done.stderr.strip().splitlines()[-1:] or ["no output"]
-            return SolveOutcome("error", solve_s=time.perf_counter() - started, message=f"child solve: {tail[0]}")
-        outcome = _load_outcome(answer)
-        outcome.message += " (solved in a child process: highspy is loaded here)"
-        return outcome
-
-
 class OrToolsBackend(Backend):
     """OR-Tools: GLOP (simplex, default for LPs), PDLP (first-order LP) or SCIP (default for MILPs).
 
@@ -249,7 +110,7 @@ class OrToolsBackend(Backend):
 
     @classmethod
     def available(cls) -> bool:
-        return _importable_here() or _importable_in_child()
+        return _importable_here()
 
     def solve(
         self,
@@ -291,7 +152,7 @@ class OrToolsBackend(Backend):
         if lp.is_mip and chosen in _LP_ONLY:
             raise BackendUnavailable(f"OR-Tools {chosen} solves LPs only; use 'scip' for a MILP")
         if not _importable_here():
-            return _solve_in_child(lp, time_limit, warm_start, chosen)
+            raise BackendUnavailable("OR-Tools cannot be imported in this process")
         deadline = None if time_limit is None else time.perf_counter() + time_limit
 
         model = _build_model(lp)
@@ -392,14 +253,3 @@ class OrToolsBackend(Backend):
         if algorithm == "pdlp" and _pdlp_termination(solver) == "TERMINATION_REASON_PRIMAL_INFEASIBLE":
             return False
         return None
-
-
-def _child_main(arguments: list[str]) -> int:
-    request, answer = Path(arguments[0]), Path(arguments[1])
-    lp, time_limit, warm_start, algorithm = _load_request(request)
-    _save_outcome(answer, OrToolsBackend().solve(lp, time_limit, warm_start, algorithm))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_child_main(sys.argv[1:]))
