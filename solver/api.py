@@ -29,6 +29,7 @@ class SolveOptions:
     strategy: str = "auto"  # drfh: plain | colgen | aggregate | auto
     slots: int = 10  # slots per largest server, for the slot scheduler
     gap: float = 0.0  # drfh-int: stop once f is within this fraction of its proven upper bound
+    placement: str = "auto"  # hdrf, collapsed: pooled | servers | auto (servers when configurations differ)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -108,6 +109,59 @@ def _run_drfh_int(instance: Instance, options: SolveOptions) -> Result:
     )
 
 
+def _pooled(instance: Instance, placement: str) -> bool:
+    if placement not in ("auto", "pooled", "servers"):
+        raise ValueError(f"placement must be auto, pooled or servers, not {placement!r}")
+    if placement == "auto":
+        # Divisible tasks on identical machines pool exactly, so only distinct configurations matter.
+        return len(np.unique(instance.capacity, axis=0)) <= 1
+    return placement == "pooled"
+
+
+def _run_hdrf(instance: Instance, options: SolveOptions) -> Result:
+    from solver.hdrf import solve_hdrf
+
+    pooled = _pooled(instance, options.placement)
+    backend = get_backend(options.backend)
+    filled = solve_hdrf(instance, backend, pooled=pooled, time_limit=options.time_limit)
+    return Result(
+        status=filled.status,
+        method="hdrf",
+        backend="none" if pooled else backend.name,
+        solve_s=filled.solve_s,
+        allocation=Allocation(filled.tasks, filled.kind),
+        message=filled.message,
+        extra={"placement": "pooled" if pooled else "servers", "phases": filled.phases,
+               "lp_solves": filled.lp_solves, "events": dict(filled.events)},
+    )  # fmt: skip
+
+
+def _run_collapsed(instance: Instance, options: SolveOptions) -> Result:
+    """Flatten the tree into leaf weights (each leaf's guarantee), then weighted DRF / DRFH."""
+    from dataclasses import replace
+
+    from models.hierarchy import tree_of
+
+    tree = tree_of(instance)
+    demanding = tree.subtree_any(_leaf_flags(tree, instance.runnable & (instance.task_caps > 0)))
+    weights = tree.collapsed_weights(demanding)
+    # Non-demanding leaves get nothing anyway; any positive weight keeps the instance valid.
+    weights = np.where(weights > 0, weights, 1.0)
+    flat = instance.with_tenants([replace(t, weight=float(w)) for t, w in zip(instance.tenants, weights, strict=True)])
+    pooled = _pooled(instance, options.placement)
+    result = _run_drfh(flat, options, pooled=pooled)
+    result.method = "collapsed"
+    result.extra["placement"] = "pooled" if pooled else "servers"
+    result.extra["collapsed_weights"] = {t.name: float(w) for t, w in zip(instance.tenants, weights, strict=True)}
+    return result
+
+
+def _leaf_flags(tree: Any, per_tenant: np.ndarray) -> np.ndarray:
+    flags = np.zeros(tree.num_nodes, dtype=bool)
+    flags[tree.leaf_nodes] = per_tenant
+    return flags
+
+
 def _heuristic(name: str, function: Callable[[Instance], Allocation]) -> Callable[[Instance, SolveOptions], Result]:
     def run(instance: Instance, options: SolveOptions) -> Result:
         started = time.perf_counter()
@@ -152,6 +206,8 @@ METHODS: dict[str, Method] = {
             _heuristic("per-server-drf", _lazy("per_server_drf")),
             "DRF inside every server separately",
         ),
+        Method("hdrf", "hierarchy", True, True, _run_hdrf, "static H-DRF, exact event-driven water-filling"),
+        Method("collapsed", "hierarchy", False, True, _run_collapsed, "flattened leaf weights, then weighted DRF"),
     )
 }
 

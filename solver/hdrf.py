@@ -1,0 +1,414 @@
+"""Static H-DRF computed exactly by event-driven water-filling over the org tree.
+
+The allocation is the limit, as the step goes to zero, of the paper's progressive filling
+(Bhattacharya et al., SoCC'13, Algorithm 1; ``solver.hdrf_reference`` is that ε-algorithm): descend
+from the root to the demanding child with the lowest weighted dominant share, give the leaf reached a
+sliver of dominant share, block every leaf that needs a saturated resource or holds its task cap.
+A node's consumption is the sum of its leaves'; its dominant share the largest component over the
+cluster total.
+
+In the limit every leaf grows linearly between *events*, so we jump from event to event. At each
+internal node the growing children at the lowest weighted share are *active*; the others wait.
+Bottom-up, every growing node gets a growth mode:
+
+- *rising*: growing it raises its dominant share; its rates are per unit of that share, and the
+  active children of a rising parent grow at rates proportional to their weights, which keeps their
+  weighted shares equal.
+- *flat*: it can grow without raising its dominant share, because its largest component is frozen
+  (left by a blocked leaf) and its growing leaves use other resources. In the ε-algorithm a flat
+  child stays the minimum while it is served, so it is served alone: flat active children take
+  priority over rising ones and their siblings wait. Several flat children are served round robin,
+  i.e. at equal rates of leaf dominant share (a flat node's rates are normalised to one unit of
+  leaf share per unit of time).
+
+Events are the first of: a resource saturating, a leaf reaching its cap, a component of a node
+overtaking its dominant share (its dominant resource changes, or a flat node starts rising), a
+waiting child being caught up by its siblings' level. Each phase is a handful of numpy passes over
+the tree's depth levels, so trees of 100,000 leaves are cheap.
+
+On heterogeneous servers (``pooled=False``) the allocation must also be placeable: leaf shares are
+global dominant shares as in DRFH and every phase asks an LP how far the growth can go with the
+machines' capacities (``models.drfh.DrfhModel``, identical machines merged). When the LP stops short
+of the next event, the leaves that cannot grow at all with everybody else kept at their shares are
+blocked, which is what saturation means on one pool; a probe LP per growing leaf decides that.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from models.drfh import DrfhModel, UnitGrouping
+from models.hierarchy import Tree, tree_of
+from models.solution import Status, UnitKind
+from models.types import Instance
+from solver.backends import Backend
+from solver.backends.highs import HighsBackend, HighsSession
+
+FloatArray = npt.NDArray[np.float64]
+_Scalar = TypeVar("_Scalar", bound=np.generic)
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+_NONE, _RISING, _FLAT = 0, 1, 2
+_TIE = 1e-10  # relative: weighted shares this close are tied
+_EXACT = 1e-12  # absolute, on shares <= 1: components this close to a node's share are dominant
+_GROW = 1e-9  # a probe that lets a leaf grow less than this (relative) means it is blocked
+
+
+@dataclass
+class HdrfFilling:
+    """The static H-DRF allocation and how it was computed."""
+
+    status: Status
+    shares: FloatArray  # global dominant share of every leaf, per tenant
+    tasks: FloatArray  # (tenants, units)
+    kind: UnitKind
+    phases: int
+    lp_solves: int
+    solve_s: float
+    events: Counter[str] = field(default_factory=Counter)
+    message: str = ""
+
+
+class _Growth:
+    """Per-phase growth modes and rates of every node (see the module docstring)."""
+
+    def __init__(self, water: _WaterFilling) -> None:
+        tree = water.tree
+        n = tree.num_nodes
+        m = water.directions.shape[1]
+        consumption, share = water.node_consumption, water.node_share
+        growing_leaf = ~water.blocked
+        self.growing = tree.subtree_any(_at_leaves(tree, growing_leaf))
+        mode = np.zeros(n, dtype=np.int64)
+        rate = np.zeros((n, m))
+        mass = np.zeros(n)
+        scale = np.zeros(n)
+        self.level = np.full(n, math.inf)  # weighted share of each node's active children
+        self.waiting = np.zeros(n, dtype=bool)  # growing but above its siblings' level
+        leaves = tree.leaf_nodes[growing_leaf]
+        mode[leaves] = _RISING
+        rate[leaves] = water.directions[growing_leaf]
+        mass[leaves] = 1.0
+        weight = tree.weight
+        for depth in range(len(tree.levels) - 2, -1, -1):
+            children = tree.levels[depth + 1]
+            parents = tree.parent[children]
+            grows = self.growing[children]
+            weighted = np.where(grows, share[children] / weight[children], math.inf)
+            np.minimum.at(self.level, parents, weighted)
+            level = self.level[parents]
+            active = grows & (weighted <= level + _TIE * np.maximum(level, 1e-300))
+            self.waiting[children] = grows & ~active
+            flat = active & (mode[children] == _FLAT)
+            flat_count = np.bincount(parents, weights=flat, minlength=n)[parents]
+            # Flat children go first, round robin (each carries one unit of leaf share per unit time).
+            round_robin = np.where(flat, 1.0 / np.maximum(flat_count, 1), 0.0)
+            factor = np.where(flat_count > 0, round_robin, active * weight[children])
+            rate_up = np.stack(
+                [np.bincount(parents, weights=factor * rate[children, r], minlength=n) for r in range(m)], axis=1
+            )
+            mass_up = np.bincount(parents, weights=factor * mass[children], minlength=n)
+            nodes = tree.levels[depth]
+            nodes = nodes[self.growing[nodes] & ~tree.is_leaf[nodes]]
+            dominant = consumption[nodes] >= share[nodes, None] - _EXACT
+            share_rate = np.where(dominant, rate_up[nodes], -math.inf).max(axis=1)
+            rising = share_rate > 1e-12 * rate_up[nodes].max(axis=1)
+            divisor = np.ones(n)
+            divisor[nodes] = np.where(rising, share_rate, mass_up[nodes])
+            mode[nodes] = np.where(rising, _RISING, _FLAT)
+            rate[nodes] = rate_up[nodes] / divisor[nodes, None]
+            mass[nodes] = mass_up[nodes] / divisor[nodes]
+            scale[children] = factor / divisor[parents]
+        scale[0] = 1.0 if self.growing[0] else 0.0
+        self.mode = mode
+        path = tree.path_product(scale)
+        self.leaf_rate = np.where(growing_leaf, path[tree.leaf_nodes], 0.0)
+
+
+def _at_leaves(tree: Tree, values: npt.NDArray[_Scalar]) -> npt.NDArray[_Scalar]:
+    """Scatter per-tenant values (first axis) onto a per-node array, zero at internal nodes."""
+    out = np.zeros((tree.num_nodes, *values.shape[1:]), dtype=values.dtype)
+    out[tree.leaf_nodes] = values
+    return out
+
+
+class _WaterFilling:
+    """The state of the filling: leaf shares, blocked leaves, and the node consumptions they imply."""
+
+    def __init__(self, instance: Instance, tree: Tree) -> None:
+        self.instance = instance
+        self.tree = tree
+        total = instance.total_capacity
+        demand = instance.demand
+        fraction = np.divide(demand, total, out=np.zeros_like(demand), where=total > 0)
+        dominant = fraction.max(axis=1)
+        # A leaf needing a resource the cluster lacks, or with no tasks allowed, never grows.
+        lacks = ((demand > 0) & (total <= 0)).any(axis=1)
+        self.runnable = ~lacks & (instance.task_caps > 0) & (dominant > 0)
+        self.directions = np.divide(
+            fraction, dominant[:, None], out=np.zeros_like(fraction), where=dominant[:, None] > 0
+        )
+        self.share_cap = np.where(self.runnable, instance.task_caps * np.where(self.runnable, dominant, 1.0), 0.0)
+        self.dominant = dominant
+        self.shares = np.zeros(len(instance.tenants))
+        self.blocked = ~self.runnable
+        self.events: Counter[str] = Counter()
+        self.refresh()
+
+    def refresh(self) -> None:
+        consumption = _at_leaves(self.tree, self.shares[:, None] * self.directions)
+        self.node_consumption = self.tree.subtree_sum(consumption)
+        self.node_share = self.node_consumption.max(axis=1)
+
+    def next_event(self, growth: _Growth) -> tuple[float, str]:
+        """Time to the first event at the current rates, and its kind."""
+        tree = self.tree
+        rate = growth.leaf_rate
+        node_rate = tree.subtree_sum(_at_leaves(tree, rate[:, None] * self.directions))
+        candidates: list[tuple[float, str]] = []
+        root_rate, root_use = node_rate[0], self.node_consumption[0]
+        up = root_rate > 0
+        if up.any():
+            candidates.append((float(np.min((1.0 - root_use[up]) / root_rate[up])), "saturation"))
+        capped = (rate > 0) & np.isfinite(self.share_cap)
+        if capped.any():
+            candidates.append((float(np.min((self.share_cap[capped] - self.shares[capped]) / rate[capped])), "cap"))
+        consumption, share = self.node_consumption, self.node_share
+        dominant = consumption >= share[:, None] - _EXACT
+        share_rate = np.where(dominant, node_rate, -math.inf).max(axis=1)
+        overtakes = ~dominant & (node_rate > share_rate[:, None])
+        if overtakes.any():
+            gap = (share[:, None] - consumption)[overtakes]
+            speed = (node_rate - share_rate[:, None])[overtakes]
+            candidates.append((float(np.min(gap / speed)), "dominant"))
+        # Waiting children are caught up when their parent's level reaches their weighted share.
+        waiting = np.flatnonzero(growth.waiting)
+        if waiting.size:
+            parents = tree.parent[waiting]
+            child_speed = np.where(growth.growing & ~growth.waiting, share_rate / tree.weight, 0.0)
+            child_speed[0] = 0.0
+            level_speed = np.zeros(tree.num_nodes)
+            np.maximum.at(level_speed, tree.parent[1:], np.maximum(child_speed[1:], 0.0))
+            speed = level_speed[parents]
+            moving = speed > 0
+            if moving.any():
+                gap = share[waiting] / tree.weight[waiting] - growth.level[parents]
+                candidates.append((float(np.min(gap[moving] / speed[moving])), "catch-up"))
+        if not candidates:
+            return math.inf, "none"
+        step, kind = min(candidates)
+        return max(step, 0.0), kind
+
+    def advance(self, rate: FloatArray, step: float) -> None:
+        self.shares = np.minimum(self.shares + step * rate, self.share_cap)
+        self.refresh()
+
+    def block_saturated(self) -> None:
+        full = self.node_consumption[0] >= 1.0 - _EXACT
+        if full.any():
+            needs_full = (self.directions[:, full] > 0).any(axis=1)
+            self.events["blocked by saturation"] += int((needs_full & ~self.blocked).sum())
+            self.blocked |= needs_full
+
+    def block_capped(self) -> None:
+        at_cap = ~self.blocked & (self.shares >= self.share_cap * (1 - 1e-12))
+        self.shares[at_cap] = self.share_cap[at_cap]
+        self.events["capped"] += int(at_cap.sum())
+        self.blocked |= at_cap
+
+
+class _Placement:
+    """The heterogeneous-server LP: can the leaf shares grow along a direction and still be placed?
+
+    Columns and rows are DRFH's (``DrfhModel``): ``G`` per leaf, the step ``t``, and ``g`` per
+    (leaf, merged server class). Row ``level[k]`` becomes ``G_k - rate_k t = share_k`` for a phase;
+    a probe for leaf ``k`` makes it ``G_k - t >= share_k`` and every other ``G_j >= share_j``.
+    """
+
+    def __init__(self, instance: Instance, backend: Backend, time_limit: float | None) -> None:
+        self.model = DrfhModel(instance, UnitGrouping.merge_identical(instance))
+        tenants, units = self.model.all_pairs()
+        self.pair_tenants, self.pair_units = tenants, units
+        self.base = self.model.build(tenants, units, 1.0)
+        self.backend = backend
+        self.session = HighsSession(self.base, time_limit) if backend.capabilities.incremental else None
+        n = self.model.num_tenants
+        self.coefficient = -instance.weights.copy()
+        self.deadline = None if time_limit is None else time.perf_counter() + time_limit
+        self.lp_solves = 0
+        self.solve_s = 0.0
+        self.x: FloatArray | None = None
+        self._n = n
+
+    def maximise_step(
+        self, rate: FloatArray, lower: FloatArray, upper: FloatArray, step_upper: float
+    ) -> tuple[Status, float]:
+        """Largest ``t <= step_upper`` with ``lower_k <= G_k - rate_k t <= upper_k`` placeable."""
+        n = self._n
+        rows = self.model.level_rows()
+        coefficient = -rate
+        if self.session is not None:
+            self.session.set_column_bounds(np.array([n]), np.array([0.0]), np.array([step_upper]))
+            self.session.set_row_bounds(rows, lower, upper)
+            for k in np.flatnonzero(coefficient != self.coefficient):
+                self.session.set_coefficient(int(rows[k]), n, float(coefficient[k]))
+            self.coefficient = coefficient
+            outcome = self.session.solve()
+        else:
+            lp = self.base
+            matrix = lp.matrix.tolil()
+            matrix[rows, n] = coefficient[:, None]
+            row_lower, row_upper = lp.row_lower.copy(), lp.row_upper.copy()
+            row_lower[rows], row_upper[rows] = lower, upper
+            col_upper = lp.col_upper.copy()
+            col_upper[n] = step_upper
+            remaining = None if self.deadline is None else max(self.deadline - time.perf_counter(), 1e-3)
+            lp = replace(lp, matrix=matrix.tocsr(), row_lower=row_lower, row_upper=row_upper, col_upper=col_upper)
+            outcome = self.backend.solve(lp, time_limit=remaining)
+        self.lp_solves += 1
+        self.solve_s += outcome.solve_s
+        if outcome.status != "optimal" or outcome.x is None:
+            return outcome.status, 0.0
+        self.x = outcome.x
+        return "optimal", float(outcome.x[n])
+
+    def unit_tasks(self) -> FloatArray:
+        """Tasks per (leaf, merged unit) of the last solution."""
+        assert self.x is not None
+        n = self._n
+        g = np.maximum(self.x[n + 1 :], 0.0)
+        tasks = np.zeros((n, self.model.units.num_units))
+        share = self.model.share_per_task
+        np.add.at(tasks, (self.pair_tenants, self.pair_units), g / share[self.pair_tenants])
+        return tasks
+
+
+def solve_hdrf(
+    instance: Instance,
+    backend: Backend | None = None,
+    pooled: bool = True,
+    time_limit: float | None = None,
+    max_phases: int | None = None,
+) -> HdrfFilling:
+    """Static H-DRF of an instance's hierarchy (a flat instance is a one-level tree).
+
+    Parameters
+    ----------
+    instance : Instance
+        Leaves are its tenants.
+    backend : Backend, optional
+        LP backend for heterogeneous servers (HiGHS by default); unused when ``pooled``.
+    pooled : bool
+        True: one pooled server with the cluster's total capacity (the paper's setting). False: the
+        allocation must be placeable on the instance's servers, phase by phase.
+    time_limit : float, optional
+        Seconds for the LPs of the heterogeneous setting.
+    max_phases : int, optional
+        Safety stop; the default is generous (proportional to the tree size).
+
+    Returns
+    -------
+    HdrfFilling
+        Leaf shares and tasks: per tenant on one pool, or per (tenant, server class).
+    """
+    started = time.perf_counter()
+    tree = tree_of(instance)
+    target = instance.pooled() if pooled else instance
+    water = _WaterFilling(target, tree)
+    placement = None if pooled else _Placement(instance, backend or HighsBackend(), time_limit)
+    limit = max_phases if max_phases is not None else 20 * tree.num_nodes * max(1, len(instance.resources)) + 100
+    phases = 0
+    status: Status = "optimal"
+    message = ""
+    while not water.blocked.all():
+        phases += 1
+        if phases > limit:
+            status, message = "error", f"no convergence after {limit} phases"
+            break
+        growth = _Growth(water)
+        step, kind = water.next_event(growth)
+        if placement is not None:
+            outcome, reached = _placeable_step(placement, water, growth.leaf_rate, step)
+            if outcome != "optimal":
+                status, message = outcome, f"placement LP: {outcome}"
+                break
+            if reached < step * (1 - 1e-9):
+                water.advance(growth.leaf_rate, reached)
+                water.events["placement"] += 1
+                _block_unplaceable(placement, water)
+                water.block_capped()
+                continue
+        if not math.isfinite(step):
+            status, message = "error", "growing leaves but no event ahead"
+            break
+        water.events[kind] += 1
+        water.advance(growth.leaf_rate, step)
+        water.block_saturated()
+        water.block_capped()
+    if placement is None:
+        tasks = np.divide(water.shares, water.dominant, out=np.zeros_like(water.shares), where=water.dominant > 0)
+        tasks_matrix, kind_name = tasks[:, None], "pool"
+    else:
+        outcome, _ = _placeable_step(placement, water, np.zeros_like(water.shares), 0.0)
+        if outcome != "optimal" and status == "optimal":
+            status, message = outcome, f"final placement LP: {outcome}"
+        tasks_matrix = (
+            placement.model.units.split_to_classes(instance, placement.unit_tasks())
+            if placement.x is not None
+            else np.zeros((len(instance.tenants), len(instance.servers)))
+        )
+        kind_name = "class"
+    return HdrfFilling(
+        status,
+        water.shares.copy(),
+        tasks_matrix,
+        kind_name,  # type: ignore[arg-type]
+        phases,
+        0 if placement is None else placement.lp_solves,
+        time.perf_counter() - started,
+        water.events,
+        message,
+    )
+
+
+def _placeable_step(placement: _Placement, water: _WaterFilling, rate: FloatArray, step: float) -> tuple[Status, float]:
+    bound = step if math.isfinite(step) else 2.0
+    # A hair of slack below the current shares keeps the LP feasible despite round-off.
+    lower = water.shares * (1 - 1e-10)
+    upper = water.shares * (1 + 1e-10) + 1e-12
+    return placement.maximise_step(rate, lower, upper, bound)
+
+
+def _block_unplaceable(placement: _Placement, water: _WaterFilling) -> None:
+    """Block every growing leaf that cannot grow at all with everyone else kept at their shares."""
+    n = len(water.shares)
+    growing = np.flatnonzero(~water.blocked)
+    room = np.zeros(len(growing))
+    for position, leaf in enumerate(growing):
+        rate = np.zeros(n)
+        rate[leaf] = 1.0
+        upper = np.full(n, math.inf)
+        status, room[position] = placement.maximise_step(rate, water.shares * (1 - 1e-10), upper, 1.0)
+        if status != "optimal":
+            room[position] = 0.0
+    stuck = room <= _GROW
+    if not stuck.any() and growing.size:
+        # Every leaf can grow alone although the joint step could not: only round-off separates the
+        # two answers, so the leaf with the least room is the one the step LP ran into.
+        stuck = room <= room.min()
+    water.blocked[growing[stuck]] = True
+    newly = int(stuck.sum())
+    water.events["blocked by placement"] += newly
+
+
+def hdrf_shares(instance: Instance) -> FloatArray:
+    """Pooled static H-DRF global dominant share of every leaf (per tenant)."""
+    return solve_hdrf(instance, pooled=True).shares

@@ -1,0 +1,285 @@
+"""Static H-DRF: the paper's worked examples with their exact numbers, and cross-checks of the exact
+event-driven method against the ε reference, DRF and DRFH."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+from models.io import instance_from_dict
+from models.types import Hierarchy, HierarchyNode, Instance, ServerClass, Tenant
+from solver.api import solve
+from solver.backends import installed_backends
+from solver.hdrf import solve_hdrf
+from solver.hdrf_reference import hdrf_epsilon
+
+
+def leaf(name: str, demand: dict[str, float], weight: float = 1.0, **more: Any) -> dict[str, Any]:
+    return {"name": name, "demand": demand, "weight": weight, **more}
+
+
+def node(name: str, children: list[dict[str, Any]], weight: float = 1.0) -> dict[str, Any]:
+    return {"name": name, "weight": weight, "children": children}
+
+
+def tree_instance(
+    root_children: list[dict[str, Any]],
+    resources: tuple[str, ...] = ("cpu", "gpu"),
+    servers: list[dict[str, Any]] | None = None,
+) -> Instance:
+    servers = servers or [{"name": "pool", "capacity": {r: 10 for r in resources}}]
+    return instance_from_dict(
+        {"resources": list(resources), "servers": servers, "hierarchy": node("root", root_children)}
+    )
+
+
+def resource_fractions(instance: Instance, tasks: np.ndarray) -> dict[str, list[float]]:
+    """Per leaf, its fraction of the cluster total of every resource."""
+    per_tenant = tasks.reshape(len(instance.tenants), -1).sum(axis=1)
+    fractions = per_tenant[:, None] * instance.demand / instance.total_capacity
+    return {t.name: fractions[i].tolist() for i, t in enumerate(instance.tenants)}
+
+
+FIG4 = [node("n1", [leaf("n1-1", {"cpu": 1})]), node("n2", [leaf("n2-1", {"cpu": 1}), leaf("n2-2", {"gpu": 1})])]
+FIG4_VARIANT = [
+    node("n1", [leaf("n1-1", {"cpu": 1, "gpu": 1})]),
+    node("n2", [leaf("n2-1", {"cpu": 1}), leaf("n2-2", {"gpu": 1})]),
+]
+FIG5 = [
+    node("n1", [leaf("n1-1", {"cpu": 1})]),
+    node("n2", [leaf("n2-1", {"cpu": 1})]),
+    node("n3", [leaf("n3-1", {"cpu": 1}), leaf("n3-2", {"gpu": 1})]),
+    node("n4", [leaf("n4-1", {"gpu": 1})]),
+]
+FIG6 = [
+    node("n1", [leaf("n1-1", {"cpu": 3, "gpu": 2})]),
+    node("n2", [leaf("n2-1", {"cpu": 1, "gpu": 1}), leaf("n2-2", {"cpu": 1, "gpu": 3})]),
+]
+FIG7 = [node("n1", [leaf("n1-1", {"cpu": 3, "gpu": 2})]), node("n2", [leaf("n2-1", {"cpu": 1, "gpu": 1})])]
+
+PAPER_CASES = {
+    "fig4": (FIG4, {"n1-1": [0.5, 0], "n2-1": [0.5, 0], "n2-2": [0, 1]}),
+    "fig4-variant": (FIG4_VARIANT, {"n1-1": [0.5, 0.5], "n2-1": [0.5, 0], "n2-2": [0, 0.5]}),
+    "fig5": (
+        FIG5,
+        {"n1-1": [1 / 3, 0], "n2-1": [1 / 3, 0], "n3-1": [1 / 3, 0], "n3-2": [0, 0.5], "n4-1": [0, 0.5]},
+    ),
+    "fig6": (FIG6, {"n1-1": [0.6, 0.4], "n2-1": [0.3, 0.3], "n2-2": [0.1, 0.3]}),
+    "fig7": (FIG7, {"n1-1": [0.5, 1 / 3], "n2-1": [0.5, 0.5]}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PAPER_CASES))
+@pytest.mark.parametrize("pooled", [True, False])
+def test_paper_examples(case: str, pooled: bool) -> None:
+    children, expected = PAPER_CASES[case]
+    instance = tree_instance(children)
+    filled = solve_hdrf(instance, pooled=pooled)
+    assert filled.status == "optimal"
+    got = resource_fractions(instance, filled.tasks)
+    for name, fractions in expected.items():
+        assert got[name] == pytest.approx(fractions, abs=1e-9), name
+
+
+def test_fig4_in_cpu_counts() -> None:
+    instance = tree_instance(FIG4)
+    result = solve(instance, "hdrf")
+    assert result.verified
+    tasks = dict(zip([t.name for t in instance.tenants], result.allocation.tenant_tasks, strict=True))
+    assert tasks == pytest.approx({"n1-1": 5, "n2-1": 5, "n2-2": 10})
+
+
+def test_fig4_variant_collapsed_gives_n2_a_third() -> None:
+    instance = tree_instance(FIG4_VARIANT)
+    result = solve(instance, "collapsed")
+    assert result.verified
+    got = resource_fractions(instance, result.allocation.tasks)
+    assert got["n1-1"] == pytest.approx([2 / 3, 2 / 3])
+    assert got["n2-1"] == pytest.approx([1 / 3, 0])
+    assert got["n2-2"] == pytest.approx([0, 1 / 3])
+    # n2 = {n2-1, n2-2} consumes a third of each resource: dominant share 1/3 instead of its 1/2.
+    assert max(got["n2-1"][0] + got["n2-2"][0], got["n2-1"][1] + got["n2-2"][1]) == pytest.approx(1 / 3)
+
+
+def test_fig5_rescaling_without_ignoring_blocked_nodes_differs() -> None:
+    """The issue's contrast: 2/3 and 1/3 is what the wrong rescaling gives; H-DRF gives 1/2 each."""
+    got = resource_fractions(tree_instance(FIG5), solve_hdrf(tree_instance(FIG5)).tasks)
+    assert got["n3-2"][1] == pytest.approx(0.5) and got["n3-2"][1] != pytest.approx(2 / 3)
+
+
+def test_population_monotonicity_fails_as_the_paper_proves() -> None:
+    """Figs. 6-7: removing n2,2 lowers n1's dominant share from 60% to 50%."""
+    with_leaf = resource_fractions(tree_instance(FIG6), solve_hdrf(tree_instance(FIG6)).tasks)
+    without = resource_fractions(tree_instance(FIG7), solve_hdrf(tree_instance(FIG7)).tasks)
+    assert max(with_leaf["n1-1"]) == pytest.approx(0.6)
+    assert max(without["n1-1"]) == pytest.approx(0.5)
+
+
+def test_fig8_gpu_cluster() -> None:
+    """49 servers of <16 GB, 4 CPU, 4 GPU>; n1 (weight 4) {<1,1,0>, <1,0,1>}, n2 (weight 1) {<1,1,0> x 2}."""
+    instance = tree_instance(
+        [
+            node("n1", [leaf("n1-1", {"mem": 1, "cpu": 1}), leaf("n1-2", {"mem": 1, "gpu": 1})], weight=4),
+            node("n2", [leaf("n2-1", {"mem": 1, "cpu": 1}), leaf("n2-2", {"mem": 1, "cpu": 1})], weight=1),
+        ],
+        resources=("mem", "cpu", "gpu"),
+        servers=[{"name": "box", "capacity": {"mem": 16, "cpu": 4, "gpu": 4}, "count": 49}],
+    )
+    for pooled in (True, False):
+        got = resource_fractions(instance, solve_hdrf(instance, pooled=pooled).tasks)
+        assert got["n1-1"][1] == pytest.approx(0.8)
+        assert got["n2-1"][1] == pytest.approx(0.1)
+        assert got["n2-2"][1] == pytest.approx(0.1)
+        assert got["n1-2"][2] == pytest.approx(1.0)
+
+
+def test_section_2_1_single_resource_slots() -> None:
+    instance = tree_instance(
+        [
+            leaf("n1", {"slot": 1}),
+            node(
+                "n2",
+                [leaf("n2-1", {"slot": 1}), leaf("n2-2", {"slot": 1}, 2.0), leaf("n2-3", {"slot": 1}, 2.0)],
+            ),
+        ],
+        resources=("slot",),
+        servers=[{"name": "pool", "capacity": {"slot": 480}}],
+    )
+    result = solve(instance, "hdrf")
+    assert result.allocation.tenant_tasks == pytest.approx([240, 48, 96, 96])
+
+
+def random_tree(seed: int, leaves: int = 8, resources: int = 3, depth: int = 3) -> Instance:
+    """A random weighted tree with sparse demand vectors and some task caps, on one unit pool."""
+    rng = np.random.default_rng(seed)
+    nodes = [HierarchyNode("root", -1, 1.0)]
+    depth_of = [0]
+    internal = [0]
+    for _ in range(max(1, leaves // 2)):
+        parent = internal[int(rng.integers(len(internal)))]
+        if depth_of[parent] < depth - 1:
+            nodes.append(HierarchyNode(f"g{len(nodes)}", parent, float(rng.uniform(0.5, 4))))
+            depth_of.append(depth_of[parent] + 1)
+            internal.append(len(nodes) - 1)
+    tenants = []
+    for index in range(leaves):
+        # Every internal node gets at least one leaf, so none of them is mistaken for a leaf.
+        parent = internal[index] if index < len(internal) else internal[int(rng.integers(len(internal)))]
+        demand = rng.uniform(0.01, 0.1, resources) * (rng.random(resources) > 0.4)
+        if not demand.any():
+            demand[int(rng.integers(resources))] = 0.05
+        cap = float(rng.integers(1, 20)) if rng.random() < 0.4 else math.inf
+        tenants.append(Tenant(f"t{index}", demand, 1.0, cap))
+        nodes.append(HierarchyNode(f"t{index}", parent, float(rng.uniform(0.5, 4)), index))
+    names = tuple(f"r{r}" for r in range(resources))
+    return Instance(names, (ServerClass("pool", np.ones(resources)),), tuple(tenants), Hierarchy(tuple(nodes)))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_exact_agrees_with_epsilon_reference(seed: int) -> None:
+    instance = random_tree(seed, leaves=6 + seed % 5, depth=2 + seed % 3)
+    exact = solve_hdrf(instance).shares
+    for epsilon in (1e-3, 2e-4):
+        reference = hdrf_epsilon(instance, epsilon)
+        # Each step moves a share by at most ε, so ties and events are resolved within a few ε per level.
+        assert np.abs(exact - reference).max() <= 20 * epsilon, epsilon
+
+
+def test_reference_limit_exists_where_exact_ties_break() -> None:
+    """Seed 4 of the generator has two flat subtrees tied on a saturated resource: the naive ε-rule
+    (exact ties only) jumps between ε values there; the tie band makes the references converge."""
+    instance = random_tree(4)
+    coarse, fine = hdrf_epsilon(instance, 1e-3), hdrf_epsilon(instance, 1e-4)
+    assert np.abs(coarse - fine).max() < 5e-3
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_flat_tree_is_drf_pooled_and_drfh_on_servers(seed: int) -> None:
+    from models.generators import google_like_servers, random_tenants
+
+    resources = ("cpu", "mem")
+    tenants = random_tenants(resources, 8, seed, np.array([0.5, 0.5]), max_fraction=0.05, max_tasks=200)
+    instance = Instance(resources, google_like_servers(30, 5, seed), tenants)
+    share = instance.dominant_demand
+    drfh = solve(instance, "drfh").allocation.tenant_tasks * share
+    hdrf = solve(instance, "hdrf", placement="servers")
+    assert hdrf.verified
+    assert hdrf.allocation.tenant_tasks * share == pytest.approx(drfh, abs=1e-8)
+    drf = solve(instance, "drf").allocation.tenant_tasks * share
+    pooled = solve(instance, "hdrf", placement="pooled").allocation.tenant_tasks * share
+    assert pooled == pytest.approx(drf, abs=1e-8)
+
+
+def test_placement_blocks_leaves_the_pool_would_not() -> None:
+    """DRFH's Fig. 1 servers under a two-level tree: per-server capacities bind before the pool does."""
+    instance = instance_from_dict(
+        {
+            "resources": ["cpu", "mem"],
+            "servers": [
+                {"name": "s1", "capacity": {"cpu": 2, "mem": 12}},
+                {"name": "s2", "capacity": {"cpu": 12, "mem": 2}},
+            ],
+            "hierarchy": node(
+                "root",
+                [node("a", [leaf("u1", {"cpu": 0.2, "mem": 1})]), node("b", [leaf("u2", {"cpu": 1, "mem": 0.2})])],
+            ),
+        }
+    )
+    result = solve(instance, "hdrf")
+    assert result.extra["placement"] == "servers" and result.verified
+    assert result.allocation.tenant_tasks == pytest.approx([10, 10], abs=1e-6)
+    assert result.extra["events"].get("blocked by placement", 0) >= 1
+
+
+@pytest.mark.parametrize("backend", installed_backends())
+def test_backends_agree_on_servers(backend: str) -> None:
+    instance = instance_from_dict(
+        {
+            "resources": ["cpu", "mem", "gpu"],
+            "servers": [
+                {"name": "cpu-box", "capacity": {"cpu": 16, "mem": 32}, "count": 3},
+                {"name": "gpu-box", "capacity": {"cpu": 8, "mem": 64, "gpu": 4}, "count": 2},
+            ],
+            "hierarchy": node(
+                "root",
+                [
+                    node("ads", [leaf("ads-a", {"cpu": 1, "mem": 2}), leaf("ads-b", {"cpu": 1, "gpu": 1}, tasks=3)], 2),
+                    node("ml", [leaf("ml-a", {"gpu": 1, "mem": 8}), leaf("ml-b", {"cpu": 2, "mem": 1})]),
+                ],
+            ),
+        }
+    )
+    reference = solve(instance, "hdrf", backend="highs")
+    result = solve(instance, "hdrf", backend=backend)
+    assert result.verified and result.status == "optimal"
+    assert result.allocation.tenant_tasks == pytest.approx(reference.allocation.tenant_tasks, rel=1e-6, abs=1e-6)
+
+
+def test_identical_servers_match_the_pool() -> None:
+    for seed in range(5):
+        pooled_instance = random_tree(seed)
+        spread = Instance(
+            pooled_instance.resources,
+            (ServerClass("quarter", np.full(len(pooled_instance.resources), 0.25), count=4),),
+            pooled_instance.tenants,
+            pooled_instance.hierarchy,
+        )
+        assert solve_hdrf(spread, pooled=False).shares == pytest.approx(solve_hdrf(pooled_instance).shares, abs=1e-7)
+
+
+def test_zero_cap_leaf_and_lacking_resource_get_nothing() -> None:
+    instance = tree_instance(
+        [
+            node("a", [leaf("idle", {"cpu": 1}, tasks=0), leaf("busy", {"cpu": 1})]),
+            node("b", [leaf("disk", {"disk": 1}), leaf("gpu-user", {"gpu": 1})]),
+        ],
+        resources=("cpu", "gpu", "disk"),
+        servers=[{"name": "pool", "capacity": {"cpu": 10, "gpu": 10}}],
+    )
+    result = solve(instance, "hdrf")
+    assert result.verified
+    tasks = dict(zip([t.name for t in instance.tenants], result.allocation.tenant_tasks, strict=True))
+    assert tasks == pytest.approx({"idle": 0, "busy": 10, "disk": 0, "gpu-user": 10})
