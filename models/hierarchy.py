@@ -105,6 +105,18 @@ class Tree:
         result[self.tenant[leaves]] = leaves
         return result
 
+    def preorder(self) -> list[int]:
+        """Nodes in depth-first order, children in index order (for drawing the tree)."""
+        order = np.argsort(self.parent[1:], kind="stable") + 1
+        starts = np.searchsorted(self.parent[order], np.arange(self.num_nodes + 1))
+        result: list[int] = []
+        stack = [0]
+        while stack:
+            node = stack.pop()
+            result.append(node)
+            stack.extend(reversed(order[starts[node] : starts[node + 1]].tolist()))
+        return result
+
     def children(self, node: int) -> IntArray:
         return np.flatnonzero(self.parent == node)
 

@@ -56,3 +56,27 @@ def jain_index(values: FloatArray) -> float:
     values = np.asarray(values, dtype=np.float64)
     denominator = len(values) * float(np.sum(values**2))
     return float(np.sum(values) ** 2 / denominator) if denominator > 0 else 1.0
+
+
+def guarantee_ratio(instance: Instance, allocation: Allocation, tol: float = 1e-6) -> float:
+    """Smallest ``dominant share / hierarchical guarantee`` over demanding, unsatisfied non-root nodes.
+
+    The objective reported for hierarchy instances: at least 1 when every node gets its share
+    guarantee (``models.check.share_guarantee`` is the pass/fail form). Satisfied nodes (every leaf
+    at its task cap) are left out, as in :func:`min_weighted_share`; with none left it is ``inf``.
+    """
+    from models.check.hierarchy import demanding_nodes, node_shares
+    from models.hierarchy import tree_of
+
+    tree = tree_of(instance)
+    demanding = demanding_nodes(instance, allocation.kind, allocation.integral, tree=tree)
+    guarantee = tree.guarantees(demanding)
+    _, share = node_shares(instance, allocation, tree=tree)
+    leaf_hungry = demanding[tree.leaf_nodes] & ~(allocation.tenant_tasks >= instance.task_caps * (1 - tol) - tol)
+    flags = np.zeros(tree.num_nodes, dtype=bool)
+    flags[tree.leaf_nodes] = leaf_hungry
+    candidate = demanding & tree.subtree_any(flags) & (guarantee > 0)
+    candidate[0] = False
+    if not candidate.any():
+        return float("inf")
+    return float(np.min(share[candidate] / guarantee[candidate]))

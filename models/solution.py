@@ -142,12 +142,39 @@ def allocation_json(instance: Instance, allocation: Allocation) -> dict[str, Any
             "per_server": {names[u]: _number(row[u]) for u in np.flatnonzero(row > 0)},
         }
     used = utilisation(instance, allocation)
-    return {
+    data: dict[str, Any] = {
         "unit_kind": allocation.kind,
         "integral": allocation.integral,
         "tenants": tenants,
         "utilisation": {r: float(u) for r, u in zip(instance.resources, used, strict=True)},
     }
+    if instance.hierarchy is not None:
+        data["nodes"] = nodes_json(instance, allocation)
+    return data
+
+
+def nodes_json(instance: Instance, allocation: Allocation) -> dict[str, Any]:
+    """Every tree node: parent, weight, guarantee, dominant share and resource amounts (preorder)."""
+    from models.check.hierarchy import demanding_nodes, node_shares
+    from models.hierarchy import tree_of
+
+    tree = tree_of(instance)
+    consumption, share = node_shares(instance, allocation, tree=tree)
+    guarantee = tree.guarantees(demanding_nodes(instance, allocation.kind, allocation.integral, tree=tree))
+    amounts = consumption * instance.total_capacity
+    nodes: dict[str, Any] = {}
+    for index in tree.preorder():
+        parent = int(tree.parent[index])
+        nodes[tree.names[index]] = {
+            "parent": tree.names[parent] if parent >= 0 else None,
+            "depth": int(tree.depth[index]),
+            "leaf": bool(tree.is_leaf[index]),
+            "weight": float(tree.weight[index]),
+            "guarantee": float(guarantee[index]),
+            "dominant_share": float(share[index]),
+            "allocation": {r: float(a) for r, a in zip(instance.resources, amounts[index], strict=True)},
+        }
+    return nodes
 
 
 def _number(value: float) -> float | int:

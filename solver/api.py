@@ -151,6 +151,8 @@ def _run_collapsed(instance: Instance, options: SolveOptions) -> Result:
     pooled = _pooled(instance, options.placement)
     result = _run_drfh(flat, options, pooled=pooled)
     result.method = "collapsed"
+    # Weighted DRF is solved exactly, but as an answer to the hierarchy it is a heuristic.
+    result.status = "feasible" if result.status == "optimal" else result.status
     result.extra["placement"] = "pooled" if pooled else "servers"
     result.extra["collapsed_weights"] = {t.name: float(w) for t, w in zip(instance.tenants, weights, strict=True)}
     return result
@@ -187,6 +189,22 @@ def _lazy(function_name: str) -> Callable[[Instance], Allocation]:
     return call
 
 
+def _simulated(policy: str) -> Callable[[Instance, SolveOptions], Result]:
+    """A hierarchical scheduler run as a discrete-event simulation (``solver.heuristics.hsim``).
+
+    ``options.extra`` carries the simulation settings (``horizon``, ``seed``, ``duration``, ``mean``,
+    ``warmup``, ``starvation_after``, ``samples``; ``reference=False`` skips the static H-DRF distance).
+    """
+
+    def run(instance: Instance, options: SolveOptions) -> Result:
+        from solver.heuristics.hsim import SimOptions, hsim_result
+
+        settings = SimOptions.from_extra(options.extra, options.slots)
+        return hsim_result(instance, policy, settings, use_reference=bool(options.extra.get("reference", True)))
+
+    return run
+
+
 METHODS: dict[str, Method] = {
     m.name: m
     for m in (
@@ -208,6 +226,9 @@ METHODS: dict[str, Method] = {
         ),
         Method("hdrf", "hierarchy", True, True, _run_hdrf, "static H-DRF, exact event-driven water-filling"),
         Method("collapsed", "hierarchy", False, True, _run_collapsed, "flattened leaf weights, then weighted DRF"),
+        Method("naive-hdrf", "hierarchy", False, False, _simulated("naive-hdrf"), "naive H-DRF, raw sums (simulated)"),
+        Method("dynamic-hdrf", "hierarchy", False, False, _simulated("dynamic-hdrf"), "dynamic H-DRF (simulated)"),
+        Method("hslots", "hierarchy", False, False, _simulated("hslots"), "hierarchical slot scheduler (simulated)"),
     )
 }
 
@@ -252,6 +273,11 @@ def solve(
         result.verified = report.ok
         result.violations = list(report.violations)
         result.objective = report.min_weighted_share
+        if instance.hierarchy is not None:
+            from models.metrics import guarantee_ratio
+
+            result.extra["min_weighted_leaf_share"] = report.min_weighted_share
+            result.objective = guarantee_ratio(instance, result.allocation)
         if spec.exact and result.bound is None and result.status == "optimal":
             result.bound = result.objective
         if result.bound is not None and result.objective is not None and result.bound > 0:

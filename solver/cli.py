@@ -32,8 +32,9 @@ def _format_table(instance: Instance, result: Result) -> str:
         f"{instance.name}: method {result.method} (backend {result.backend}) -> {result.status}, "
         f"verified {'yes' if result.verified else 'NO'}",
     ]
+    hierarchical = instance.hierarchy is not None
     numbers = [
-        ("min weighted share", result.objective),
+        ("min share/guarantee" if hierarchical else "min weighted share", result.objective),
         ("bound", result.bound),
         ("gap", result.gap),
     ]
@@ -44,7 +45,7 @@ def _format_table(instance: Instance, result: Result) -> str:
         resources = list(instance.resources)
         header = ["tenant", "weight", "tasks", "dom.share", *resources, "servers"]
         rows = []
-        for tenant in instance.tenants:
+        for tenant in [] if hierarchical else instance.tenants:
             entry = data["tenants"][tenant.name]
             servers = ", ".join(f"{unit}:{_short(count)}" for unit, count in list(entry["per_server"].items())[:4])
             if len(entry["per_server"]) > 4:
@@ -59,17 +60,65 @@ def _format_table(instance: Instance, result: Result) -> str:
                     servers,
                 ]
             )
+        if hierarchical:
+            header, rows = _tree_rows(instance, data)
         widths = [max(len(str(row[k])) for row in [header, *rows]) for k in range(len(header) - 1)]
         for row in [header, *rows]:
             cells = [str(cell).ljust(width) for cell, width in zip(row[:-1], widths, strict=True)]
             lines.append("  " + "  ".join(cells) + "  " + str(row[-1]))
         used = ", ".join(f"{r} {100 * u:.1f}%" for r, u in data["utilisation"].items())
         lines.append(f"  utilisation: {used}")
+    if "time_averaged_shares" in result.extra:  # simulated schedulers: the table above is the end state
+        averaged = ", ".join(f"{name} {v:.4f}" for name, v in result.extra["time_averaged_shares"].items())
+        lines.append(f"  time-averaged shares after warm-up: {averaged}")
+        if result.extra.get("distance_to_hdrf") is not None:
+            lines.append(f"  time-averaged L1 distance to static H-DRF: {result.extra['distance_to_hdrf']:.4f}")
+        for episode in result.extra.get("starvation", [])[:10]:
+            lines.append(f"  STARVED: {episode['leaf']} from {episode['start']:.1f} to {episode['end']:.1f}")
     for violation in result.violations[:10]:
         lines.append(f"  VIOLATION: {violation}")
     if result.message:
         lines.append(f"  note: {result.message}")
     return "\n".join(lines)
+
+
+def _tree_rows(instance: Instance, data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The hierarchy drawn as a tree: weight, guarantee, achieved share and amounts of every node."""
+    resources = list(instance.resources)
+    header = ["node", "weight", "guarantee", "share", "share/guar.", "tasks", *resources, "servers"]
+    nodes = data["nodes"]
+    names = list(nodes)
+    last_child = {}
+    for name in names:
+        last_child[nodes[name]["parent"]] = name
+    rows = []
+    for name in names:
+        entry = nodes[name]
+        # Draw the branch: for every ancestor, a bar if more siblings follow it, then this node's elbow.
+        prefix, ancestor = "", entry["parent"]
+        while ancestor is not None and nodes[ancestor]["parent"] is not None:
+            prefix = ("   " if last_child[nodes[ancestor]["parent"]] == ancestor else "|  ") + prefix
+            ancestor = nodes[ancestor]["parent"]
+        if entry["parent"] is not None:
+            prefix += "`- " if last_child[entry["parent"]] == name else "|- "
+        tenant = data["tenants"].get(name) if entry["leaf"] else None
+        ratio = entry["dominant_share"] / entry["guarantee"] if entry["guarantee"] > 0 else None
+        servers = ""
+        if tenant is not None and data["unit_kind"] != "pool":
+            servers = ", ".join(f"{unit}:{_short(count)}" for unit, count in list(tenant["per_server"].items())[:4])
+        rows.append(
+            [
+                prefix + name,
+                f"{entry['weight']:g}",
+                f"{entry['guarantee']:.4f}",
+                f"{entry['dominant_share']:.4f}",
+                "-" if ratio is None else f"{ratio:.3f}",
+                _short(tenant["tasks"]) if tenant is not None else "",
+                *(_short(entry["allocation"][r]) for r in resources),
+                servers,
+            ]
+        )
+    return header, rows
 
 
 def _short(value: float) -> str:
@@ -90,6 +139,9 @@ def _command_solve(args: argparse.Namespace) -> int:
         options["slots"] = args.slots
     if args.gap:
         options["gap"] = args.gap
+    simulation = {key: getattr(args, key) for key in ("horizon", "seed") if getattr(args, key) is not None}
+    if simulation:  # simulated hierarchical schedulers (naive-hdrf, dynamic-hdrf, hslots)
+        options["extra"] = simulation
     try:
         result = solve(instance, args.method, backend=args.backend, time_limit=args.time_limit, **options)
     except BackendUnavailable as error:
@@ -222,6 +274,8 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--strategy", choices=["auto", "plain", "colgen", "aggregate"], help="drfh LP strategy")
     solve.add_argument("--slots", type=int, help="slots per largest server (slots method)")
     solve.add_argument("--gap", type=float, help="drfh-int: stop when f is within this fraction of its proven bound")
+    solve.add_argument("--horizon", type=float, help="simulated time (naive-hdrf, dynamic-hdrf, hslots)")
+    solve.add_argument("--seed", type=int, help="seed of the simulated task durations")
     solve.add_argument("--objective", help="objective for space-time methods (not used by allocation methods)")
     solve.add_argument("--json", action="store_true", help="print one JSON object")
     solve.add_argument("--output", "-o", help="also save the JSON result to this file")

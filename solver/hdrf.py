@@ -39,10 +39,10 @@ import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
+import scipy.sparse as sp
 
 from models.drfh import DrfhModel, UnitGrouping
 from models.hierarchy import Tree, tree_of
@@ -52,7 +52,6 @@ from solver.backends import Backend
 from solver.backends.highs import HighsBackend, HighsSession
 
 FloatArray = npt.NDArray[np.float64]
-_Scalar = TypeVar("_Scalar", bound=np.generic)
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
@@ -77,67 +76,90 @@ class HdrfFilling:
     message: str = ""
 
 
+class _Layout:
+    """Index structures built once per tree so that every phase is a few vectorised passes.
+
+    ``groups[d]`` holds the children at depth ``d + 1`` sorted by parent, so sums and minima over
+    siblings are ``np.ufunc.reduceat`` over contiguous segments (``ufunc.at`` is an order of
+    magnitude slower). ``subtree`` is the sparse node x leaf incidence: node totals are one
+    sparse product.
+    """
+
+    def __init__(self, tree: Tree) -> None:
+        self.tree = tree
+        self.groups: list[tuple[IntArray, IntArray, IntArray, IntArray]] = []
+        for children in tree.levels[1:]:
+            children = children[np.argsort(tree.parent[children], kind="stable")]
+            parents = tree.parent[children]
+            starts = np.flatnonzero(np.r_[True, parents[1:] != parents[:-1]])
+            sizes = np.diff(np.r_[starts, len(children)])
+            self.groups.append((children, starts, parents[starts], sizes))
+        rows, cols = [], []
+        current = tree.leaf_nodes.copy()
+        leaf = np.arange(len(current))
+        while current.size:
+            rows.append(current)
+            cols.append(leaf)
+            up = tree.parent[current]
+            keep = up >= 0
+            current, leaf = up[keep], leaf[keep]
+        rows_all, cols_all = np.concatenate(rows), np.concatenate(cols)
+        self.subtree = sp.csr_matrix(
+            (np.ones(len(rows_all)), (rows_all, cols_all)), shape=(tree.num_nodes, len(tree.leaf_nodes))
+        )
+
+
 class _Growth:
     """Per-phase growth modes and rates of every node (see the module docstring)."""
 
     def __init__(self, water: _WaterFilling) -> None:
-        tree = water.tree
+        layout = water.layout
+        tree = layout.tree
         n = tree.num_nodes
         m = water.directions.shape[1]
         consumption, share = water.node_consumption, water.node_share
         growing_leaf = ~water.blocked
-        self.growing = tree.subtree_any(_at_leaves(tree, growing_leaf))
+        self.growing = layout.subtree @ growing_leaf.astype(np.float64) > 0
         mode = np.zeros(n, dtype=np.int64)
         rate = np.zeros((n, m))
         mass = np.zeros(n)
         scale = np.zeros(n)
         self.level = np.full(n, math.inf)  # weighted share of each node's active children
-        self.waiting = np.zeros(n, dtype=bool)  # growing but above its siblings' level
+        self.active = np.zeros(n, dtype=bool)  # growing and at its siblings' level
         leaves = tree.leaf_nodes[growing_leaf]
         mode[leaves] = _RISING
         rate[leaves] = water.directions[growing_leaf]
         mass[leaves] = 1.0
         weight = tree.weight
-        for depth in range(len(tree.levels) - 2, -1, -1):
-            children = tree.levels[depth + 1]
-            parents = tree.parent[children]
+        for children, starts, parents, sizes in reversed(layout.groups):
             grows = self.growing[children]
             weighted = np.where(grows, share[children] / weight[children], math.inf)
-            np.minimum.at(self.level, parents, weighted)
-            level = self.level[parents]
+            level_of_parent = np.minimum.reduceat(weighted, starts)
+            self.level[parents] = level_of_parent
+            level = np.repeat(level_of_parent, sizes)
             active = grows & (weighted <= level + _TIE * np.maximum(level, 1e-300))
-            self.waiting[children] = grows & ~active
+            self.active[children] = active
             flat = active & (mode[children] == _FLAT)
-            flat_count = np.bincount(parents, weights=flat, minlength=n)[parents]
+            flat_count = np.repeat(np.add.reduceat(flat.astype(np.float64), starts), sizes)
             # Flat children go first, round robin (each carries one unit of leaf share per unit time).
             round_robin = np.where(flat, 1.0 / np.maximum(flat_count, 1), 0.0)
             factor = np.where(flat_count > 0, round_robin, active * weight[children])
-            rate_up = np.stack(
-                [np.bincount(parents, weights=factor * rate[children, r], minlength=n) for r in range(m)], axis=1
-            )
-            mass_up = np.bincount(parents, weights=factor * mass[children], minlength=n)
-            nodes = tree.levels[depth]
-            nodes = nodes[self.growing[nodes] & ~tree.is_leaf[nodes]]
-            dominant = consumption[nodes] >= share[nodes, None] - _EXACT
-            share_rate = np.where(dominant, rate_up[nodes], -math.inf).max(axis=1)
-            rising = share_rate > 1e-12 * rate_up[nodes].max(axis=1)
-            divisor = np.ones(n)
-            divisor[nodes] = np.where(rising, share_rate, mass_up[nodes])
-            mode[nodes] = np.where(rising, _RISING, _FLAT)
-            rate[nodes] = rate_up[nodes] / divisor[nodes, None]
-            mass[nodes] = mass_up[nodes] / divisor[nodes]
-            scale[children] = factor / divisor[parents]
+            rate_up = np.add.reduceat(factor[:, None] * rate[children], starts, axis=0)
+            mass_up = np.add.reduceat(factor * mass[children], starts)
+            dominant = consumption[parents] >= share[parents, None] - _EXACT
+            share_rate = np.where(dominant, rate_up, -math.inf).max(axis=1)
+            rising = share_rate > 1e-12 * rate_up.max(axis=1)
+            divisor = np.where(rising, share_rate, mass_up)
+            divisor = np.where(divisor > 0, divisor, 1.0)
+            mode[parents] = np.where(self.growing[parents], np.where(rising, _RISING, _FLAT), _NONE)
+            rate[parents] = rate_up / divisor[:, None]
+            mass[parents] = mass_up / divisor
+            scale[children] = factor / np.repeat(divisor, sizes)
         scale[0] = 1.0 if self.growing[0] else 0.0
+        for children, _starts, parents, sizes in layout.groups:
+            scale[children] *= np.repeat(scale[parents], sizes)
         self.mode = mode
-        path = tree.path_product(scale)
-        self.leaf_rate = np.where(growing_leaf, path[tree.leaf_nodes], 0.0)
-
-
-def _at_leaves(tree: Tree, values: npt.NDArray[_Scalar]) -> npt.NDArray[_Scalar]:
-    """Scatter per-tenant values (first axis) onto a per-node array, zero at internal nodes."""
-    out = np.zeros((tree.num_nodes, *values.shape[1:]), dtype=values.dtype)
-    out[tree.leaf_nodes] = values
-    return out
+        self.leaf_rate = np.where(growing_leaf, scale[tree.leaf_nodes], 0.0)
 
 
 class _WaterFilling:
@@ -145,7 +167,7 @@ class _WaterFilling:
 
     def __init__(self, instance: Instance, tree: Tree) -> None:
         self.instance = instance
-        self.tree = tree
+        self.layout = _Layout(tree)
         total = instance.total_capacity
         demand = instance.demand
         fraction = np.divide(demand, total, out=np.zeros_like(demand), where=total > 0)
@@ -164,15 +186,15 @@ class _WaterFilling:
         self.refresh()
 
     def refresh(self) -> None:
-        consumption = _at_leaves(self.tree, self.shares[:, None] * self.directions)
-        self.node_consumption = self.tree.subtree_sum(consumption)
+        self.node_consumption = np.asarray(self.layout.subtree @ (self.shares[:, None] * self.directions))
         self.node_share = self.node_consumption.max(axis=1)
 
     def next_event(self, growth: _Growth) -> tuple[float, str]:
         """Time to the first event at the current rates, and its kind."""
-        tree = self.tree
+        layout = self.layout
+        tree = layout.tree
         rate = growth.leaf_rate
-        node_rate = tree.subtree_sum(_at_leaves(tree, rate[:, None] * self.directions))
+        node_rate = np.asarray(layout.subtree @ (rate[:, None] * self.directions))
         candidates: list[tuple[float, str]] = []
         root_rate, root_use = node_rate[0], self.node_consumption[0]
         up = root_rate > 0
@@ -189,19 +211,24 @@ class _WaterFilling:
             gap = (share[:, None] - consumption)[overtakes]
             speed = (node_rate - share_rate[:, None])[overtakes]
             candidates.append((float(np.min(gap / speed)), "dominant"))
-        # Waiting children are caught up when their parent's level reaches their weighted share.
-        waiting = np.flatnonzero(growth.waiting)
-        if waiting.size:
-            parents = tree.parent[waiting]
-            child_speed = np.where(growth.growing & ~growth.waiting, share_rate / tree.weight, 0.0)
-            child_speed[0] = 0.0
-            level_speed = np.zeros(tree.num_nodes)
-            np.maximum.at(level_speed, tree.parent[1:], np.maximum(child_speed[1:], 0.0))
-            speed = level_speed[parents]
-            moving = speed > 0
-            if moving.any():
-                gap = share[waiting] / tree.weight[waiting] - growth.level[parents]
-                candidates.append((float(np.min(gap[moving] / speed[moving])), "catch-up"))
+        # A waiting child is caught up when its parent's level reaches its weighted share.
+        child_speed = np.where(growth.active, np.maximum(share_rate, 0.0) / tree.weight, 0.0)
+        waiting = growth.growing & ~growth.active
+        waiting[0] = False
+        catch_up = math.inf
+        if waiting.any():
+            for children, starts, parents, sizes in layout.groups:
+                wait = waiting[children]
+                if not wait.any():
+                    continue
+                speed = np.repeat(np.maximum.reduceat(child_speed[children], starts), sizes)
+                moving = wait & (speed > 0)
+                if moving.any():
+                    level = np.repeat(growth.level[parents], sizes)
+                    gap = share[children] / tree.weight[children] - level
+                    catch_up = min(catch_up, float(np.min(gap[moving] / speed[moving])))
+        if math.isfinite(catch_up):
+            candidates.append((catch_up, "catch-up"))
         if not candidates:
             return math.inf, "none"
         step, kind = min(candidates)

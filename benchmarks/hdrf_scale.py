@@ -1,0 +1,200 @@
+"""Static H-DRF at scale, and how far the hierarchical heuristics are from it.
+
+1. Exact ``hdrf`` on random org trees (``models.generators.random_tree_instance``) of 10 to 100,000
+   leaves, depths 2-6, 3-5 resources, half the leaves with task caps: time, phases (events), and the
+   growth exponent of time against leaves fitted on log-log axes. Pooled (the paper's setting), and
+   placeable on 5 heterogeneous server classes for the smaller trees. The target is 10,000 leaves
+   pooled in under 2 s.
+2. Heuristics against ``hdrf`` on random trees and on the paper's Fig. 10 tree: ``collapsed`` (its
+   static allocation) and the simulated ``naive-hdrf``, ``dynamic-hdrf`` and ``hslots`` (their
+   time-averaged shares after warm-up, which is a feasible pooled allocation). For each: nodes below
+   their share guarantee and the worst shortfall, the smallest share/guarantee ratio, the smallest
+   ratio of a leaf's share to its ``hdrf`` share, mean utilisation as a ratio to ``hdrf``'s, and
+   the time leaves spent starving (simulated methods).
+
+Run: ``python -m benchmarks.hdrf_scale`` (``--max-leaves 100000`` adds the largest trees).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks._common import parser, peak_rss_mib, save, timed
+from models.check import share_guarantee
+from models.check.hierarchy import demanding_nodes, node_shares
+from models.generators import random_tree_instance
+from models.io import load_instance
+from models.metrics import guarantee_ratio
+from models.solution import Allocation
+from models.types import Instance
+from solver.api import solve
+from solver.hdrf import solve_hdrf
+
+FIG10 = Path(__file__).resolve().parents[1] / "instances" / "hdrf_fig10.yaml"
+SHAPES = ((2, 3), (4, 4), (6, 5))  # (depth, resources)
+
+
+def _scaling(max_leaves: int, servers_max_leaves: int) -> list[dict[str, Any]]:
+    rows = []
+    sizes = [n for n in (10, 100, 1000, 3000, 10000, 30000, 100000) if n <= max_leaves]
+    for leaves in sizes:
+        for depth, resources in SHAPES:
+            for servers in (None, 5):
+                if servers is not None and leaves > servers_max_leaves:
+                    continue
+                pooled = servers is None
+                instance, build_s = timed(
+                    lambda n=leaves, d=depth, r=resources, s=servers: random_tree_instance(1, n, d, r, servers=s)
+                )
+                filled, seconds = timed(lambda instance=instance, p=pooled: solve_hdrf(instance, pooled=p))
+                allocation = Allocation(filled.tasks, filled.kind)
+                rows.append(
+                    {
+                        "leaves": leaves,
+                        "nodes": len(instance.hierarchy.nodes) if instance.hierarchy else 0,
+                        "depth": depth,
+                        "resources": resources,
+                        "placement": "pooled" if servers is None else f"{servers} server classes",
+                        "status": filled.status,
+                        "seconds": seconds,
+                        "generate_s": build_s,
+                        "phases": filled.phases,
+                        "lp_solves": filled.lp_solves,
+                        "guarantee_ratio": guarantee_ratio(instance, allocation),
+                        "peak_rss_mib": peak_rss_mib(),
+                    }
+                )
+                print(rows[-1], flush=True)
+    return rows
+
+
+def _exponent(rows: list[dict[str, Any]], placement: str) -> float | None:
+    points = [(r["leaves"], r["seconds"]) for r in rows if r["placement"] == placement and r["leaves"] >= 1000]
+    if len(points) < 2:
+        return None
+    x, y = np.log([p[0] for p in points]), np.log([p[1] for p in points])
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def _pooled_allocation(instance: Instance, shares: np.ndarray) -> Allocation:
+    dominant = instance.dominant_demand
+    tasks = np.divide(shares, dominant, out=np.zeros_like(shares), where=dominant > 0)
+    return Allocation(tasks[:, None], "pool")
+
+
+def _compare(instance: Instance, label: str, horizon: float, slots: int) -> list[dict[str, Any]]:
+    exact = solve(instance, "hdrf", placement="pooled")
+    exact_shares = exact.allocation.tenant_tasks * instance.dominant_demand
+    exact_use = float(np.mean(exact.allocation.tenant_tasks @ instance.demand / instance.total_capacity))
+    rows = []
+    for method in ("hdrf", "collapsed", "naive-hdrf", "dynamic-hdrf", "hslots"):
+        options: dict[str, Any] = {}
+        if method in ("naive-hdrf", "dynamic-hdrf", "hslots"):
+            options = {"extra": {"horizon": horizon, "warmup": horizon / 10, "seed": 1}, "slots": slots}
+        elif method == "collapsed":
+            options = {"placement": "pooled"}
+        result, seconds = timed(lambda method=method, options=options: solve(instance, method, **options))
+        starving = 0.0
+        if "time_averaged_shares" in result.extra:
+            averaged = result.extra["time_averaged_shares"]
+            shares = np.array([averaged[t.name] for t in instance.tenants], dtype=np.float64)
+            allocation = _pooled_allocation(instance, shares)
+            starving = float(sum(e["duration"] for e in result.extra.get("starvation", [])))
+        else:
+            allocation = Allocation(result.allocation.tenant_tasks[:, None], "pool")
+            shares = allocation.tenant_tasks * instance.dominant_demand
+        demanding = demanding_nodes(instance, "pool")
+        _, node_share = node_shares(instance, allocation)
+        check = share_guarantee(instance, allocation)
+        positive = exact_shares > 1e-9
+        use = float(np.mean(allocation.tenant_tasks @ instance.demand / instance.total_capacity))
+        rows.append(
+            {
+                "instance": label,
+                "method": method,
+                "verified": result.verified,
+                "guarantee_holds": check.holds,
+                "worst_shortfall": max(0.0, check.excess),
+                "nodes_below_guarantee": _below(instance, allocation),
+                "demanding_nodes": int(demanding[1:].sum()),
+                "guarantee_ratio": guarantee_ratio(instance, allocation),
+                "min_share_ratio": float(np.min(shares[positive] / exact_shares[positive])) if positive.any() else 1.0,
+                "utilisation_ratio": use / exact_use if exact_use > 0 else math.nan,
+                "starving_time": starving,
+                "root_share": float(node_share[0]),
+                "seconds": seconds,
+            }
+        )
+        print(rows[-1], flush=True)
+    return rows
+
+
+def _below(instance: Instance, allocation: Allocation, tol: float = 1e-6) -> int:
+    from models.hierarchy import tree_of
+
+    tree = tree_of(instance)
+    demanding = demanding_nodes(instance, allocation.kind, tree=tree)
+    guarantee = tree.guarantees(demanding)
+    _, share = node_shares(instance, allocation, tree=tree)
+    hungry = np.zeros(tree.num_nodes, dtype=bool)
+    hungry[tree.leaf_nodes] = allocation.tenant_tasks < instance.task_caps * (1 - tol) - tol
+    unsatisfied = demanding & tree.subtree_any(hungry)
+    unsatisfied[0] = False
+    return int(np.sum(unsatisfied & (share < guarantee - tol)))
+
+
+def _markdown(scaling: list[dict[str, Any]], gaps: list[dict[str, Any]]) -> str:
+    lines = ["# Static H-DRF at scale", ""]
+    lines.append("| leaves | nodes | depth | resources | placement | status | time s | phases | LPs | share/guar. |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|")
+    for r in scaling:
+        lines.append(
+            f"| {r['leaves']} | {r['nodes']} | {r['depth']} | {r['resources']} | {r['placement']} | {r['status']} "
+            f"| {r['seconds']:.3f} | {r['phases']} | {r['lp_solves']} | {r['guarantee_ratio']:.3f} |"
+        )
+    for placement in ("pooled", "5 server classes"):
+        exponent = _exponent(scaling, placement)
+        if exponent is not None:
+            lines.append(f"\nTime grows as leaves^{exponent:.2f} ({placement}, fitted from 1,000 leaves up).")
+    target = [r for r in scaling if r["leaves"] == 10000 and r["placement"] == "pooled"]
+    if target:
+        worst = max(r["seconds"] for r in target)
+        lines.append(f"\n10,000 leaves pooled: {worst:.2f} s at worst over the shapes (target: under 2 s).")
+    lines += ["", "# Heuristics against hdrf", ""]
+    lines.append(
+        "| instance | method | guarantee holds | nodes below / demanding | worst shortfall | min share/guar. "
+        "| min share ratio | utilisation ratio | starving time | time s |"
+    )
+    lines.append("|---|---|---|---|---|---|---|---|---|---|")
+    for r in gaps:
+        lines.append(
+            f"| {r['instance']} | {r['method']} | {'yes' if r['guarantee_holds'] else 'no'} "
+            f"| {r['nodes_below_guarantee']} / {r['demanding_nodes']} | {r['worst_shortfall']:.4f} "
+            f"| {r['guarantee_ratio']:.3f} | {r['min_share_ratio']:.3f} | {r['utilisation_ratio']:.3f} "
+            f"| {r['starving_time']:.1f} | {r['seconds']:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    arguments = parser(__doc__.splitlines()[0])
+    arguments.add_argument("--max-leaves", type=int, default=10000)
+    arguments.add_argument("--servers-max-leaves", type=int, default=1000)
+    arguments.add_argument("--compare-leaves", default="20,60")
+    arguments.add_argument("--horizon", type=float, default=100.0)
+    args = arguments.parse_args()
+    scaling = _scaling(args.max_leaves, args.servers_max_leaves)
+    gaps = _compare(load_instance(FIG10), "Fig. 10", args.horizon, slots=5)
+    for leaves in [int(n) for n in args.compare_leaves.split(",") if n]:
+        for seed in (1, 2):
+            instance = random_tree_instance(seed, leaves, 3, 3)
+            gaps += _compare(instance, f"random {leaves} leaves, seed {seed}", args.horizon, slots=10)
+    save("hdrf_scale", {"scaling": scaling, "heuristics": gaps}, _markdown(scaling, gaps), args.out)
+
+
+if __name__ == "__main__":
+    main()
