@@ -139,6 +139,8 @@ def _command_solve(args: argparse.Namespace) -> int:
         options["slots"] = args.slots
     if args.gap:
         options["gap"] = args.gap
+    if args.placement:
+        options["placement"] = args.placement
     simulation = {key: getattr(args, key) for key in ("horizon", "seed") if getattr(args, key) is not None}
     if simulation:  # simulated hierarchical schedulers (naive-hdrf, dynamic-hdrf, hslots)
         options["extra"] = simulation
@@ -252,6 +254,10 @@ def _command_generate(args: argparse.Namespace) -> int:
         instance = generators.alibaba_instance(args.data_dir, args.tenants, args.seed)
     elif args.family == "random":
         instance = generators.random_small(args.seed, args.machines or 3, args.tenants, 2)
+    elif args.family == "tree":
+        instance = generators.random_tree_instance(
+            args.seed, args.tenants, args.depth, args.resources, servers=args.machines
+        )
     else:
         return _fail(f"unknown family {args.family!r}", EXIT_INPUT)
     sys.stdout.write(yaml.safe_dump(instance_to_dict(instance), sort_keys=False, default_flow_style=None))
@@ -274,6 +280,9 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--strategy", choices=["auto", "plain", "colgen", "aggregate"], help="drfh LP strategy")
     solve.add_argument("--slots", type=int, help="slots per largest server (slots method)")
     solve.add_argument("--gap", type=float, help="drfh-int: stop when f is within this fraction of its proven bound")
+    solve.add_argument(
+        "--placement", choices=["auto", "pooled", "servers"], help="hdrf, collapsed: one pool or placeable on servers"
+    )
     solve.add_argument("--horizon", type=float, help="simulated time (naive-hdrf, dynamic-hdrf, hslots)")
     solve.add_argument("--seed", type=int, help="seed of the simulated task durations")
     solve.add_argument("--objective", help="objective for space-time methods (not used by allocation methods)")
@@ -299,10 +308,12 @@ def build_parser() -> argparse.ArgumentParser:
     export.set_defaults(handler=_command_export)
 
     generate = commands.add_parser("generate", help="print a generated instance as YAML")
-    generate.add_argument("family", choices=["google", "alibaba", "random"])
+    generate.add_argument("family", choices=["google", "alibaba", "random", "tree"])
     generate.add_argument("--seed", type=int, default=0)
     generate.add_argument("--tenants", type=int, default=20)
     generate.add_argument("--machines", type=int, default=None)
+    generate.add_argument("--depth", type=int, default=3, help="tree: depth of the deepest leaf")
+    generate.add_argument("--resources", type=int, default=3, help="tree: number of resources")
     generate.add_argument("--distinct", action="store_true", help="jitter every machine into its own class")
     generate.add_argument("--data-dir", default=None, help="the shared data folder (google/, alibaba/)")
     generate.set_defaults(handler=_command_generate)

@@ -283,3 +283,36 @@ def test_zero_cap_leaf_and_lacking_resource_get_nothing() -> None:
     assert result.verified
     tasks = dict(zip([t.name for t in instance.tenants], result.allocation.tenant_tasks, strict=True))
     assert tasks == pytest.approx({"idle": 0, "busy": 10, "disk": 0, "gpu-user": 10})
+
+
+def test_cli_json_has_nodes_and_the_table_draws_the_tree(tmp_path: Any, capsys: Any) -> None:
+    import json
+
+    from solver.cli import main
+
+    assert main(["solve", "instances/hdrf_fig4.yaml", "--method", "hdrf", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["verified"] and data["objective"] == pytest.approx(1.0)
+    nodes = data["nodes"]
+    assert list(nodes) == ["root", "n1", "n1-1", "n2", "n2-1", "n2-2"]
+    assert nodes["n2"]["guarantee"] == pytest.approx(0.5) and nodes["n2"]["dominant_share"] == pytest.approx(0.5)
+    assert nodes["n2-2"]["allocation"] == pytest.approx({"cpu": 0.0, "gpu": 5.0})
+    assert main(["solve", "instances/hdrf_fig4.yaml", "--method", "collapsed"]) == 0
+    table = capsys.readouterr().out
+    assert "min share/guarantee 0.666667" in table
+    row = next(line for line in table.splitlines() if line.strip().startswith("`- n2 "))
+    assert row.split()[2:6] == ["1", "0.5000", "0.3333", "0.667"]
+
+
+def test_cli_generates_trees_and_places_them(tmp_path: Any, capsys: Any) -> None:
+    import json
+
+    from solver.cli import main
+
+    assert main(["generate", "tree", "--seed", "3", "--tenants", "6", "--depth", "2", "--machines", "3"]) == 0
+    path = tmp_path / "tree.yaml"
+    path.write_text(capsys.readouterr().out)
+    for placement, kind in (("servers", "class"), ("pooled", "pool")):
+        assert main(["solve", str(path), "--method", "hdrf", "--placement", placement, "--json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        assert data["unit_kind"] == kind and data["verified"] and len(data["tenants"]) == 6
