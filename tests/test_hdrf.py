@@ -316,3 +316,14 @@ def test_cli_generates_trees_and_places_them(tmp_path: Any, capsys: Any) -> None
         assert main(["solve", str(path), "--method", "hdrf", "--placement", placement, "--json"]) == 0
         data = json.loads(capsys.readouterr().out)
         assert data["unit_kind"] == kind and data["verified"] and len(data["tenants"]) == 6
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_incremental_phases_match_full_recomputation(seed: int) -> None:
+    from models.generators import random_tree_instance
+
+    instance = random_tree_instance(seed, 300, 2 + seed % 4, 3 + seed % 3, servers=None)
+    incremental = solve_hdrf(instance)
+    full = solve_hdrf(instance, incremental=False)
+    assert incremental.phases == full.phases
+    assert incremental.shares == pytest.approx(full.shares, abs=1e-12)
