@@ -1,0 +1,167 @@
+"""drfh-int's max-min proof and its pattern search (identical machines aggregated).
+
+The proven f is compared with an independent plain MILP (big-M max-min over per-machine task counts,
+solved by CBC when installed, else HiGHS) on small random clusters with repeated machine classes; the
+pattern model is checked for round trips and feasible warm starts; the pattern search must never
+lose f and must return allocations that verify.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from models.check import verify_allocation
+from models.drfh_int import DrfhIntModel
+from models.drfh_patterns import PatternModel
+from models.lp import LPBuilder
+from models.solution import Allocation
+from models.types import Instance, ServerClass, Tenant
+from solver.backends import get_backend, installed_backends
+from solver.drfh_int import solve_drfh_int
+from solver.drfh_patterns import search_patterns
+from solver.heuristics.flat import first_fit
+
+
+def _random_instance(seed: int, classes: int = 2, tenants: int = 4) -> Instance:
+    rng = np.random.default_rng(seed)
+    servers = tuple(
+        ServerClass(f"s{k}", rng.choice([4.0, 6.0, 8.0, 10.0], size=2), int(rng.integers(2, 4))) for k in range(classes)
+    )
+    people = tuple(
+        Tenant(
+            f"t{i}",
+            rng.choice([0.5, 1.0, 1.5, 2.0, 3.0], size=2),
+            float(rng.integers(1, 4)),
+            float(rng.choice([math.inf, math.inf, 3.0, 6.0])),
+        )
+        for i in range(tenants)
+    )
+    return Instance(("cpu", "mem"), servers, people, name=f"proof-{seed}")
+
+
+def _f(instance: Instance, tasks: np.ndarray) -> float:
+    counts = tasks.sum(axis=1)
+    caps = np.floor(instance.task_caps + 1e-9)
+    runnable = instance.fits().any(axis=1)
+    hungry = (counts < caps) & runnable
+    shares = counts * instance.dominant_demand / instance.weights
+    return float(shares[hungry].min()) if hungry.any() else math.inf
+
+
+def _plain_milp_f(instance: Instance) -> float:
+    """The optimal f by a textbook big-M MILP over per-machine counts, independent of the level search."""
+    model = DrfhIntModel.build_pairs(instance)
+    players = model.players
+    caps = np.floor(instance.task_caps[players] + 1e-9)
+    step = instance.dominant_demand[players] / instance.weights[players]
+    finite = np.where(np.isfinite(caps), caps, 1e6)
+    big = float((step * finite).max()) + 1.0
+    local = np.full(len(instance.tenants), -1)
+    local[players] = np.arange(len(players))
+    p = len(players)
+    builder = LPBuilder(sense="max")
+    x = builder.add_variables("x", (len(model.pair_tenant),), upper=model.pair_upper, integer=True)
+    t = builder.add_variables("t", (1,), upper=big, cost=1.0)
+    b = builder.add_variables("b", (p,), upper=1.0, integer=True)  # 1: the player holds its cap
+    machine_cap = instance.capacity[instance.machine_class()]
+    pair, resource = np.nonzero(instance.demand[model.pair_tenant])
+    builder.add_rows("capacity", machine_cap.size, model.pair_machine[pair] * machine_cap.shape[1] + resource,
+                     x.indices()[pair], instance.demand[model.pair_tenant][pair, resource],
+                     upper=machine_cap.reshape(-1))  # fmt: skip
+    rows = local[model.pair_tenant]
+    builder.add_rows("caps", p, rows, x.indices(), 1.0, upper=np.where(np.isfinite(caps), caps, math.inf))
+    builder.add_rows("at_cap", p, np.concatenate([rows, np.arange(p)]), np.concatenate([x.indices(), b.indices()]),
+                     np.concatenate([np.ones(len(rows)), -finite]), lower=0.0)  # fmt: skip
+    builder.add_rows("level", p, np.concatenate([rows, np.arange(p), np.arange(p)]),
+                     np.concatenate([x.indices(), np.full(p, t.start), b.indices()]),
+                     np.concatenate([step[rows], -np.ones(p), np.full(p, big)]), lower=0.0)  # fmt: skip
+    backend = get_backend("cbc" if "cbc" in installed_backends() else "highs")
+    outcome = backend.solve(builder.build(), 60.0)
+    assert outcome.status == "optimal" and outcome.x is not None
+    tasks = model.tasks(outcome.x)
+    return _f(instance, tasks)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_proven_f_matches_a_plain_milp(seed: int) -> None:
+    instance = _random_instance(seed)
+    start = first_fit(instance).tasks
+    result = solve_drfh_int(instance, get_backend("highs"), 60.0, None, start)
+    assert result.max_min_status == "optimal"
+    found = _f(instance, result.tasks)
+    expected = _plain_milp_f(instance)
+    assert found == pytest.approx(expected, rel=1e-9)
+    assert result.max_min_value == pytest.approx(found, rel=1e-12)
+    assert result.first_bound is not None and result.first_bound == pytest.approx(found, rel=1e-12)
+    assert verify_allocation(instance, Allocation(result.tasks, "machine", integral=True)).ok
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_proven_bound_is_above_f_on_a_time_limit(seed: int) -> None:
+    instance = _random_instance(seed + 10, classes=3, tenants=5)
+    result = solve_drfh_int(instance, get_backend("highs"), 0.5, None, first_fit(instance).tasks)
+    assert result.first_bound is not None and result.max_min_value is not None
+    assert result.first_bound >= result.max_min_value * (1 - 1e-12)
+    if result.max_min_status == "optimal":
+        assert result.first_bound == pytest.approx(result.max_min_value, rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_patterns_round_trip_an_allocation(seed: int) -> None:
+    instance = _random_instance(seed, classes=3, tenants=5)
+    patterns_model = PatternModel.from_model(DrfhIntModel.build_pairs(instance))
+    tasks = first_fit(instance).tasks
+    patterns, pattern_class = patterns_model.machine_patterns(tasks)
+    counts = patterns_model.pattern_counts(tasks, patterns, pattern_class)
+    assert counts.sum() == instance.counts.sum()
+    assert np.all(np.bincount(pattern_class, weights=counts, minlength=len(instance.servers)) == instance.counts)
+    rebuilt = patterns_model.expand(patterns, pattern_class, counts)
+    assert np.array_equal(rebuilt.sum(axis=1), tasks.sum(axis=1))
+    for class_index in range(len(instance.servers)):  # the same multiset of machine loads per class
+        machines = instance.machine_class() == class_index
+        assert sorted(map(tuple, tasks[:, machines].T)) == sorted(map(tuple, rebuilt[:, machines].T))
+
+
+def test_expand_drops_tasks_over_a_cap() -> None:
+    instance = Instance(
+        ("cpu",),
+        (ServerClass("s", np.array([4.0]), 2),),
+        (Tenant("a", np.array([1.0]), 1.0, 5.0), Tenant("b", np.array([1.0]))),
+    )
+    patterns_model = PatternModel.from_model(DrfhIntModel.build_pairs(instance))
+    tasks = patterns_model.expand(np.array([[4.0, 0.0]]), np.array([0]), np.array([2.0]))
+    assert tasks.sum(axis=1).tolist() == [5.0, 0.0]
+    assert verify_allocation(instance, Allocation(tasks, "machine", integral=True)).ok
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_master_start_is_feasible_in_the_integer_master(seed: int) -> None:
+    instance = _random_instance(seed, classes=3, tenants=5)
+    patterns_model = PatternModel.from_model(DrfhIntModel.build_pairs(instance))
+    tasks = first_fit(instance).tasks
+    low = _f(instance, tasks)
+    top = low * 1.5 if math.isfinite(low) else 1.0
+    patterns, pattern_class = patterns_model.machine_patterns(tasks)
+    counts = patterns_model.pattern_counts(tasks, patterns, pattern_class)
+    lp = patterns_model.build_master(patterns, pattern_class, low, top, integer=True)
+    start = patterns_model.master_start(counts, patterns, pattern_class, low, top)
+    assert lp.max_violation(start) <= 1e-9
+    assert lp.evaluate(start) == pytest.approx(min(low, top))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pattern_search_never_loses_f_and_verifies(seed: int) -> None:
+    instance = _random_instance(seed + 20, classes=2, tenants=4)
+    model = DrfhIntModel.build_pairs(instance)
+    start = first_fit(instance).tasks
+    low = _f(instance, start)
+    if not math.isfinite(low):
+        pytest.skip("everybody is satisfied by the start")
+    found = search_patterns(model, get_backend("highs"), start, low * 2, 10.0)
+    assert found.value >= low * (1 - 1e-12)
+    assert found.value == pytest.approx(_f(instance, found.tasks), rel=1e-12)
+    assert verify_allocation(instance, Allocation(found.tasks, "machine", integral=True)).ok
+    assert found.value <= _plain_milp_f(instance) * (1 + 1e-9)  # never above the true optimum
