@@ -7,9 +7,11 @@ stderr naming the file and field at fault; ``--json`` prints exactly one JSON ob
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +127,27 @@ def _short(value: float) -> str:
     return f"{value:.4g}" if isinstance(value, float) and not float(value).is_integer() else f"{value:g}"
 
 
+@contextlib.contextmanager
+def _stdout_to_stderr(active: bool) -> Iterator[None]:
+    """Send everything written to file descriptor 1 to stderr while solving.
+
+    Native solver code sometimes prints to the C-level stdout even with logging off (HiGHS 1.12 does on
+    warm-started MILPs); with ``--json`` stdout must hold exactly one JSON object.
+    """
+    if not active:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def _command_solve(args: argparse.Namespace) -> int:
     from solver.api import solve
     from solver.backends import BackendUnavailable
@@ -145,7 +168,8 @@ def _command_solve(args: argparse.Namespace) -> int:
     if simulation:  # simulated hierarchical schedulers (naive-hdrf, dynamic-hdrf, hslots)
         options["extra"] = simulation
     try:
-        result = solve(instance, args.method, backend=args.backend, time_limit=args.time_limit, **options)
+        with _stdout_to_stderr(args.json):
+            result = solve(instance, args.method, backend=args.backend, time_limit=args.time_limit, **options)
     except BackendUnavailable as error:
         return _fail(str(error), EXIT_SOLVER)
     if args.json:

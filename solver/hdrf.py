@@ -286,11 +286,11 @@ class _WaterFilling:
                 if not wait.any():
                     continue
                 speed = np.repeat(np.maximum.reduceat(child_speed[children], starts), sizes)
-                moving = wait & (speed > 0)
-                if moving.any():
+                closing = wait & (speed > 0)
+                if closing.any():
                     level = np.repeat(growth.level[parents], sizes)
                     gap = share[children] / tree.weight[children] - level
-                    catch_up = min(catch_up, float(np.min(gap[moving] / speed[moving])))
+                    catch_up = min(catch_up, float(np.min(gap[closing] / speed[closing])))
         if math.isfinite(catch_up):
             candidates.append((catch_up, "catch-up"))
         if not candidates:
