@@ -397,3 +397,23 @@ def test_console_script(tmp_path: Path) -> None:
     assert (done.returncode, done.stdout) == (2, "")
     assert str(bad) in done.stderr and "servers[1].capacity.mem" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_json_stdout_stays_clean_when_native_code_prints(capfd: pytest.CaptureFixture[str], monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Solver libraries can write to file descriptor 1 directly; --json output must still parse."""
+    import os
+
+    import solver.api
+    from solver.cli import main
+
+    real_solve = solver.api.solve
+
+    def noisy_solve(*args, **kwargs):  # type: ignore[no-untyped-def]
+        os.write(1, b"native solver noise\n")
+        return real_solve(*args, **kwargs)
+
+    monkeypatch.setattr(solver.api, "solve", noisy_solve)
+    assert main(["solve", "instances/drfh_fig1.yaml", "--json"]) == 0
+    captured = capfd.readouterr()
+    assert json.loads(captured.out)["verified"] is True
+    assert "native solver noise" in captured.err
