@@ -133,6 +133,9 @@ class _Growth:
         self.level = np.full(n, math.inf)  # weighted share of each node's active children
         self.dominant = np.zeros((n, m), dtype=bool, order="F")
         self.leaf_rate = np.zeros(len(water.shares))
+        self.scale = np.zeros(n)  # rate of each node's own parameter per unit of time
+        self._blocked: BoolArray | None = None
+        self._growing_now = self.growing
         self.update(water, everything=True)
 
     def _levels(self, share: FloatArray) -> BoolArray:
@@ -152,7 +155,10 @@ class _Growth:
         tree = layout.tree
         consumption, share = water.node_consumption, water.node_share
         growing_leaf = ~water.blocked
-        growing = layout.subtree @ growing_leaf.astype(np.float64) > 0
+        if self._blocked is None or not np.array_equal(self._blocked, water.blocked):
+            self._growing_now = layout.subtree @ growing_leaf.astype(np.float64) > 0
+            self._blocked = water.blocked.copy()
+        growing = self._growing_now
         dominant = consumption >= share[:, None] - _EXACT
         previous_growing, previous_active = self.growing, self.active
         self.growing = growing
@@ -179,14 +185,19 @@ class _Growth:
             if not selected.all():
                 keep = np.repeat(selected, sizes)
                 children, parents, sizes = children[keep], parents[selected], sizes[selected]
-                starts = np.r_[0, np.cumsum(sizes)[:-1]]
+                starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
             self._recompute(children, starts, parents, sizes, consumption, share)
         scale = np.zeros(tree.num_nodes)
         scale[0] = 1.0 if growing[0] else 0.0
         for children, _starts, parents, sizes in layout.groups:
             scale[children] = self.factor[children] / np.repeat(self.divisor[parents], sizes)
             scale[children] *= np.repeat(scale[parents], sizes)
+        self.scale = scale
         self.leaf_rate = np.where(growing_leaf, scale[leaves], 0.0)
+
+    def node_rates(self) -> FloatArray:
+        """Consumption rate of every node per unit of time: its own rates times its parameter's speed."""
+        return self.scale[:, None] * self.rate
 
     def _recompute(
         self,
@@ -237,6 +248,7 @@ class _WaterFilling:
         )
         self.share_cap = np.where(self.runnable, instance.task_caps * np.where(self.runnable, dominant, 1.0), 0.0)
         self.dominant = dominant
+        self.finite_cap = np.isfinite(self.share_cap)
         self.shares = np.zeros(len(instance.tenants))
         self.blocked = ~self.runnable
         self.events: Counter[str] = Counter()
@@ -254,27 +266,29 @@ class _WaterFilling:
         layout = self.layout
         tree = layout.tree
         rate = growth.leaf_rate
-        node_rate = np.asfortranarray(layout.subtree @ (rate[:, None] * self.directions))
+        node_rate = growth.node_rates()
         candidates: list[tuple[float, str]] = []
         root_rate, root_use = node_rate[0], self.node_consumption[0]
         up = root_rate > 0
         if up.any():
             candidates.append((float(np.min((1.0 - root_use[up]) / root_rate[up])), "saturation"))
-        capped = (rate > 0) & np.isfinite(self.share_cap)
+        capped = (rate > 0) & self.finite_cap
         if capped.any():
             candidates.append((float(np.min((self.share_cap[capped] - self.shares[capped]) / rate[capped])), "cap"))
         self.node_rate = node_rate
         consumption, share = self.node_consumption, self.node_share
         dominant = growth.dominant  # computed from this very state
         share_rate = np.where(dominant, node_rate, -math.inf).max(axis=1)
-        # Only nodes that grow at all can have a component overtake their share.
-        moving = np.flatnonzero(node_rate.max(axis=1) > 0)
-        rate_m, rate_share_m = node_rate[moving], share_rate[moving, None]
-        overtakes = ~dominant[moving] & (rate_m > rate_share_m)
-        if overtakes.any():
-            gap = (share[moving, None] - consumption[moving])[overtakes]
-            speed = (rate_m - rate_share_m)[overtakes]
-            candidates.append((float(np.min(gap / speed)), "dominant"))
+        # Column by column: each is contiguous (column-major) and the resources are few.
+        overtake = math.inf
+        for r in range(node_rate.shape[1]):
+            column = node_rate[:, r]
+            passing = np.flatnonzero((column > share_rate) & ~dominant[:, r])
+            if passing.size:
+                gap = share[passing] - consumption[passing, r]
+                overtake = min(overtake, float(np.min(gap / (column[passing] - share_rate[passing]))))
+        if math.isfinite(overtake):
+            candidates.append((overtake, "dominant"))
         # A waiting child is caught up when its parent's level reaches its weighted share.
         child_speed = np.where(growth.active, np.maximum(share_rate, 0.0) / tree.weight, 0.0)
         waiting = growth.growing & ~growth.active
