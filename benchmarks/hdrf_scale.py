@@ -7,12 +7,13 @@
    pooled in under 2 s.
 2. Heuristics against ``hdrf`` on random trees and on the paper's Fig. 10 tree: ``collapsed`` (its
    static allocation) and the simulated ``naive-hdrf``, ``dynamic-hdrf`` and ``hslots`` (their
-   time-averaged shares after warm-up, which is a feasible pooled allocation). For each: nodes below
+   time-averaged shares after warm-up, which is a feasible pooled allocation; ``hslots`` with the most
+   slots per machine that still fit every task). For each: nodes below
    their share guarantee and the worst shortfall, the smallest share/guarantee ratio, the smallest
    ratio of a leaf's share to its ``hdrf`` share, mean utilisation as a ratio to ``hdrf``'s, and
    the time leaves spent starving (simulated methods).
 
-Run: ``python -m benchmarks.hdrf_scale`` (``--max-leaves 100000`` adds the largest trees).
+Run: ``python -m benchmarks.hdrf_scale`` (``--max-leaves 30000 --huge 100000`` adds the largest trees).
 """
 
 from __future__ import annotations
@@ -38,46 +39,55 @@ FIG10 = Path(__file__).resolve().parents[1] / "instances" / "hdrf_fig10.yaml"
 SHAPES = ((2, 3), (4, 4), (6, 5))  # (depth, resources)
 
 
-def _scaling(max_leaves: int, servers_max_leaves: int) -> list[dict[str, Any]]:
+def _scaling(max_leaves: int, servers_max_leaves: int, huge: int) -> list[dict[str, Any]]:
     rows = []
     sizes = [n for n in (10, 100, 1000, 3000, 10000, 30000, 100000) if n <= max_leaves]
-    for leaves in sizes:
-        for depth, resources in SHAPES:
-            for servers in (None, 5):
-                if servers is not None and leaves > servers_max_leaves:
-                    continue
-                pooled = servers is None
-                instance, build_s = timed(
-                    lambda n=leaves, d=depth, r=resources, s=servers: random_tree_instance(1, n, d, r, servers=s)
-                )
-                filled, seconds = timed(lambda instance=instance, p=pooled: solve_hdrf(instance, pooled=p))
-                allocation = Allocation(filled.tasks, filled.kind)
-                rows.append(
-                    {
-                        "leaves": leaves,
-                        "nodes": len(instance.hierarchy.nodes) if instance.hierarchy else 0,
-                        "depth": depth,
-                        "resources": resources,
-                        "placement": "pooled" if servers is None else f"{servers} server classes",
-                        "status": filled.status,
-                        "seconds": seconds,
-                        "generate_s": build_s,
-                        "phases": filled.phases,
-                        "lp_solves": filled.lp_solves,
-                        "guarantee_ratio": guarantee_ratio(instance, allocation),
-                        "peak_rss_mib": peak_rss_mib(),
-                    }
-                )
-                print(rows[-1], flush=True)
+    plan = [(leaves, shape) for leaves in sizes for shape in SHAPES]
+    if huge > max_leaves:
+        plan.append((huge, SHAPES[1]))  # one middle shape at the largest size, to bound the run time
+    for leaves, (depth, resources) in plan:
+        for servers in (None, 5):
+            if servers is not None and leaves > servers_max_leaves:
+                continue
+            pooled = servers is None
+            instance, build_s = timed(
+                lambda n=leaves, d=depth, r=resources, s=servers: random_tree_instance(1, n, d, r, servers=s)
+            )
+            filled, seconds = timed(lambda instance=instance, p=pooled: solve_hdrf(instance, pooled=p))
+            allocation = Allocation(filled.tasks, filled.kind)
+            rows.append(
+                {
+                    "leaves": leaves,
+                    "nodes": len(instance.hierarchy.nodes) if instance.hierarchy else 0,
+                    "depth": depth,
+                    "resources": resources,
+                    "placement": "pooled" if servers is None else f"{servers} server classes",
+                    "status": filled.status,
+                    "seconds": seconds,
+                    "generate_s": build_s,
+                    "phases": filled.phases,
+                    "lp_solves": filled.lp_solves,
+                    "guarantee_ratio": guarantee_ratio(instance, allocation),
+                    "peak_rss_mib": peak_rss_mib(),
+                }
+            )
+            print(rows[-1], flush=True)
     return rows
 
 
 def _exponent(rows: list[dict[str, Any]], placement: str) -> float | None:
-    points = [(r["leaves"], r["seconds"]) for r in rows if r["placement"] == placement and r["leaves"] >= 1000]
-    if len(points) < 2:
+    points = [(r["leaves"], r["seconds"]) for r in rows if r["placement"] == placement and r["leaves"] >= 100]
+    if len({leaves for leaves, _ in points}) < 2:
         return None
     x, y = np.log([p[0] for p in points]), np.log([p[1] for p in points])
     return float(np.polyfit(x, y, 1)[0])
+
+
+def _slots_that_fit(instance: Instance) -> int:
+    """The most slots per machine such that every task still fits in one (the slot scheduler's best case)."""
+    largest = instance.demand.max(axis=0)
+    needed = largest > 0
+    return max(1, int(np.floor(np.min(instance.capacity.max(axis=0)[needed] / largest[needed]))))
 
 
 def _pooled_allocation(instance: Instance, shares: np.ndarray) -> Allocation:
@@ -159,7 +169,8 @@ def _markdown(scaling: list[dict[str, Any]], gaps: list[dict[str, Any]]) -> str:
     for placement in ("pooled", "5 server classes"):
         exponent = _exponent(scaling, placement)
         if exponent is not None:
-            lines.append(f"\nTime grows as leaves^{exponent:.2f} ({placement}, fitted from 1,000 leaves up).")
+            fit = "least squares on log-log from 100 leaves up"
+            lines.append(f"\nTime grows as leaves^{exponent:.2f} ({placement}, {fit}).")
     target = [r for r in scaling if r["leaves"] == 10000 and r["placement"] == "pooled"]
     if target:
         worst = max(r["seconds"] for r in target)
@@ -184,15 +195,17 @@ def main() -> None:
     arguments = parser(__doc__.splitlines()[0])
     arguments.add_argument("--max-leaves", type=int, default=10000)
     arguments.add_argument("--servers-max-leaves", type=int, default=1000)
+    arguments.add_argument("--huge", type=int, default=0, help="also one tree of this many leaves (depth 4)")
     arguments.add_argument("--compare-leaves", default="20,60")
     arguments.add_argument("--horizon", type=float, default=100.0)
     args = arguments.parse_args()
-    scaling = _scaling(args.max_leaves, args.servers_max_leaves)
+    scaling = _scaling(args.max_leaves, args.servers_max_leaves, args.huge)
     gaps = _compare(load_instance(FIG10), "Fig. 10", args.horizon, slots=5)
     for leaves in [int(n) for n in args.compare_leaves.split(",") if n]:
         for seed in (1, 2):
             instance = random_tree_instance(seed, leaves, 3, 3)
-            gaps += _compare(instance, f"random {leaves} leaves, seed {seed}", args.horizon, slots=10)
+            label = f"random {leaves} leaves, seed {seed}"
+            gaps += _compare(instance, label, args.horizon, slots=_slots_that_fit(instance))
     save("hdrf_scale", {"scaling": scaling, "heuristics": gaps}, _markdown(scaling, gaps), args.out)
 
 
