@@ -94,6 +94,11 @@ class _Layout:
             starts = np.flatnonzero(np.r_[True, parents[1:] != parents[:-1]])
             sizes = np.diff(np.r_[starts, len(children)])
             self.groups.append((children, starts, parents[starts], sizes))
+        # All non-root nodes by parent at once, for sibling minima that need no bottom-up order.
+        children = np.argsort(tree.parent[1:], kind="stable") + 1
+        parents = tree.parent[children]
+        starts = np.flatnonzero(np.r_[True, parents[1:] != parents[:-1]])
+        self.siblings = (children, starts, parents[starts], np.diff(np.r_[starts, len(children)]))
         rows, cols = [], []
         current = tree.leaf_nodes.copy()
         leaf = np.arange(len(current))
@@ -103,6 +108,10 @@ class _Layout:
             up = tree.parent[current]
             keep = up >= 0
             current, leaf = up[keep], leaf[keep]
+        # Every leaf's ancestors (itself included), padded with a dummy node index ``num_nodes``.
+        self.ancestors = np.full((len(tree.leaf_nodes), len(rows)), tree.num_nodes, dtype=np.int64)
+        for position, (nodes, leaves) in enumerate(zip(rows, cols, strict=True)):
+            self.ancestors[leaves, position] = nodes
         rows_all, cols_all = np.concatenate(rows), np.concatenate(cols)
         self.subtree = sp.csr_matrix(
             (np.ones(len(rows_all)), (rows_all, cols_all)), shape=(tree.num_nodes, len(tree.leaf_nodes))
@@ -135,19 +144,19 @@ class _Growth:
         self.leaf_rate = np.zeros(len(water.shares))
         self.scale = np.zeros(n)  # rate of each node's own parameter per unit of time
         self._blocked: BoolArray | None = None
-        self._growing_now = self.growing
+        self._live: FloatArray | None = None
         self.update(water, everything=True)
 
     def _levels(self, share: FloatArray) -> BoolArray:
         tree = self.layout.tree
         active = np.zeros(tree.num_nodes, dtype=bool)
-        for children, starts, parents, sizes in self.layout.groups:
-            grows = self.growing[children]
-            weighted = np.where(grows, share[children] / tree.weight[children], math.inf)
-            level = np.minimum.reduceat(weighted, starts)
-            self.level[parents] = level
-            level_of_child = np.repeat(level, sizes)
-            active[children] = grows & (weighted <= level_of_child + _TIE * np.maximum(level_of_child, 1e-300))
+        children, starts, parents, sizes = self.layout.siblings
+        grows = self.growing[children]
+        weighted = np.where(grows, share[children] / tree.weight[children], math.inf)
+        level = np.minimum.reduceat(weighted, starts)
+        self.level[parents] = level
+        level_of_child = np.repeat(level, sizes)
+        active[children] = grows & (weighted <= level_of_child + _TIE * np.maximum(level_of_child, 1e-300))
         return active
 
     def update(self, water: _WaterFilling, everything: bool = False) -> None:
@@ -155,10 +164,15 @@ class _Growth:
         tree = layout.tree
         consumption, share = water.node_consumption, water.node_share
         growing_leaf = ~water.blocked
-        if self._blocked is None or not np.array_equal(self._blocked, water.blocked):
-            self._growing_now = layout.subtree @ growing_leaf.astype(np.float64) > 0
+        if self._live is None:
+            self._live = np.append(layout.subtree @ growing_leaf.astype(np.float64), 0.0)
             self._blocked = water.blocked.copy()
-        growing = self._growing_now
+        elif self._blocked is not None and not np.array_equal(self._blocked, water.blocked):
+            # Count the unblocked leaves under every node down by the newly blocked ones' root paths.
+            newly = np.flatnonzero(water.blocked & ~self._blocked)
+            np.subtract.at(self._live, layout.ancestors[newly].ravel(), 1.0)
+            self._blocked = water.blocked.copy()
+        growing = self._live[:-1] > 0.5
         dominant = consumption >= share[:, None] - _EXACT
         previous_growing, previous_active = self.growing, self.active
         self.growing = growing
@@ -190,14 +204,13 @@ class _Growth:
         scale = np.zeros(tree.num_nodes)
         scale[0] = 1.0 if growing[0] else 0.0
         for children, _starts, parents, sizes in layout.groups:
-            scale[children] = self.factor[children] / np.repeat(self.divisor[parents], sizes)
-            scale[children] *= np.repeat(scale[parents], sizes)
+            scale[children] = self.factor[children] * np.repeat(scale[parents] / self.divisor[parents], sizes)
         self.scale = scale
         self.leaf_rate = np.where(growing_leaf, scale[leaves], 0.0)
 
     def node_rates(self) -> FloatArray:
         """Consumption rate of every node per unit of time: its own rates times its parameter's speed."""
-        return self.scale[:, None] * self.rate
+        return np.multiply(self.rate, self.scale[:, None], order="F")
 
     def _recompute(
         self,
@@ -274,7 +287,8 @@ class _WaterFilling:
             candidates.append((float(np.min((1.0 - root_use[up]) / root_rate[up])), "saturation"))
         capped = (rate > 0) & self.finite_cap
         if capped.any():
-            candidates.append((float(np.min((self.share_cap[capped] - self.shares[capped]) / rate[capped])), "cap"))
+            to_cap = np.divide(self.share_cap - self.shares, rate, out=np.full_like(rate, math.inf), where=capped)
+            candidates.append((float(to_cap.min()), "cap"))
         self.node_rate = node_rate
         consumption, share = self.node_consumption, self.node_share
         dominant = growth.dominant  # computed from this very state
@@ -295,16 +309,13 @@ class _WaterFilling:
         waiting[0] = False
         catch_up = math.inf
         if waiting.any():
-            for children, starts, parents, sizes in layout.groups:
-                wait = waiting[children]
-                if not wait.any():
-                    continue
-                speed = np.repeat(np.maximum.reduceat(child_speed[children], starts), sizes)
-                closing = wait & (speed > 0)
-                if closing.any():
-                    level = np.repeat(growth.level[parents], sizes)
-                    gap = share[children] / tree.weight[children] - level
-                    catch_up = min(catch_up, float(np.min(gap[closing] / speed[closing])))
+            children, starts, parents, sizes = layout.siblings
+            speed = np.repeat(np.maximum.reduceat(child_speed[children], starts), sizes)
+            closing = waiting[children] & (speed > 0)
+            if closing.any():
+                level = np.repeat(growth.level[parents], sizes)
+                gap = share[children] / tree.weight[children] - level
+                catch_up = float(np.min(gap[closing] / speed[closing]))
         if math.isfinite(catch_up):
             candidates.append((catch_up, "catch-up"))
         if not candidates:
