@@ -249,9 +249,13 @@ def instance_from_dict(data: Any, name: str = "instance") -> Instance:
 
 
 def load_instance(path: str | Path) -> Instance:
-    """Load a YAML or JSON instance file; every error names the file and the field at fault."""
+    """Load a YAML, JSON or PSPLIB ``.sm`` instance file; every error names the file and the field at fault."""
     path = Path(path)
     source = str(path)
+    if path.suffix.lower() == ".sm":  # PSPLIB single-mode RCPSP file: one DAG job, one pooled server
+        from models.psplib import load_psplib
+
+        return load_psplib(path)
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:

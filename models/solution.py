@@ -61,6 +61,185 @@ def unit_capacity(instance: Instance, kind: UnitKind) -> FloatArray:
     return instance.capacity[instance.machine_class()]
 
 
+IntArray = npt.NDArray[np.int64]
+#: Objectives of schedule results (``SolveOptions.objective`` / ``--objective``).
+SCHEDULE_OBJECTIVES = ("makespan", "avg-jct", "mix")
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Start and end time of every task of every DAG job, one entry per task (pooled capacity).
+
+    Attributes
+    ----------
+    job, stage, index : ndarray of int64, shape (tasks,)
+        Job index into ``Instance.jobs``, stage index into that job's ``stages`` and task number
+        ``0 .. stage.tasks - 1`` within the stage.
+    start, end : ndarray of float64, shape (tasks,)
+        Absolute times in the instance's time unit (the same unit as durations and releases).
+    fair_completion : ndarray of float64, shape (jobs,), optional
+        Deadline ``T_k`` each job had to meet (its fair completion time); ``inf`` where a job has none,
+        ``None`` when no job has one.
+
+    Only shapes are validated here; whether the schedule is feasible is for
+    :func:`models.check.verify_schedule` to decide from the instance.
+    """
+
+    job: IntArray
+    stage: IntArray
+    index: IntArray
+    start: FloatArray
+    end: FloatArray
+    fair_completion: FloatArray | None = None
+
+    def __post_init__(self) -> None:
+        size = None
+        for name, kind in (("job", np.int64), ("stage", np.int64), ("index", np.int64),
+                           ("start", np.float64), ("end", np.float64)):  # fmt: skip
+            raw = np.asarray(getattr(self, name))
+            if raw.ndim != 1:
+                raise InstanceError(f"must be one-dimensional, got shape {raw.shape}", f"schedule.{name}")
+            fractional = raw.size and not np.issubdtype(raw.dtype, np.integer)
+            if kind is np.int64 and fractional and not (np.all(np.isfinite(raw)) and np.all(raw == np.round(raw))):
+                raise InstanceError("must hold whole numbers", f"schedule.{name}")
+            array = raw.astype(kind)
+            if size is None:
+                size = array.size
+            elif array.size != size:
+                raise InstanceError(f"has {array.size} entries, schedule.job has {size}", f"schedule.{name}")
+            array.setflags(write=False)
+            object.__setattr__(self, name, array)
+        if self.fair_completion is not None:
+            fair = np.array(self.fair_completion, dtype=np.float64).reshape(-1)
+            fair.setflags(write=False)
+            object.__setattr__(self, "fair_completion", fair)
+
+    def __len__(self) -> int:
+        return int(self.job.size)
+
+
+def job_completion(instance: Instance, schedule: Schedule) -> FloatArray:
+    """Completion time ``C_k`` of every job: the latest end of its tasks (its release if none is listed).
+
+    Rows with a job index out of range or a non-finite end are ignored (the checker reports them).
+    """
+    completion = np.array([job.release for job in instance.jobs], dtype=np.float64)
+    valid = (schedule.job >= 0) & (schedule.job < len(instance.jobs)) & np.isfinite(schedule.end)
+    np.maximum.at(completion, schedule.job[valid], schedule.end[valid])
+    return completion
+
+
+def schedule_objectives(instance: Instance, completion: FloatArray) -> dict[str, float]:
+    """Makespan and weighted average JCT from job completion times.
+
+    ``makespan = max_k C_k`` (absolute time, measured from 0) and
+    ``avg_jct = sum_k w_k (C_k - r_k) / sum_k w_k``: the weighted mean over jobs of completion minus release.
+    """
+    if not instance.jobs:
+        return {"makespan": 0.0, "avg_jct": 0.0}
+    weights = np.array([job.weight for job in instance.jobs], dtype=np.float64)
+    releases = np.array([job.release for job in instance.jobs], dtype=np.float64)
+    return {
+        "makespan": float(completion.max()),
+        "avg_jct": float(weights @ (completion - releases) / weights.sum()),
+    }
+
+
+def objective_value(makespan: float, avg_jct: float, objective: str, alpha: float = 0.5) -> float:
+    """A schedule objective: ``makespan``, ``avg-jct`` or ``mix`` = alpha * avg JCT + (1 - alpha) * makespan."""
+    if objective == "makespan":
+        return makespan
+    if objective == "avg-jct":
+        return avg_jct
+    if objective == "mix":
+        return alpha * avg_jct + (1 - alpha) * makespan
+    raise ValueError(f"unknown objective {objective!r}; choose from {', '.join(SCHEDULE_OBJECTIVES)}")
+
+
+def schedule_json(instance: Instance, schedule: Schedule) -> dict[str, Any]:
+    """``makespan``, ``avg_jct``, ``jobs: {name: {completion, fair_completion}}`` and ``tasks``."""
+    completion = job_completion(instance, schedule)
+    numbers = schedule_objectives(instance, completion)
+    fair = schedule.fair_completion
+    jobs = {
+        job.name: {
+            "completion": float(completion[k]),
+            "fair_completion": None if fair is None or k >= fair.size else _finite(float(fair[k])),
+        }
+        for k, job in enumerate(instance.jobs)
+    }
+
+    def stage_name(job: int, stage: int) -> str | int:
+        if 0 <= job < len(instance.jobs) and 0 <= stage < len(instance.jobs[job].stages):
+            return instance.jobs[job].stages[stage].name
+        return stage
+
+    tasks = [
+        {
+            "job": instance.jobs[j].name if 0 <= j < len(instance.jobs) else j,
+            "stage": stage_name(j, s),
+            "index": i,
+            "start": _plain(b),
+            "end": _plain(e),
+        }
+        for j, s, i, b, e in zip(
+            schedule.job.tolist(), schedule.stage.tolist(), schedule.index.tolist(),
+            schedule.start.tolist(), schedule.end.tolist(), strict=True,
+        )
+    ]  # fmt: skip
+    return {"makespan": numbers["makespan"], "avg_jct": numbers["avg_jct"], "jobs": jobs, "tasks": tasks}
+
+
+def schedule_from_json(instance: Instance, data: dict[str, Any]) -> Schedule:
+    """Rebuild a ``Schedule`` from a saved result (``tasks`` and ``jobs.*.fair_completion``).
+
+    Job and stage names are resolved against the instance; unknown names raise ``InstanceError``.
+    Duplicates, missing tasks and infeasible times are left for :func:`models.check.verify_schedule`.
+    """
+    job_index = {job.name: k for k, job in enumerate(instance.jobs)}
+    stage_index = [{stage.name: s for s, stage in enumerate(job.stages)} for job in instance.jobs]
+    rows = data.get("tasks")
+    if not isinstance(rows, list):
+        raise InstanceError("a schedule result needs a 'tasks' list", "tasks")
+    columns: dict[str, list[Any]] = {"job": [], "stage": [], "index": [], "start": [], "end": []}
+    for position, row in enumerate(rows):
+        field_name = f"tasks[{position}]"
+        if not isinstance(row, dict):
+            raise InstanceError("each task must be an object", field_name)
+        missing = [key for key in columns if key not in row]
+        if missing:
+            raise InstanceError(f"missing {missing}", field_name)
+        if row["job"] not in job_index:
+            raise InstanceError(f"unknown job {row['job']!r}", f"{field_name}.job")
+        job = job_index[row["job"]]
+        if str(row["stage"]) not in stage_index[job]:
+            raise InstanceError(f"job {row['job']!r} has no stage {row['stage']!r}", f"{field_name}.stage")
+        try:
+            values = [int(row["index"]), float(row["start"]), float(row["end"])]
+        except (TypeError, ValueError):
+            raise InstanceError("index, start and end must be numbers", field_name) from None
+        columns["job"].append(job)
+        columns["stage"].append(stage_index[job][str(row["stage"])])
+        for key, value in zip(("index", "start", "end"), values, strict=True):
+            columns[key].append(value)
+    fair = np.full(len(instance.jobs), np.inf)
+    saved_jobs = data.get("jobs") or {}
+    for name, entry in saved_jobs.items() if isinstance(saved_jobs, dict) else ():
+        if name not in job_index:
+            raise InstanceError(f"unknown job {name!r}", f"jobs.{name}")
+        saved = entry.get("fair_completion") if isinstance(entry, dict) else None
+        if saved is not None:
+            fair[job_index[name]] = float(saved)
+    return Schedule(
+        np.array(columns["job"], dtype=np.int64),
+        np.array(columns["stage"], dtype=np.int64),
+        np.array(columns["index"], dtype=np.int64),
+        np.array(columns["start"], dtype=np.float64),
+        np.array(columns["end"], dtype=np.float64),
+        fair if np.isfinite(fair).any() else None,
+    )
+
+
 @dataclass
 class Result:
     """What every method returns; ``verified`` and the recomputed numbers come from ``models.check``."""
@@ -79,9 +258,10 @@ class Result:
     message: str = ""
     violations: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    schedule: Schedule | None = None  # DAG-job methods: task start/end times
 
     def to_json(self, instance: Instance) -> dict[str, Any]:
-        """The CLI JSON contract: common keys, then the allocation view."""
+        """The CLI JSON contract: common keys, then the allocation view and/or the schedule view."""
         data: dict[str, Any] = {
             "status": self.status,
             "method": self.method,
@@ -101,6 +281,8 @@ class Result:
             data["violations"] = list(self.violations)
         if self.allocation is not None:
             data.update(allocation_json(instance, self.allocation))
+        if self.schedule is not None:
+            data.update(schedule_json(instance, self.schedule))
         data.update({key: _plain(value) for key, value in self.extra.items()})
         return data
 

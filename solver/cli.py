@@ -29,7 +29,45 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
+def _format_schedule(instance: Instance, result: Result) -> str:
+    """Schedule results: makespan, avg JCT, bound, gap and a short per-job completion table."""
+    data = result.to_json(instance)
+    lines = [
+        f"{instance.name}: method {result.method} (backend {result.backend}) -> {result.status}, "
+        f"verified {'yes' if result.verified else 'NO'}",
+    ]
+    numbers = [
+        (f"objective ({result.extra.get('objective_name', 'makespan')})", result.objective),
+        ("makespan", data["makespan"]),
+        ("avg JCT", data["avg_jct"]),
+        ("bound", result.bound),
+        ("gap", result.gap),
+    ]
+    lines.append("  " + "   ".join(f"{name} {value:.6g}" for name, value in numbers if value is not None))
+    lines.append(f"  build {result.build_s:.3f} s, solve {result.solve_s:.3f} s, {len(data['tasks'])} tasks")
+    header = ["job", "weight", "release", "completion", "JCT", "fair completion"]
+    rows = []
+    for job in instance.jobs[:20]:
+        entry = data["jobs"][job.name]
+        fair = entry["fair_completion"]
+        rows.append([job.name, f"{job.weight:g}", _short(job.release), _short(entry["completion"]),
+                     _short(entry["completion"] - job.release), "-" if fair is None else _short(fair)])  # fmt: skip
+    widths = [max(len(str(row[k])) for row in [header, *rows]) for k in range(len(header) - 1)]
+    for row in [header, *rows]:
+        cells = [str(cell).ljust(width) for cell, width in zip(row[:-1], widths, strict=True)]
+        lines.append("  " + "  ".join(cells) + "  " + str(row[-1]))
+    if len(instance.jobs) > 20:
+        lines.append(f"  ... and {len(instance.jobs) - 20} more jobs (--json lists all)")
+    for violation in result.violations[:10]:
+        lines.append(f"  VIOLATION: {violation}")
+    if result.message:
+        lines.append(f"  note: {result.message}")
+    return "\n".join(lines)
+
+
 def _format_table(instance: Instance, result: Result) -> str:
+    if result.schedule is not None:
+        return _format_schedule(instance, result)
     lines = [
         f"{instance.name}: method {result.method} (backend {result.backend}) -> {result.status}, "
         f"verified {'yes' if result.verified else 'NO'}",
@@ -164,9 +202,13 @@ def _command_solve(args: argparse.Namespace) -> int:
         options["gap"] = args.gap
     if args.placement:
         options["placement"] = args.placement
+    if args.objective:
+        options["objective"] = args.objective
     simulation = {key: getattr(args, key) for key in ("horizon", "seed") if getattr(args, key) is not None}
     if simulation:  # simulated hierarchical schedulers (naive-hdrf, dynamic-hdrf, hslots)
         options["extra"] = simulation
+    if args.alpha is not None:  # space-time methods, objective 'mix'
+        options.setdefault("extra", {})["alpha"] = args.alpha
     try:
         with _stdout_to_stderr(args.json):
             result = solve(instance, args.method, backend=args.backend, time_limit=args.time_limit, **options)
@@ -178,7 +220,8 @@ def _command_solve(args: argparse.Namespace) -> int:
         print(_format_table(instance, result))
     if args.output:
         Path(args.output).write_text(json.dumps(result.to_json(instance), indent=1))
-    if result.status in ("error", "infeasible", "unbounded") or (result.allocation is not None and not result.verified):
+    unverified = (result.allocation is not None or result.schedule is not None) and not result.verified
+    if result.status in ("error", "infeasible", "unbounded") or unverified:
         return EXIT_SOLVER
     return EXIT_OK
 
@@ -194,6 +237,8 @@ def _command_check(args: argparse.Namespace) -> int:
         raise InstanceError(f"cannot read result: {error}", source=args.result) from None
     if not isinstance(data, dict):
         raise InstanceError(f"a result must be a JSON object, got {type(data).__name__}", source=args.result)
+    if "tasks" in data:  # a schedule result (DAG jobs)
+        return _check_schedule(args, instance, data)
     try:
         allocation = allocation_from_json(instance, data)
     except InstanceError as error:
@@ -221,14 +266,52 @@ def _command_check(args: argparse.Namespace) -> int:
         "objective": report.min_weighted_share,
         "utilisation": dict(zip(instance.resources, report.utilisation.tolist(), strict=True)),
     }
+    return _report_check(args, summary, f"min weighted share {report.min_weighted_share:.6g}")
+
+
+def _report_check(args: argparse.Namespace, summary: dict[str, Any], headline: str) -> int:
+    problems = summary["violations"]
     if args.json:
         print(json.dumps(summary))
     else:
         print(f"{args.result}: {'verified' if not problems else 'NOT verified'}")
-        print(f"  min weighted share {report.min_weighted_share:.6g}")
+        print(f"  {headline}")
         for problem in problems:
             print(f"  VIOLATION: {problem}")
     return EXIT_OK if not problems else EXIT_SOLVER
+
+
+def _check_schedule(args: argparse.Namespace, instance: Instance, data: dict[str, Any]) -> int:
+    """Re-verify a saved schedule and compare its saved makespan, avg JCT and completions."""
+    from models.check import verify_schedule
+    from models.solution import schedule_from_json
+
+    try:
+        schedule = schedule_from_json(instance, data)
+    except InstanceError as error:
+        raise error.located(args.result) from None
+    report = verify_schedule(instance, schedule)
+    problems = list(report.violations)
+
+    def differs(saved: Any, value: float) -> bool:
+        return saved is not None and abs(float(saved) - value) > 1e-6 * max(1.0, abs(value))
+
+    for key, value in (("makespan", report.makespan), ("avg_jct", report.avg_jct)):
+        if differs(data.get(key), value):
+            problems.append(f"saved {key} {data.get(key)} but the schedule gives {value:.9g}")
+    for k, job in enumerate(instance.jobs):
+        entry = (data.get("jobs") or {}).get(job.name) or {}
+        if differs(entry.get("completion"), float(report.completion[k])):
+            problems.append(f"job {job.name}: saved completion {entry.get('completion')} but the schedule gives "
+                            f"{report.completion[k]:.9g}")  # fmt: skip
+    name = data.get("objective_name", "makespan")
+    alpha = float(data.get("alpha", 0.5))
+    objective = report.objective(name, alpha) if name in ("makespan", "avg-jct", "mix") else None
+    if objective is not None and differs(data.get("objective"), objective):
+        problems.append(f"saved objective {data.get('objective')} but recomputed {objective:.9g}")
+    summary = {"verified": not problems, "violations": problems, "objective": objective,
+               "makespan": report.makespan, "avg_jct": report.avg_jct}  # fmt: skip
+    return _report_check(args, summary, f"makespan {report.makespan:.6g}   avg JCT {report.avg_jct:.6g}")
 
 
 def _command_validate(args: argparse.Namespace) -> int:
@@ -309,7 +392,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     solve.add_argument("--horizon", type=float, help="simulated time (naive-hdrf, dynamic-hdrf, hslots)")
     solve.add_argument("--seed", type=int, help="seed of the simulated task durations")
-    solve.add_argument("--objective", help="objective for space-time methods (not used by allocation methods)")
+    solve.add_argument(
+        "--objective",
+        choices=["makespan", "avg-jct", "mix"],
+        help="objective for space-time methods (default makespan for one job, avg-jct for several)",
+    )
+    solve.add_argument("--alpha", type=float, help="mix objective: alpha * avg JCT + (1 - alpha) * makespan")
     solve.add_argument("--json", action="store_true", help="print one JSON object")
     solve.add_argument("--output", "-o", help="also save the JSON result to this file")
     solve.set_defaults(handler=_command_solve)

@@ -19,6 +19,9 @@ Modules:
 * :mod:`models.check.hierarchy` -- hierarchical (H-DRF) properties: :func:`share_guarantee`
   (with :func:`node_shares`, :func:`demanding_nodes`), :func:`hierarchical_pareto` and the group-strategyproofness probe
   :func:`group_strategyproof` (with :func:`random_group_misreports`).
+* :mod:`models.check.schedule` -- :func:`verify_schedule` checks a DAG-job schedule (every task once,
+  durations, releases, barrier precedence, pooled capacity by an event sweep, fair completion times)
+  and recomputes makespan, job completions and weighted average JCT (:class:`ScheduleReport`).
 
 Everything is vectorised over tenants and units and processed in row chunks, so allocations of
 1,000 tenants x 12,583 machines check in well under a second per check (except the Pareto LP).
@@ -35,6 +38,7 @@ from models.check.hierarchy import (
 from models.check.probes import population_monotone, random_misreports, runnable_tasks, truthful
 from models.check.properties import envy_free, equal_split_tasks, pareto_optimal, sharing_incentive
 from models.check.report import ABS_TOL, FIT_EPS, MAX_MESSAGES, CheckReport, PropertyCheck, Solver
+from models.check.schedule import ScheduleReport, verify_schedule
 from models.check.verify import verify_allocation, verify_amounts
 
 __all__ = [
@@ -43,6 +47,7 @@ __all__ = [
     "MAX_MESSAGES",
     "CheckReport",
     "PropertyCheck",
+    "ScheduleReport",
     "Solver",
     "demanding_nodes",
     "envy_free",
@@ -60,4 +65,5 @@ __all__ = [
     "truthful",
     "verify_allocation",
     "verify_amounts",
+    "verify_schedule",
 ]

@@ -1,0 +1,115 @@
+"""The PSPLIB single-mode reader (models.psplib) and its dispatch from models.io.load_instance."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from models.io import load_instance
+from models.psplib import load_psplib
+from models.types import InstanceError
+
+# Four activities (1 and 4 are the dummies), two renewable resources and one unused nonrenewable one:
+# 1 -> {2, 3} -> 4.
+TINY = """\
+************************************************************************
+file with basedata            : tiny.bas
+************************************************************************
+projects                      :  1
+jobs (incl. supersource/sink ):  4
+horizon                       :  9
+RESOURCES
+  - renewable                 :  2   R
+  - nonrenewable              :  1   N
+  - doubly constrained        :  0   D
+************************************************************************
+PROJECT INFORMATION:
+pronr.  #jobs rel.date duedate tardcost  MPM-Time
+    1      2      0        9        1        5
+************************************************************************
+PRECEDENCE RELATIONS:
+jobnr.    #modes  #successors   successors
+   1        1          2           2   3
+   2        1          1           4
+   3        1          1           4
+   4        1          0
+************************************************************************
+REQUESTS/DURATIONS:
+jobnr. mode duration  R 1  R 2  N 1
+------------------------------------------------------------------------
+  1      1     0       0    0    0
+  2      1     3       2    1    0
+  3      1     5       1    3    0
+  4      1     0       0    0    0
+************************************************************************
+RESOURCEAVAILABILITIES:
+  R 1  R 2  N 1
+    2    3   10
+************************************************************************
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "tiny.sm") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_tiny_file(tmp_path: Path) -> None:
+    instance = load_instance(write(tmp_path, TINY))
+    assert instance.name == "tiny"
+    assert instance.resources == ("R1", "R2")
+    np.testing.assert_array_equal(instance.total_capacity, [2, 3])
+    (job,) = instance.jobs
+    assert job.name == "tiny" and job.release == 0 and job.weight == 1
+    assert [s.name for s in job.stages] == ["1", "2", "3", "4"]  # dummies kept, named by activity number
+    assert [s.tasks for s in job.stages] == [1, 1, 1, 1]
+    assert [s.duration for s in job.stages] == [0, 3, 5, 0]
+    assert [s.after for s in job.stages] == [(), (0,), (0,), (1, 2)]  # predecessors, inverted from successors
+    np.testing.assert_array_equal(job.stages[2].demand, [1, 3])
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ("  2      1     3       2    1    0", "  2      1     3       2    1    4", "REQUESTS/DURATIONS line 27.*N 1"),
+        (
+            "   2        1          1           4",
+            "   2        1          2           4",
+            "PRECEDENCE RELATIONS line 19",
+        ),
+        ("   3        1          1           4", "   3        1          1           7", "unknown successor 7"),
+        ("  3      1     5       1    3    0", "  3      1     x       1    3    0", "REQUESTS/DURATIONS line 28"),
+        ("    2    3   10", "    2    3", "RESOURCEAVAILABILITIES line 33"),
+        ("   2        1          1           4", "   2        2          1           4", "single-mode"),
+        ("PRECEDENCE RELATIONS:", "PRECEDENCES:", "PRECEDENCE RELATIONS.*not found"),
+        ("   3        1          1           4", "   3        1          1           1", "cycle"),
+    ],
+)
+def test_bad_files_name_file_section_and_line(tmp_path: Path, old: str, new: str, expected: str) -> None:
+    assert TINY.count(old) == 1
+    path = write(tmp_path, TINY.replace(old, new))
+    with pytest.raises(InstanceError, match=expected) as caught:
+        load_psplib(path)
+    assert str(path) in str(caught.value)
+
+
+def test_unreadable_file(tmp_path: Path) -> None:
+    with pytest.raises(InstanceError, match="cannot read"):
+        load_instance(tmp_path / "absent.sm")
+
+
+@pytest.mark.data
+def test_j301_1(data_dir: Path) -> None:
+    path = data_dir / "psplib" / "j30" / "j301_1.sm"
+    if not path.exists():
+        pytest.skip(f"{path} not found")
+    instance = load_instance(path)
+    (job,) = instance.jobs
+    assert len(job.stages) == 32
+    np.testing.assert_array_equal(instance.total_capacity, [12, 13, 4, 12])
+    assert job.stages[1].duration == 8 and job.stages[1].after == (0,)
+    assert job.stages[31].after == (28, 29, 30)  # the sink follows activities 29, 30, 31
+    np.testing.assert_array_equal(job.stages[5].demand, [0, 0, 0, 8])

@@ -1,0 +1,235 @@
+"""``spacetime-cp`` (CP-SAT space-time packing), the schedule checker and the schedule JSON contract."""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from models.check import verify_schedule
+from models.io import instance_from_dict, load_instance
+from models.solution import Schedule, schedule_from_json
+from models.types import Instance, InstanceError
+from solver.api import solve
+from solver.cli import main
+
+TWO_JOBS = Path(__file__).resolve().parents[1] / "instances" / "dag_two_jobs.yaml"
+#: A fixed, deterministic J30 sample: the first instance of parameter sets 1..20 (all proven optimal).
+J30_SAMPLE = [f"j30{p}_1" for p in range(1, 21)]
+#: Per-instance CP-SAT limit; measured on the 2-core machine, the slowest of the sample (j3013_1) takes 4-6 s.
+J30_LIMIT_S = 20.0
+
+
+def psplib_file(data_dir: Path, name: str) -> Path:
+    path = data_dir / "psplib" / "j30" / f"{name}.sm"
+    if not path.exists():
+        pytest.skip(f"{path} not found")
+    return path
+
+
+@pytest.fixture(scope="module")
+def bounds(data_dir: Path) -> dict[str, dict[str, str]]:
+    path = data_dir / "psplib" / "optima" / "psplib_bounds.csv"
+    if not path.exists():
+        pytest.skip(f"{path} not found")
+    with path.open() as handle:
+        return {row["instance"]: row for row in csv.DictReader(handle)}
+
+
+@pytest.mark.data
+def test_j301_1_through_the_cli(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = psplib_file(data_dir, "j301_1")
+    code = main(["solve", str(path), "--method", "spacetime-cp", "--json", "--time-limit", "60"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert data["status"] == "optimal" and data["verified"] is True
+    assert data["makespan"] == 43 and data["objective"] == 43 and data["bound"] == 43 and data["gap"] == 0
+    assert data["jobs"] == {"j301_1": {"completion": 43.0, "fair_completion": None}}
+    assert len(data["tasks"]) == 32 and {"job", "stage", "index", "start", "end"} == set(data["tasks"][0])
+    for key in ("method", "backend", "build_s", "solve_s", "avg_jct"):
+        assert key in data
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("name", J30_SAMPLE)
+def test_j30_sample_reaches_the_optimum(data_dir: Path, bounds: dict[str, dict[str, str]], name: str) -> None:
+    row = bounds[name]
+    assert row["proven_optimal"] == "1"
+    started = time.perf_counter()
+    result = solve(load_instance(psplib_file(data_dir, name)), "spacetime-cp", time_limit=J30_LIMIT_S)
+    assert result.verified, result.violations
+    assert result.status == "optimal", f"{name}: {result.status} after {time.perf_counter() - started:.1f} s"
+    assert result.objective == float(row["best_ub"])
+    assert result.bound == result.objective and result.gap == 0
+
+
+def test_two_jobs_by_hand() -> None:
+    """instances/dag_two_jobs.yaml, solved by hand.
+
+    Cluster: 2 CPUs pooled. Job ``long`` (weight 1, release 0): ``load`` (1 task, 2 time units, 1 CPU),
+    then behind a barrier ``join`` (1 task, 2 units, 2 CPUs). Job ``short`` (weight 2, release 0.5):
+    ``scan``, 2 tasks of 1 unit and 1 CPU each.
+
+    ``join`` needs the whole cluster, so nothing overlaps it and the scans run before or after it.
+    * Makespan: >= 4 (the chain) and = 4 only with load at [0, 2], join at [2, 4]; then the scans have one
+      free CPU during [0.5, 2], 1.5 units for 2 units of work, and after join they end at 5. Scans in
+      parallel need both CPUs, so load cannot overlap them: load before ([2, 3] scans, join from 3) or after
+      ([0.5, 1.5] scans, join from 3.5). Scans one after the other next to load: [0.5, 1.5], [1.5, 2.5],
+      join [2.5, 4.5]. So min makespan = 4.5, with C_short = 2.5: avg JCT = (2 * 2 + 1 * 4.5) / 3 = 17/6.
+    * Avg JCT: JCT_short >= 1, = 1 only with both scans at [0.5, 1.5], which pushes load to [1.5, 3.5] and
+      join to [3.5, 5.5]: (2 * 1 + 5.5) / 3 = 2.5. Otherwise JCT_short >= 2 (scans in sequence) or the
+      parallel scans start later than 0.5 by a, and long ends at 5.5 + a: (2 (1 + a) + 5.5 + a) / 3 > 2.5;
+      and with JCT_short >= 2, (4 + C_long) / 3 >= 8 / 3 > 2.5. So min avg JCT = 2.5, makespan 5.5.
+    """
+    instance = load_instance(TWO_JOBS)
+    by_makespan = solve(instance, "spacetime-cp", time_limit=10, objective="makespan")
+    by_jct = solve(instance, "spacetime-cp", time_limit=10, objective="avg-jct")
+    for result in (by_makespan, by_jct):
+        assert result.status == "optimal" and result.verified, result.violations
+        assert result.gap == 0
+    assert by_makespan.objective == pytest.approx(4.5)
+    assert by_jct.objective == pytest.approx(2.5)
+    # The two objectives pick different schedules: each is strictly worse on the other's objective.
+    makespan_view = by_makespan.to_json(instance)
+    jct_view = by_jct.to_json(instance)
+    assert makespan_view["avg_jct"] == pytest.approx(17 / 6)
+    assert jct_view["makespan"] == pytest.approx(5.5)
+    assert jct_view["jobs"]["short"]["completion"] == pytest.approx(1.5)
+    # Several jobs: avg-jct is the default objective.
+    assert solve(instance, "spacetime-cp", time_limit=10).objective == pytest.approx(2.5)
+    # mix = alpha * avg JCT + (1 - alpha) * makespan is no worse than either pure optimum's schedule.
+    for alpha in (0.2, 0.5, 0.9):
+        mixed = solve(instance, "spacetime-cp", time_limit=10, objective="mix", extra={"alpha": alpha})
+        assert mixed.status == "optimal" and mixed.verified
+        for other in (makespan_view, jct_view):
+            assert mixed.objective <= alpha * other["avg_jct"] + (1 - alpha) * other["makespan"] + 1e-9
+    mixed = solve(instance, "spacetime-cp", time_limit=10, objective="mix", extra={"alpha": 0.5})
+    assert mixed.objective == pytest.approx(0.5 * 17 / 6 + 0.5 * 4.5)
+
+
+def test_fair_completion_deadlines() -> None:
+    instance = load_instance(TWO_JOBS)
+    # Minimising avg JCT alone finishes `long` at 5.5; a deadline of 4.5 forces the makespan schedule.
+    bounded = solve(instance, "spacetime-cp", time_limit=10, objective="avg-jct",
+                    extra={"fair_completion": {"long": 4.5}})  # fmt: skip
+    assert bounded.status == "optimal" and bounded.verified
+    assert bounded.objective == pytest.approx(17 / 6)
+    data = bounded.to_json(instance)
+    assert data["jobs"]["long"] == {"completion": 4.5, "fair_completion": 4.5}
+    assert data["jobs"]["short"]["fair_completion"] is None
+    impossible = solve(instance, "spacetime-cp", time_limit=10, extra={"fair_completion": {"long": 3.5}})
+    assert impossible.status == "infeasible" and impossible.schedule is None and not impossible.verified
+
+
+def optimal_schedule(instance: Instance) -> Schedule:
+    result = solve(instance, "spacetime-cp", time_limit=10, objective="makespan")
+    assert result.schedule is not None and result.verified
+    return result.schedule
+
+
+def tampered(schedule: Schedule, row: int, start: float, end: float | None = None) -> Schedule:
+    starts, ends = schedule.start.copy(), schedule.end.copy()
+    ends[row] = ends[row] - starts[row] + start if end is None else end
+    starts[row] = start
+    return replace(schedule, start=starts, end=ends)
+
+
+def row_of(instance: Instance, schedule: Schedule, job: str, stage: str, index: int = 0) -> int:
+    k = [j.name for j in instance.jobs].index(job)
+    s = [st.name for st in instance.jobs[k].stages].index(stage)
+    return int(np.flatnonzero((schedule.job == k) & (schedule.stage == s) & (schedule.index == index))[0])
+
+
+def test_checker_rejects_broken_schedules() -> None:
+    instance = load_instance(TWO_JOBS)
+    good = optimal_schedule(instance)  # load [0, 2], scans [0.5, 1.5] and [1.5, 2.5], join [2.5, 4.5]
+    report = verify_schedule(instance, good)
+    assert report.ok and report.makespan == pytest.approx(4.5) and report.avg_jct == pytest.approx(17 / 6)
+    np.testing.assert_allclose(report.peak_usage, [2])
+
+    join = row_of(instance, good, "long", "join")
+    cases = {
+        "capacity": tampered(good, join, 2.0),  # join (2 CPUs) overlaps the second scan
+        "before parent stage": tampered(good, join, 1.0),  # barrier: join starts while load runs
+        "before its job's release": tampered(good, row_of(instance, good, "short", "scan", 0), 0.0),
+        "duration": tampered(good, join, 2.5, 4.0),
+    }
+    for expected, schedule in cases.items():
+        report = verify_schedule(instance, schedule)
+        assert not report.ok
+        assert any(expected in violation for violation in report.violations), (expected, report.violations)
+    capacity = verify_schedule(instance, cases["capacity"]).violations
+    assert any("resource cpu: 3 in use at time 2 exceeds capacity 2" in v for v in capacity), capacity
+
+    late = verify_schedule(instance, good, fair_completion={"long": 4.0})
+    assert late.violations == ["job long completes at 4.5 after its fair completion time 4"]
+    assert verify_schedule(instance, good, fair_completion=[4.5, 2.5]).ok
+
+    keep = np.arange(len(good)) != join
+    missing = Schedule(good.job[keep], good.stage[keep], good.index[keep], good.start[keep], good.end[keep])
+    assert any("stage join task 0 is missing" in v for v in verify_schedule(instance, missing).violations)
+    twice = np.concatenate([np.arange(len(good)), [join]])
+    duplicate = Schedule(good.job[twice], good.stage[twice], good.index[twice], good.start[twice], good.end[twice])
+    assert any("listed 2 times" in v for v in verify_schedule(instance, duplicate).violations)
+    unknown = replace(good, index=np.where(np.arange(len(good)) == join, 5, good.index))
+    assert any("no task" in v for v in verify_schedule(instance, unknown).violations)
+
+
+def test_schedule_shapes_are_validated() -> None:
+    with pytest.raises(InstanceError, match=r"schedule\.start"):
+        Schedule(np.zeros(2, int), np.zeros(2, int), np.zeros(2, int), np.zeros(3), np.zeros(2))
+    with pytest.raises(InstanceError, match="whole numbers"):
+        Schedule(np.array([0.5]), np.zeros(1, int), np.zeros(1, int), np.zeros(1), np.ones(1))
+
+
+def test_check_command_round_trip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    saved = tmp_path / "result.json"
+    assert main(["solve", str(TWO_JOBS), "--method", "spacetime-cp", "--objective", "makespan", "-o", str(saved)]) == 0
+    table = capsys.readouterr().out
+    assert "makespan 4.5" in table and "short" in table and "verified yes" in table
+    assert main(["check", str(TWO_JOBS), str(saved), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["verified"] is True
+
+    data = json.loads(saved.read_text())
+    instance = load_instance(TWO_JOBS)
+    assert verify_schedule(instance, schedule_from_json(instance, data)).ok
+    join = next(task for task in data["tasks"] if task["stage"] == "join")
+    join["start"], join["end"] = 2.0, 4.0  # overlaps a scan: over capacity, and the saved makespan is stale
+    saved.write_text(json.dumps(data))
+    assert main(["check", str(TWO_JOBS), str(saved), "--json"]) == 1
+    problems = json.loads(capsys.readouterr().out)["violations"]
+    assert any("exceeds capacity" in p for p in problems) and any("saved makespan" in p for p in problems)
+
+
+def test_fractional_durations_and_demands_are_scaled_exactly() -> None:
+    # Durations in tenths, demands in halves: tick 0.1, demand unit 0.5; two tasks of 0.75 CPU each
+    # cannot run together on 1 CPU, so the stage takes 2 x 0.3, then the child 0.2: makespan 0.8.
+    instance = instance_from_dict(
+        {
+            "resources": ["cpu"],
+            "servers": [{"name": "s", "capacity": {"cpu": 1}}],
+            "jobs": [
+                {
+                    "name": "j",
+                    "stages": [
+                        {"name": "a", "tasks": 2, "duration": 0.3, "demand": {"cpu": 0.75}},
+                        {"name": "b", "tasks": 1, "duration": 0.2, "demand": {"cpu": 0.5}, "after": ["a"]},
+                    ],
+                }
+            ],
+        }
+    )
+    result = solve(instance, "spacetime-cp", time_limit=10)
+    assert result.status == "optimal" and result.verified
+    assert result.objective == pytest.approx(0.8) and result.extra["tick"] == pytest.approx(0.1)
+
+
+def test_allocation_methods_still_need_tenants() -> None:
+    instance = load_instance(TWO_JOBS)
+    with pytest.raises(InstanceError, match="tenants"):
+        solve(instance, "drfh")
