@@ -209,6 +209,8 @@ def _command_solve(args: argparse.Namespace) -> int:
         options["extra"] = simulation
     if args.alpha is not None:  # space-time methods, objective 'mix'
         options.setdefault("extra", {})["alpha"] = args.alpha
+    if args.no_fair_cap:  # spacetime: drop the C_k <= T_k fair completion caps
+        options.setdefault("extra", {})["fair_cap"] = False
     try:
         with _stdout_to_stderr(args.json):
             result = solve(instance, args.method, backend=args.backend, time_limit=args.time_limit, **options)
@@ -398,6 +400,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="objective for space-time methods (default makespan for one job, avg-jct for several)",
     )
     solve.add_argument("--alpha", type=float, help="mix objective: alpha * avg JCT + (1 - alpha) * makespan")
+    solve.add_argument(
+        "--no-fair-cap", action="store_true", help="spacetime: do not cap job completions at their fair-share times"
+    )
     solve.add_argument("--json", action="store_true", help="print one JSON object")
     solve.add_argument("--output", "-o", help="also save the JSON result to this file")
     solve.set_defaults(handler=_command_solve)

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from models.dag import adjacency, topological_order
 from models.solution import SCHEDULE_OBJECTIVES, Result, Schedule, Status
 from models.types import Instance, InstanceError
 
@@ -117,20 +118,7 @@ class FlatTasks:
 
     def topological_stages(self) -> list[int]:
         """Stages in an order where every parent precedes its children."""
-        indegree = np.bincount(self.edges[:, 1], minlength=self.num_stages)
-        children: list[list[int]] = [[] for _ in range(self.num_stages)]
-        for parent, child in self.edges.tolist():
-            children[parent].append(child)
-        ready = [s for s in range(self.num_stages) if indegree[s] == 0]
-        order = []
-        while ready:
-            stage = ready.pop()
-            order.append(stage)
-            for child in children[stage]:
-                indegree[child] -= 1
-                if indegree[child] == 0:
-                    ready.append(child)
-        return order
+        return topological_order(*adjacency(self.num_stages, self.edges.tolist()))
 
     def heads_tails(self, duration: Sequence[float] | FloatArray | IntArray) -> tuple[FloatArray, FloatArray]:
         """Per stage: longest path from its job's start to the stage start (head) and from its start to the
@@ -181,7 +169,8 @@ def serial_sgs(
     """
     if np.any(demand > capacity[None, :]):
         return None
-    horizon = int(release.max(initial=0) + duration.sum() + duration.max(initial=0) + 1)
+    # Every task one after another: a stage's tasks may need several waves, so count tasks, not stages.
+    horizon = int(release.max(initial=0) + (duration * flat.stage_tasks).sum() + duration.max(initial=0) + 1)
     n_res = capacity.size
     if horizon * max(n_res, 1) > MAX_PROFILE_CELLS:
         return None
@@ -365,7 +354,8 @@ def solve_spacetime_cp(
     hint = candidates[best_rule][1] if best_rule is not None else None
 
     task_duration = scaled.duration[flat.task_stage]
-    sum_horizon = int(scaled.release.max(initial=0) + scaled.duration.sum())
+    # Serialising every task after the last release is always feasible, so no optimum ends later.
+    sum_horizon = int(scaled.release.max(initial=0) + task_duration.sum())
     horizon = sum_horizon
     if objective == "makespan" and hint is not None:
         horizon = int((hint + task_duration).max(initial=0))  # some optimum is no longer than the heuristic

@@ -1,0 +1,30 @@
+"""Small graph helpers shared by the DAG-job formulations, the simulator and the CP model."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def adjacency(num_nodes: int, edges: Sequence[Sequence[int]]) -> tuple[list[list[int]], list[list[int]]]:
+    """Parents and children lists of every node from ``(parent, child)`` pairs."""
+    parents: list[list[int]] = [[] for _ in range(num_nodes)]
+    children: list[list[int]] = [[] for _ in range(num_nodes)]
+    for parent, child in edges:
+        parents[int(child)].append(int(parent))
+        children[int(parent)].append(int(child))
+    return parents, children
+
+
+def topological_order(parents: Sequence[Sequence[int]], children: Sequence[Sequence[int]]) -> list[int]:
+    """Nodes with every parent before its children (Kahn's algorithm; the graphs are validated acyclic)."""
+    missing = [len(p) for p in parents]
+    ready = [node for node, count in enumerate(missing) if count == 0]
+    order: list[int] = []
+    while ready:
+        node = ready.pop()
+        order.append(node)
+        for child in children[node]:
+            missing[child] -= 1
+            if missing[child] == 0:
+                ready.append(child)
+    return order

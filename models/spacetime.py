@@ -1,0 +1,524 @@
+"""The time-indexed MILP for space-time packing of DAG jobs (method ``spacetime``; formulation only).
+
+Time
+----
+Time is cut into slots ``t = 0 .. H-1`` of length ``slot = instance.time_slot``. A stage of duration
+``D`` occupies ``d = ceil(D / slot)`` slots and a job released at ``r`` may start from slot
+``ceil(r / slot)``; a schedule in slots maps back to times by ``start = t * slot`` and
+``end = start + D`` (the true duration). Rounding up keeps every slotted schedule feasible in real time
+(a task reserves at least its true duration). When every duration and release is a whole number of
+slots (``SlotData.exact``) the slotted optimum is the true optimum: some optimal schedule is
+left-justified, and then every start is a release or another task's end, i.e. a whole slot. Otherwise
+the optimum and the bound hold for the slotted problem only.
+
+Variables (per stage ``s`` of job ``k`` with ``n_s`` tasks; ``l`` a server class, ``l = 0`` when pooled)
+------------------------------------------------------------------------------------------------------
+* ``x[s,l,t]`` integer in ``[0, n_s]``: how many tasks of ``s`` start in slot ``t`` (aggregated: the
+  tasks of a stage are identical), only for ``t`` in the stage's window ``[a_s, b_s]`` where
+  ``a_s = release_k + head_s`` (longest precedence path before ``s``) and ``b_s = U_k - tail_s``
+  (``tail_s``: longest path from the start of ``s`` to the end of the job, ``U_k``: an upper bound on
+  ``C_k`` from the horizon, the objective value of a heuristic schedule, or a fair cap).
+* ``y[s,l,t] = sum_{t' <= t} x[s,l,t']`` (continuous, one equality row each): tasks started by ``t``.
+* ``z[s,t]`` binary for ``t`` in ``[a_s + d_s, b_s + d_s - 1]``: "stage ``s`` has completed by slot
+  ``t``", enforced by ``n_s z[s,t] <= sum_l y[s,l,t - d_s]`` (all tasks started ``d_s`` slots ago),
+  and monotone ``z[s,t] <= z[s,t+1]``. Before the window ``z = 0``, after it ``z = 1`` (the window
+  bounds guarantee both), so no variable is needed there.
+* ``C_k`` (continuous, slots) completion of job ``k``; ``M`` the makespan when the objective uses it.
+
+Constraints
+-----------
+* all tasks start: ``sum_l y[s,l,b_s] = n_s``;
+* capacity per resource ``r`` (per server class ``l`` with ``placement='servers'``) and slot ``t``:
+  ``sum_s demand[s,r] * running[s,l,t] <= cap[l,r]`` where ``running = y[t] - y[t - d_s]`` (tasks started
+  in ``(t - d_s, t]``), written with the ``x`` of those slots directly when ``d_s <= 2``; resources whose
+  total demand can never exceed the capacity get no rows;
+* barriers: for every parent ``p`` of child ``c`` and slot ``t``:
+  ``sum_l y[c,l,t] <= n_c z[p,t]`` -- no task of ``c`` starts before every task of ``p`` has finished.
+  The LP relaxation of this pair is ``y_c(t) / n_c <= y_p(t - d_p) / n_p`` (the child may have started
+  no larger fraction than the parent has finished), the aggregated version of the strong
+  (cumulative) time-indexed precedence inequality; binary ``z`` makes it an exact barrier;
+* completion: for every sink stage ``s`` of job ``k``: ``C_k >= a_s + d_s + (w_s - 1) - sum_t z[s,t]``
+  (``w_s`` the window length), i.e. the first slot at which ``z`` switches on; ``M >= C_k``;
+* releases and critical paths are in the windows; a fair cap ``C_k <= T_k`` is the bound
+  ``C_k <= floor(T_k / slot)`` (conservative when durations are rounded up).
+
+Objectives (identical to ``spacetime-cp``), in real time units, minimised:
+``sum_k a_k (slot * C_k - r_k) + b * slot * M`` with ``(a, b) = (0, 1)`` for ``makespan``,
+``(w / W, 0)`` for ``avg-jct`` (``W = sum_k w_k``) and ``(alpha w / W, 1 - alpha)`` for ``mix``.
+
+``placement='servers'``: ``x[s,l,t]`` only for server classes ``l`` whose machines each fit one task
+of ``s``, and capacity rows per class with ``count_l * capacity_l``. This is the usual aggregated
+relaxation of per-machine packing (tasks never straddle classes; within a class they may fragment
+across machines); the pooled capacity the checker verifies is implied.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from models.dag import adjacency, topological_order
+from models.lp import Block, LinearProgram, LPBuilder
+from models.solution import SCHEDULE_OBJECTIVES
+from models.types import Instance, InstanceError
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+_EPS = 1e-9
+
+
+def _ceil(values: FloatArray) -> IntArray:
+    return np.ceil(np.asarray(values, dtype=np.float64) - _EPS).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class SlotData:
+    """The DAG jobs of an instance as flat per-stage arrays, in slots (global stage numbering)."""
+
+    slot: float
+    exact: bool  # every duration and release is a whole number of slots
+    stage_job: IntArray
+    stage_local: IntArray
+    tasks: IntArray  # per stage
+    duration: IntArray  # per stage, slots (rounded up)
+    real_duration: FloatArray
+    demand: FloatArray  # (stages, resources)
+    release: IntArray  # per job, slots (rounded up)
+    real_release: FloatArray
+    weight: FloatArray
+    edges: IntArray  # (edges, 2): parent stage, child stage
+    head: IntArray  # per stage: longest path (slots) from the job start to the stage start
+    tail: IntArray  # per stage: longest path from the stage start to the job end, itself included
+    fits: BoolArray  # (stages, classes): one task fits one machine of the class (pooled: one class)
+    class_capacity: FloatArray  # (classes, resources): count * capacity, or the pooled total
+    placement: str
+
+    @staticmethod
+    def of(instance: Instance, placement: str = "pooled") -> SlotData:
+        if placement not in ("pooled", "servers"):
+            raise ValueError(f"placement must be 'pooled' or 'servers', not {placement!r}")
+        if not instance.jobs:
+            raise InstanceError("space-time packing needs DAG jobs", "jobs")
+        slot = float(instance.time_slot)
+        counts = np.array([len(job.stages) for job in instance.jobs], dtype=np.int64)
+        offset = np.concatenate([[0], np.cumsum(counts)])[:-1]
+        stages = [stage for job in instance.jobs for stage in job.stages]
+        real_duration = np.array([s.duration for s in stages], dtype=np.float64)
+        real_release = np.array([job.release for job in instance.jobs], dtype=np.float64)
+        ratios = np.concatenate([real_duration, real_release]) / slot
+        exact = bool(np.all(np.abs(ratios - np.round(ratios)) <= _EPS * np.maximum(1.0, ratios)))
+        duration = _ceil(real_duration / slot)
+        edges = np.array(
+            [(int(offset[k]) + p, int(offset[k]) + s)
+             for k, job in enumerate(instance.jobs) for s, stage in enumerate(job.stages) for p in stage.after],
+            dtype=np.int64,
+        ).reshape(-1, 2)  # fmt: skip
+        head, tail = _heads_tails(len(stages), edges, duration)
+        demand = np.array([s.demand for s in stages], dtype=np.float64).reshape(-1, len(instance.resources))
+        if placement == "pooled":
+            capacity = instance.total_capacity[None, :].astype(np.float64)
+            per_machine = capacity
+        else:
+            capacity = instance.capacity * instance.counts[:, None]
+            per_machine = instance.capacity
+        fits = np.all(demand[:, None, :] <= per_machine[None, :, :] * (1 + 1e-12) + 1e-12, axis=2)
+        return SlotData(
+            slot=slot,
+            exact=exact,
+            stage_job=np.repeat(np.arange(len(instance.jobs)), counts),
+            stage_local=np.concatenate([np.arange(c) for c in counts]),
+            tasks=np.array([s.tasks for s in stages], dtype=np.int64),
+            duration=duration,
+            real_duration=real_duration,
+            demand=demand,
+            release=_ceil(real_release / slot),
+            real_release=real_release,
+            weight=np.array([job.weight for job in instance.jobs], dtype=np.float64),
+            edges=edges,
+            head=head,
+            tail=tail,
+            fits=fits,
+            class_capacity=capacity,
+            placement=placement,
+        )
+
+    @property
+    def num_stages(self) -> int:
+        return int(self.tasks.size)
+
+    @property
+    def num_jobs(self) -> int:
+        return int(self.weight.size)
+
+    @property
+    def task_stage(self) -> IntArray:
+        """Global stage of every task, tasks numbered stage by stage."""
+        return np.repeat(np.arange(self.num_stages), self.tasks)
+
+    @property
+    def first_task(self) -> IntArray:
+        return np.concatenate([[0], np.cumsum(self.tasks)])[:-1].astype(np.int64)
+
+    @property
+    def sinks(self) -> BoolArray:
+        has_child = np.zeros(self.num_stages, dtype=bool)
+        has_child[self.edges[:, 0]] = True
+        return ~has_child
+
+    def job_lower(self) -> IntArray:
+        """Lower bound on every job's completion slot: release + longest path, ignoring resources."""
+        length = np.zeros(self.num_jobs, dtype=np.int64)
+        np.maximum.at(length, self.stage_job, self.tail)
+        return self.release + length
+
+    def sum_horizon(self) -> int:
+        """Slots by which some optimal schedule has finished: the last release plus every task's
+        duration (a left-justified schedule is never idle after the last release), caps or not."""
+        return int(self.release.max(initial=0) + int(self.tasks @ self.duration))
+
+    def completions(self, starts: IntArray) -> IntArray:
+        """Completion slot of every job for task start slots (flat task order)."""
+        completion = self.release.copy()
+        stage = self.task_stage
+        np.maximum.at(completion, self.stage_job[stage], starts + self.duration[stage])
+        return completion
+
+
+def _heads_tails(num_stages: int, edges: IntArray, duration: IntArray) -> tuple[IntArray, IntArray]:
+    parents, children = adjacency(num_stages, edges.tolist())
+    order = topological_order(parents, children)
+    head = np.zeros(num_stages, dtype=np.int64)
+    for stage in order:
+        head[stage] = max((head[p] + duration[p] for p in parents[stage]), default=0)
+    tail = np.zeros(num_stages, dtype=np.int64)
+    for stage in reversed(order):
+        tail[stage] = duration[stage] + max((tail[c] for c in children[stage]), default=0)
+    return head, tail
+
+
+def objective_coefficients(weight: FloatArray, objective: str, alpha: float = 0.5) -> tuple[FloatArray, float]:
+    """``(a, b)`` with objective ``sum_k a_k (C_k - r_k) + b * makespan`` (the ``spacetime-cp`` objectives)."""
+    if objective not in SCHEDULE_OBJECTIVES:
+        raise ValueError(f"unknown objective {objective!r}; choose from {', '.join(SCHEDULE_OBJECTIVES)}")
+    if not 0 <= alpha <= 1:
+        raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+    share = weight / weight.sum()
+    if objective == "makespan":
+        return np.zeros_like(weight), 1.0
+    if objective == "avg-jct":
+        return share, 0.0
+    return alpha * share, 1.0 - alpha
+
+
+def objective_in_slots(data: SlotData, completion: IntArray, a: FloatArray, b: float) -> float:
+    """The objective, in real time units, of job completion slots (slotted durations)."""
+    real = completion * data.slot
+    return float(a @ (real - data.real_release) + b * real.max(initial=0.0))
+
+
+def completion_upper(data: SlotData, a: FloatArray, b: float, value: float) -> IntArray:
+    """Upper bounds on every job's completion slot in any schedule no worse than ``value``.
+
+    With lower bounds ``L_k`` (release + critical path) the objective is at least
+    ``lower = sum_k a_k (L_k - r_k) + b max_k L_k``, so an optimal schedule has slack
+    ``value - lower`` to spend: ``C_k <= L_k + slack / a_k`` and ``C_k <= M <= max L + slack / b``.
+    """
+    low = data.job_lower()
+    low_real = low * data.slot
+    lower = float(a @ (low_real - data.real_release) + b * low_real.max(initial=0.0))
+    slack = max(value - lower, 0.0) / data.slot  # in slots
+    upper = np.full(data.num_jobs, np.inf)
+    if b > 0:
+        upper = np.minimum(upper, low.max(initial=0) + slack / b)
+    positive = a > 0
+    upper[positive] = np.minimum(upper[positive], low[positive] + slack / a[positive])
+    if not np.all(np.isfinite(upper)):
+        raise ValueError("an objective with zero weight on a job and no makespan term bounds nothing")
+    return np.floor(upper + 1e-7).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class SpacetimeModel:
+    """The MILP and where its variables are: per stage window start ``a``, length ``w``, classes."""
+
+    lp: LinearProgram
+    data: SlotData
+    window_start: IntArray  # a_s
+    window: IntArray  # w_s (>= 1)
+    classes: tuple[IntArray, ...]  # fitting classes of every stage
+    x: tuple[Block, ...]  # (classes_s, w_s)
+    y: tuple[Block, ...]
+    z: tuple[Block | None, ...]  # (w_s - 1,) or None
+    completion: Block  # C_k, slots
+    makespan: Block | None
+    horizon: int
+
+    def start_vector(self, starts: IntArray, task_class: IntArray | None = None) -> FloatArray:
+        """A full primal vector for a schedule given as start slots (and classes) of every task."""
+        data = self.data
+        vector = np.zeros(self.lp.num_columns)
+        stage = data.task_stage
+        cls = np.zeros(stage.size, dtype=np.int64) if task_class is None else task_class
+        completion = data.completions(starts)
+        for s in range(data.num_stages):
+            rows = slice(int(data.first_task[s]), int(data.first_task[s] + data.tasks[s]))
+            position = np.searchsorted(self.classes[s], cls[rows])
+            counts = np.zeros(self.x[s].shape)
+            np.add.at(counts, (position, starts[rows] - self.window_start[s]), 1.0)
+            vector[self.x[s].indices()] = counts
+            cumulative = np.cumsum(counts, axis=1)
+            vector[self.y[s].indices()] = cumulative
+            block = self.z[s]
+            if block is not None:
+                vector[block.indices()] = cumulative.sum(axis=0)[:-1] >= data.tasks[s] - 0.5
+        vector[self.completion.indices()] = completion
+        if self.makespan is not None:
+            vector[self.makespan.start] = completion.max(initial=0)
+        return vector
+
+    def task_starts(self, x: FloatArray) -> tuple[IntArray, IntArray]:
+        """Start slot and class of every task (flat order, within a stage in start order)."""
+        data = self.data
+        starts = np.zeros(int(data.tasks.sum()), dtype=np.int64)
+        classes = np.zeros_like(starts)
+        for s in range(data.num_stages):
+            counts = np.maximum(np.round(self.x[s].values(x)), 0).astype(np.int64)
+            cls, offset = np.nonzero(counts)
+            times = self.window_start[s] + offset
+            order = np.argsort(times, kind="stable")
+            repeat = counts[cls, offset][order]
+            first = int(data.first_task[s])
+            slot_list = np.repeat(times[order], repeat)[: data.tasks[s]]
+            class_list = np.repeat(self.classes[s][cls[order]], repeat)[: data.tasks[s]]
+            starts[first : first + slot_list.size] = slot_list
+            classes[first : first + class_list.size] = class_list
+        return starts, classes
+
+    def stats(self) -> dict[str, int]:
+        return {
+            "columns": self.lp.num_columns,
+            "rows": self.lp.num_rows,
+            "nonzeros": int(self.lp.matrix.nnz),
+            "integers": int(self.lp.integrality.sum()),
+            "horizon_slots": self.horizon,
+        }
+
+
+class WindowError(ValueError):
+    """Some stage has an empty start window: no schedule meets the completion bounds."""
+
+
+def build_spacetime(
+    data: SlotData, objective: str, alpha: float, upper: IntArray, name: str = "spacetime"
+) -> SpacetimeModel:
+    """Build the time-indexed MILP (module docstring) with job completion slots bounded by ``upper``.
+
+    Raises ``WindowError`` when a stage cannot start inside its window (release + critical path
+    beyond its job's bound) and ``InstanceError`` when a task fits no machine class.
+    """
+    a_job, b_coef = objective_coefficients(data.weight, objective, alpha)
+    lower = data.job_lower()
+    upper = np.asarray(upper, dtype=np.int64)
+    if np.any(upper < lower):
+        raise WindowError(f"job {int(np.argmax(upper < lower))} cannot complete by its bound")
+    bad = np.flatnonzero(~data.fits.any(axis=1))
+    if bad.size:
+        raise InstanceError("a task fits no server (class)", f"jobs[{data.stage_job[bad[0]]}]")
+    start = data.release[data.stage_job] + data.head
+    last = upper[data.stage_job] - data.tail
+    window = last - start + 1
+    horizon = int(upper.max(initial=0))
+    builder = LPBuilder("min", name)
+    classes = tuple(np.flatnonzero(data.fits[s]) for s in range(data.num_stages))
+    x_blocks, y_blocks, z_blocks = [], [], []
+    for s in range(data.num_stages):
+        label = f"{data.stage_job[s]}_{data.stage_local[s]}"
+        shape = (classes[s].size, int(window[s]))
+        n = float(data.tasks[s])
+        x_blocks.append(builder.add_variables(f"x_{label}", shape, upper=n, integer=True))
+        y_blocks.append(builder.add_variables(f"y_{label}", shape, upper=n))
+        z_blocks.append(
+            builder.add_variables(f"z_{label}", (int(window[s]) - 1,), upper=1.0, integer=True)
+            if window[s] > 1
+            else None
+        )
+    completion = builder.add_variables(
+        "C", (data.num_jobs,), lower=lower.astype(np.float64), upper=upper.astype(np.float64),
+        cost=data.slot * a_job,
+    )  # fmt: skip
+    builder.offset = -float(a_job @ data.real_release)
+    makespan = None
+    if b_coef > 0:
+        makespan = builder.add_variables(
+            "M", (), lower=float(lower.max(initial=0)), upper=float(horizon), cost=data.slot * b_coef
+        )
+
+    parts = _Rows()
+    # y[s,l,t] - y[s,l,t-1] - x[s,l,t] = 0, and all tasks start.
+    for s in range(data.num_stages):
+        x, y = x_blocks[s].indices(), y_blocks[s].indices()
+        local = np.arange(y.size).reshape(y.shape)
+        parts.add("cumulative", local, y, 1.0)
+        parts.add("cumulative", local, x, -1.0)
+        parts.add("cumulative", local[:, 1:], y[:, :-1], -1.0)
+        parts.next("cumulative", y.size)
+        parts.add("assign", np.zeros(y.shape[0], dtype=np.int64), y[:, -1], 1.0)
+        parts.next("assign", 1, float(data.tasks[s]), float(data.tasks[s]))
+        block = z_blocks[s]
+        if block is not None:
+            z = block.indices()
+            rows = np.arange(z.size)
+            # n z[t] <= sum_l y[t - d]; monotone z.
+            parts.add("complete", rows, z, float(data.tasks[s]))
+            parts.add("complete", np.broadcast_to(rows, y[:, :-1].shape), y[:, :-1], -1.0)
+            parts.next("complete", z.size, -math.inf, 0.0)
+            parts.add("monotone", np.arange(z.size - 1), z[:-1], 1.0)
+            parts.add("monotone", np.arange(z.size - 1), z[1:], -1.0)
+            parts.next("monotone", z.size - 1, -math.inf, 0.0)
+    # Barriers: sum_l y[c, t] <= n_c z[p, t] while the parent may still be running.
+    for parent, child in data.edges.tolist():
+        zp = z_blocks[parent]
+        if zp is None:
+            continue
+        y = y_blocks[child].indices()
+        # child slot t = a_c + j; parent completion index i = t - a_p - d_p, meaningful while i < w_p - 1.
+        j = np.arange(y.shape[1])
+        i = start[child] + j - start[parent] - data.duration[parent]
+        keep = i < window[parent] - 1
+        j, i = j[keep], i[keep]
+        parts.add("barrier", np.broadcast_to(np.arange(j.size), (y.shape[0], j.size)), y[:, j], 1.0)
+        parts.add("barrier", np.arange(j.size), zp.indices()[i], -float(data.tasks[child]))
+        parts.next("barrier", j.size, -math.inf, 0.0)
+    # Completion of sink stages, makespan.
+    for s in np.flatnonzero(data.sinks).tolist():
+        k = int(data.stage_job[s])
+        parts.add("completion", np.zeros(1, dtype=np.int64), np.array([completion.start + k]), 1.0)
+        block = z_blocks[s]
+        if block is not None:
+            parts.add("completion", np.zeros(block.size, dtype=np.int64), block.indices(), 1.0)
+        parts.next("completion", 1, float(start[s] + data.duration[s] + window[s] - 1), math.inf)
+    if makespan is not None:
+        rows = np.arange(data.num_jobs)
+        parts.add("makespan", rows, np.full(data.num_jobs, makespan.start), 1.0)
+        parts.add("makespan", rows, completion.indices(), -1.0)
+        parts.next("makespan", data.num_jobs, 0.0, math.inf)
+    for label in parts.order:
+        builder.add_rows(label, *parts.arrays(label))
+    _capacity_rows(builder, data, start, window, classes, x_blocks, y_blocks)
+    return SpacetimeModel(
+        lp=builder.build(),
+        data=data,
+        window_start=start,
+        window=window,
+        classes=classes,
+        x=tuple(x_blocks),
+        y=tuple(y_blocks),
+        z=tuple(z_blocks),
+        completion=completion,
+        makespan=makespan,
+        horizon=horizon,
+    )
+
+
+class _Rows:
+    """COO triplets of one row family, collected stage by stage with a running row offset."""
+
+    def __init__(self) -> None:
+        self.order: list[str] = []
+        self._count: dict[str, int] = {}
+        self._parts: dict[str, list[tuple[IntArray, IntArray, FloatArray]]] = {}
+        self._bounds: dict[str, list[tuple[FloatArray, FloatArray]]] = {}
+
+    def add(self, label: str, rows: npt.ArrayLike, cols: npt.ArrayLike, value: float) -> None:
+        if label not in self._count:
+            self.order.append(label)
+            self._count[label] = 0
+            self._parts[label] = []
+            self._bounds[label] = []
+        local = np.asarray(rows, dtype=np.int64).reshape(-1) + self._count[label]
+        columns = np.asarray(cols, dtype=np.int64).reshape(-1)
+        self._parts[label].append((local, columns, np.full(local.size, value)))
+
+    def next(self, label: str, count: int, lower: float = 0.0, upper: float = 0.0) -> None:
+        if label not in self._count:
+            self.add(label, [], [], 0.0)
+        self._count[label] += count
+        self._bounds[label].append((np.full(count, lower), np.full(count, upper)))
+
+    def arrays(self, label: str) -> tuple[int, IntArray, IntArray, FloatArray, FloatArray, FloatArray]:
+        parts = self._parts[label]
+        bounds = self._bounds[label]
+        return (
+            self._count[label],
+            np.concatenate([p[0] for p in parts]),
+            np.concatenate([p[1] for p in parts]),
+            np.concatenate([p[2] for p in parts]),
+            np.concatenate([b[0] for b in bounds]),
+            np.concatenate([b[1] for b in bounds]),
+        )
+
+
+def _capacity_rows(
+    builder: LPBuilder,
+    data: SlotData,
+    start: IntArray,
+    window: IntArray,
+    classes: tuple[IntArray, ...],
+    x_blocks: list[Block],
+    y_blocks: list[Block],
+) -> None:
+    """``sum_s demand[s,r] * running[s,l,t] <= cap[l,r]`` for every (class, resource) that can bind."""
+    capacity = data.class_capacity
+    n_classes, n_res = capacity.shape
+    # Total demand each (class, resource) could ever see; only pairs that can exceed capacity get rows.
+    total = np.zeros((n_classes, n_res))
+    for s in range(data.num_stages):
+        if data.duration[s] > 0:
+            total[classes[s]] += data.tasks[s] * data.demand[s]
+    binding = total > capacity * (1 + 1e-12) + 1e-12
+    span = int((start + window + data.duration).max(initial=1))
+    rows, cols, vals = [], [], []
+    for s in range(data.num_stages):
+        d = int(data.duration[s])
+        if d == 0:
+            continue
+        for position, cls in enumerate(classes[s].tolist()):
+            resources = np.flatnonzero(binding[cls] & (data.demand[s] > 0))
+            if resources.size == 0:
+                continue
+            base = (cls * n_res + resources) * span  # first row of each (class, resource)
+            w = int(window[s])
+            if d <= 2:
+                # x[t'] runs in slots t' .. t' + d - 1.
+                offsets = np.arange(w)[:, None] + np.arange(d)[None, :]
+                t = start[s] + offsets
+                col = np.broadcast_to(x_blocks[s].indices()[position][:, None], offsets.shape)
+                r_rows = base[:, None] + t.reshape(-1)[None, :]
+                rows.append(r_rows.reshape(-1))
+                cols.append(np.broadcast_to(col.reshape(-1), r_rows.shape).reshape(-1))
+                vals.append(np.broadcast_to(data.demand[s, resources][:, None], r_rows.shape).reshape(-1))
+                continue
+            # running(t) = y[min(t - a, w - 1)] - y[t - a - d] (the latter only when t - a - d >= 0).
+            y = y_blocks[s].indices()[position]
+            rel = np.arange(w + d - 1)
+            upper_col = y[np.minimum(rel, w - 1)]
+            minus = rel - d >= 0
+            lower_col = y[np.minimum(rel[minus] - d, w - 1)]
+            t_all = start[s] + rel
+            for sign, t, col in ((1.0, t_all, upper_col), (-1.0, t_all[minus], lower_col)):
+                r_rows = base[:, None] + t[None, :]
+                rows.append(r_rows.reshape(-1))
+                cols.append(np.broadcast_to(col, r_rows.shape).reshape(-1))
+                vals.append(sign * np.broadcast_to(data.demand[s, resources][:, None], r_rows.shape).reshape(-1))
+    if not rows:
+        return
+    all_rows = np.concatenate(rows)
+    used, local = np.unique(all_rows, return_inverse=True)
+    pair = used // span
+    upper = capacity.reshape(-1)[pair]
+    builder.add_rows("capacity", used.size, local, np.concatenate(cols), np.concatenate(vals), -math.inf, upper)

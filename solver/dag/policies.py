@@ -1,0 +1,246 @@
+"""The DAG-job heuristics: ``carbyne``, ``drf-dag``, ``tetris``, ``sjf``, all run in one event-driven simulator.
+
+Every policy is a work-conserving list scheduler: at every event it launches runnable tasks, in its own
+order, while they fit the free pooled capacity (:mod:`solver.dag.engine`).
+
+* ``drf-dag`` -- DRF between jobs: the job with the lowest weighted dominant share of its *current*
+  usage launches next (one task at a time); within the job breadth-first (the runnable stage of
+  lowest DAG level first, then the lower stage index).
+* ``tetris`` -- packing: over all runnable tasks of all jobs, the one with the highest alignment score
+  ``(demand / C) . (free / C)`` launches next (Tetris, Grandl et al. SIGCOMM'14, without its SRTF term).
+* ``sjf`` -- shortest job first by *remaining* critical path (longest duration path through the job's
+  unfinished stages, so it shrinks as stages finish); within the job the stage with the longest tail.
+  Weights are ignored.
+* ``carbyne`` (Grandl et al. OSDI'16) -- at every event:
+
+  1. DRF shares ``A_k`` over the active jobs' aggregate resource-time vectors
+     (:func:`solver.dag.fairshare.drf_shares`, re-run when a job is released or finishes).
+  2. Each job plans on its share ``A_k * C``: a forward list schedule of its remaining DAG (its running
+     tasks included) gives its due date ``D_k = t + F_k``; its not-yet-launched tasks are then reverse
+     packed on ``A_k * C`` (the DAG reversed, list-scheduled backwards from ``D_k``, longest path to a
+     source first), and the tasks whose latest start is ``<= t`` *must* start now (urgent). The
+     reverse pack ignores the job's running tasks (an approximation: it may see a little more room
+     near ``t`` than there is).
+  3. Guaranteed phase: jobs in DRF order (lowest weighted dominant share of current usage first) launch,
+     within their share, their urgent tasks -- or, when the job is not altruistic at this event, any of
+     its runnable tasks. Each job is altruistic with probability ``altruism`` (drawn per job and event
+     from ``seed``; 1 = always, as in the paper; 0 = plain DRF inside the shares).
+  4. Leftovers (everything the shares did not use, work-conserving): jobs by SRTF over remaining work
+     (least normalised resource-time of unlaunched tasks first) and, within the job, the runnable stage
+     with the best Tetris alignment. ``reverse_order=True`` swaps the two keys: the best-aligned task of
+     any job first, SRTF breaking ties.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+
+from models.solution import Result, Schedule
+from models.types import Instance
+from solver.dag.engine import EPS, DagJobs, FloatArray, IntArray, Sim, pack, simulate
+from solver.dag.fairshare import FairShare, drf_shares, fair_completion_times
+
+HEURISTICS = ("carbyne", "drf-dag", "tetris", "sjf")
+
+
+def _dominant(sim: Sim) -> FloatArray:
+    """Weighted dominant share of every job's current usage."""
+    jobs = sim.jobs
+    share = np.divide(sim.usage, jobs.capacity, out=np.zeros_like(sim.usage), where=jobs.capacity > 0)
+    return share.max(axis=1) / jobs.weight
+
+
+def _alignment(sim: Sim, stages: IntArray, normalised: FloatArray) -> FloatArray:
+    free = np.divide(sim.free, sim.jobs.capacity, out=np.zeros_like(sim.free), where=sim.jobs.capacity > 0)
+    return normalised[stages] @ np.maximum(free, 0.0)
+
+
+class DrfDag:
+    def on_event(self, sim: Sim) -> None:
+        pass
+
+    def pick(self, sim: Sim, candidates: IntArray) -> tuple[int, int] | None:
+        jobs = sim.jobs
+        dominant = _dominant(sim)[jobs.stage_job[candidates]]
+        best = np.lexsort((candidates, jobs.depth[candidates], dominant))[0]
+        return int(candidates[best]), 1
+
+
+class Tetris:
+    def __init__(self, jobs: DagJobs) -> None:
+        self.normalised = jobs.normalised_demand()
+
+    def on_event(self, sim: Sim) -> None:
+        pass
+
+    def pick(self, sim: Sim, candidates: IntArray) -> tuple[int, int] | None:
+        score = _alignment(sim, candidates, self.normalised)
+        best = np.lexsort((candidates, -score))[0]
+        return int(candidates[best]), 1
+
+
+class Sjf:
+    def on_event(self, sim: Sim) -> None:
+        jobs = sim.jobs
+        left = np.where(sim.stage_done, 0.0, jobs.tail)
+        self.remaining = np.zeros(jobs.num_jobs)
+        np.maximum.at(self.remaining, jobs.stage_job, left)
+
+    def pick(self, sim: Sim, candidates: IntArray) -> tuple[int, int] | None:
+        jobs = sim.jobs
+        k = jobs.stage_job[candidates]
+        best = np.lexsort((candidates, -jobs.tail[candidates], k, self.remaining[k]))[0]
+        return int(candidates[best]), int(jobs.count.max())
+
+
+class Carbyne:
+    def __init__(self, jobs: DagJobs, altruism: float = 1.0, reverse_order: bool = False, seed: int = 0) -> None:
+        if not 0.0 <= altruism <= 1.0:
+            raise ValueError(f"altruism must be in [0, 1], got {altruism}")
+        self.altruism = altruism
+        self.reverse_order = reverse_order
+        self.rng = np.random.default_rng(seed)
+        self.normalised = jobs.normalised_demand()
+        self.work = jobs.work()
+        self.stage_work = jobs.duration * self.normalised.sum(axis=1)  # per task
+        self.cap = np.zeros((jobs.num_jobs, jobs.capacity.size))
+        self.urgent = np.zeros(jobs.num_stages, dtype=np.int64)
+        self.altruistic = np.ones(jobs.num_jobs, dtype=bool)
+        # Longest path from the job's start to the stage's end: the reverse pack's priority.
+        reach = np.zeros(jobs.num_stages)
+        for g in np.argsort(jobs.depth, kind="stable").tolist():
+            reach[g] = jobs.duration[g] + max((reach[p] for p in jobs.parents[g]), default=0.0)
+        self.reach = reach
+        self.plans = 0
+
+    def on_event(self, sim: Sim) -> None:
+        jobs = sim.jobs
+        active = np.zeros(jobs.num_jobs, dtype=bool)
+        active[sim.active] = True
+        if sim.active_changed:
+            self.cap = drf_shares(self.work, jobs.weight, active) * jobs.capacity[None, :]
+        self.urgent[:] = 0
+        for k in sim.active.tolist():
+            self._plan(sim, k)
+        self.altruistic = self.rng.random(jobs.num_jobs) < self.altruism
+
+    def _plan(self, sim: Sim, k: int) -> None:
+        jobs = sim.jobs
+        stages = jobs.job_stages[k]
+        first = int(stages[0])
+        left = sim.unlaunched[stages]
+        if not np.any(left > 0) or not np.any((left > 0) & (sim.missing[stages] == 0)):
+            return  # nothing runnable now, so nothing can be urgent now
+        cap = self.cap[k]
+        dur, dem = jobs.duration[stages], jobs.demand[stages]
+        tol = EPS * np.maximum(1.0, jobs.capacity)
+        if np.any(dem[left > 0] > cap[None, :] + tol[None, :]):
+            return  # cannot run on its share at all: it lives on leftovers
+        self.plans += 1
+        parents = [tuple(p - first for p in jobs.parents[g]) for g in stages]
+        running = [(g - first, end - sim.t, n) for g in stages.tolist() for end, n in sim.running_ends[g]]
+        forward = pack(dur, dem, left, parents, cap, jobs.tail[stages], running).makespan
+        if not math.isfinite(forward):
+            return
+        reversed_parents = [tuple(c - first for c in jobs.children[g]) for g in stages]
+        backward = pack(dur, dem, left, reversed_parents, cap, self.reach[stages])
+        for local, launches in enumerate(backward.launches):
+            must = sum(n for start, n in launches if start + dur[local] >= forward - EPS * max(1.0, forward))
+            self.urgent[first + local] = must
+
+    def pick(self, sim: Sim, candidates: IntArray) -> tuple[int, int] | None:
+        jobs = sim.jobs
+        k = jobs.stage_job[candidates]
+        tol = EPS * np.maximum(1.0, jobs.capacity)
+        within = np.all(sim.usage[k] + jobs.demand[candidates] <= self.cap[k] + tol[None, :], axis=1)
+        wanted = (self.urgent[candidates] > 0) | ~self.altruistic[k]
+        guaranteed = np.flatnonzero(within & wanted)
+        if guaranteed.size:
+            dominant = _dominant(sim)[k[guaranteed]]
+            chosen = candidates[guaranteed]
+            best = int(chosen[np.lexsort((chosen, -jobs.tail[chosen], dominant))[0]])
+            if self.urgent[best] > 0:
+                self.urgent[best] -= 1
+            return best, 1
+        remaining = np.zeros(jobs.num_jobs)
+        np.add.at(remaining, jobs.stage_job, sim.unlaunched * self.stage_work)
+        srtf = remaining[k]
+        score = np.round(_alignment(sim, candidates, self.normalised), 12)
+        keys = (candidates, srtf, -score) if self.reverse_order else (candidates, -score, k, srtf)
+        best = int(candidates[np.lexsort(keys)[0]])
+        return best, 1
+
+
+def make_policy(name: str, jobs: DagJobs, extra: dict[str, Any]) -> Any:
+    if name == "carbyne":
+        return Carbyne(jobs, float(extra.get("altruism", 1.0)), bool(extra.get("reverse_order", False)),
+                       int(extra.get("seed", 0)))  # fmt: skip
+    if name == "drf-dag":
+        return DrfDag()
+    if name == "tetris":
+        return Tetris(jobs)
+    if name == "sjf":
+        return Sjf()
+    raise ValueError(f"unknown DAG heuristic {name!r}; choose from {', '.join(HEURISTICS)}")
+
+
+def run_policy(instance: Instance, name: str, extra: dict[str, Any] | None = None,
+               jobs: DagJobs | None = None) -> tuple[Schedule, dict[str, Any]]:  # fmt: skip
+    """Simulate heuristic ``name``; returns the schedule (without fair completion times) and statistics."""
+    jobs = jobs or DagJobs.of(instance)
+    policy = make_policy(name, jobs, dict(extra or {}))
+    schedule, stats = simulate(instance, policy, jobs)
+    info: dict[str, Any] = dict(stats)
+    if isinstance(policy, Carbyne):
+        info["plans"] = policy.plans
+    return schedule, info
+
+
+def run_heuristic(
+    instance: Instance,
+    name: str,
+    extra: dict[str, Any] | None = None,
+    time_limit: float | None = None,
+    fair: FairShare | None = None,
+) -> Result:
+    """Run heuristic ``name`` and package a ``Result`` with the schedule and the fair completion times.
+
+    ``extra`` (``SolveOptions.extra``): ``altruism``, ``reverse_order``, ``seed`` (carbyne);
+    ``fair_completion=False`` skips computing ``T_k``; ``fair_time_limit`` (seconds per CP-SAT call for
+    ``T_k``, default 5, capped by ``time_limit``); ``cp_max_tasks`` (default 400); ``attach_fair``
+    (default True): put ``T_k`` on ``Schedule.fair_completion`` (the JSON ``jobs.*.fair_completion``);
+    ``solver.api`` verifies heuristic schedules without treating it as a deadline and lists late jobs.
+    """
+    extra = dict(extra or {})
+    started = time.perf_counter()
+    jobs = DagJobs.of(instance)
+    if fair is None and extra.get("fair_completion", True) is not False:
+        limit = float(extra.get("fair_time_limit", 5.0))
+        if time_limit is not None:
+            limit = min(limit, max(float(time_limit) / max(1, jobs.num_jobs), 0.1))
+        fair = fair_completion_times(instance, jobs, limit, int(extra.get("cp_max_tasks", 400)))
+    fair_s = time.perf_counter() - started
+    schedule, info = run_policy(instance, name, extra, jobs)
+    solve_s = time.perf_counter() - started - fair_s
+    info["fair_s"] = fair_s
+    if fair is not None:
+        from models.schedule_metrics import late_jobs
+
+        margin = float(extra.get("fair_margin", 0.0))
+        names = [job.name for job in instance.jobs]
+        info["fair_completion"] = {n: (float(v) if math.isfinite(v) else None)
+                                   for n, v in zip(names, fair.completion, strict=True)}  # fmt: skip
+        info["fair_method"] = dict(zip(names, fair.method, strict=True))
+        info["fair_share"] = {n: [float(x) for x in row] for n, row in zip(names, fair.share, strict=True)}
+        late = late_jobs(instance, schedule, fair.completion, margin)
+        info["fair_margin"] = margin
+        info["late_jobs"] = [names[k] for k in late]
+        if extra.get("attach_fair", True):
+            schedule = Schedule(schedule.job, schedule.stage, schedule.index, schedule.start, schedule.end,
+                                fair.completion)  # fmt: skip
+    info["objective_name"] = "avg-jct" if len(instance.jobs) > 1 else "makespan"
+    return Result("feasible", name, "none", build_s=fair_s, solve_s=solve_s, schedule=schedule, extra=info)
