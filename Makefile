@@ -16,6 +16,8 @@ demo: $(STAMP)
 	$(BIN)/fairpack solve instances/drfh_fig1.yaml --method drfh
 	$(BIN)/fairpack solve instances/drfh_fig1.yaml --method per-server-drf
 	$(BIN)/fairpack solve instances/weighted_caps.yaml --method drfh-int
+	$(BIN)/fairpack solve instances/hdrf_fig4.yaml --method hdrf
+	$(BIN)/fairpack solve instances/dag_two_jobs.yaml --method spacetime-cp --objective avg-jct
 
 test: $(STAMP)
 	$(BIN)/ruff check models solver tests benchmarks
