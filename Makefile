@@ -31,6 +31,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.heuristic_quality --data-dir $(DATA_DIR)
 	$(BIN)/python -m benchmarks.drfh_int_scale --data-dir $(DATA_DIR)
 	$(BIN)/python -m benchmarks.hdrf_scale --max-leaves 30000 --huge 100000
+	$(BIN)/python -m benchmarks.dag_carbyne --data-dir $(DATA_DIR)
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache .mypy_cache .ruff_cache

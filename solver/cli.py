@@ -222,6 +222,15 @@ def _command_solve(args: argparse.Namespace) -> int:
         print(_format_table(instance, result))
     if args.output:
         Path(args.output).write_text(json.dumps(result.to_json(instance), indent=1))
+    if args.plot:
+        from solver.plot import PlotUnavailable, plot_schedule
+
+        if result.schedule is None:
+            return _fail("--plot needs a schedule result (a DAG-job method)", EXIT_INPUT)
+        try:
+            plot_schedule(instance, result, args.plot)
+        except PlotUnavailable as error:
+            return _fail(str(error), EXIT_INPUT)
     unverified = (result.allocation is not None or result.schedule is not None) and not result.verified
     if result.status in ("error", "infeasible", "unbounded") or unverified:
         return EXIT_SOLVER
@@ -405,6 +414,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     solve.add_argument("--json", action="store_true", help="print one JSON object")
     solve.add_argument("--output", "-o", help="also save the JSON result to this file")
+    solve.add_argument("--plot", help="DAG jobs: save a resource-time profile (PNG) to this file")
     solve.set_defaults(handler=_command_solve)
 
     check = commands.add_parser("check", help="re-verify a saved JSON result against its instance")
