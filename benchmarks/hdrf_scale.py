@@ -26,7 +26,7 @@ import numpy as np
 
 from benchmarks._common import parser, peak_rss_mib, save, timed
 from models.check import share_guarantee
-from models.check.hierarchy import demanding_nodes, node_shares
+from models.check.hierarchy import demanding_nodes, guaranteed_nodes, node_shares
 from models.generators import random_tree_instance
 from models.io import load_instance
 from models.metrics import guarantee_ratio
@@ -144,17 +144,8 @@ def _compare(instance: Instance, label: str, horizon: float, slots: int) -> list
 
 
 def _below(instance: Instance, allocation: Allocation, tol: float = 1e-6) -> int:
-    from models.hierarchy import tree_of
-
-    tree = tree_of(instance)
-    demanding = demanding_nodes(instance, allocation.kind, tree=tree)
-    guarantee = tree.guarantees(demanding)
-    _, share = node_shares(instance, allocation, tree=tree)
-    hungry = np.zeros(tree.num_nodes, dtype=bool)
-    hungry[tree.leaf_nodes] = allocation.tenant_tasks < instance.task_caps * (1 - tol) - tol
-    unsatisfied = demanding & tree.subtree_any(hungry)
-    unsatisfied[0] = False
-    return int(np.sum(unsatisfied & (share < guarantee - tol)))
+    applies, share, guarantee = guaranteed_nodes(instance, allocation, tol)
+    return int(np.sum(applies & (share < guarantee - tol)))
 
 
 def _markdown(scaling: list[dict[str, Any]], gaps: list[dict[str, Any]]) -> str:

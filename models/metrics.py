@@ -65,18 +65,10 @@ def guarantee_ratio(instance: Instance, allocation: Allocation, tol: float = 1e-
     guarantee (``models.check.share_guarantee`` is the pass/fail form). Satisfied nodes (every leaf
     at its task cap) are left out, as in :func:`min_weighted_share`; with none left it is ``inf``.
     """
-    from models.check.hierarchy import demanding_nodes, node_shares
-    from models.hierarchy import tree_of
+    from models.check.hierarchy import guaranteed_nodes
 
-    tree = tree_of(instance)
-    demanding = demanding_nodes(instance, allocation.kind, allocation.integral, tree=tree)
-    guarantee = tree.guarantees(demanding)
-    _, share = node_shares(instance, allocation, tree=tree)
-    leaf_hungry = demanding[tree.leaf_nodes] & ~(allocation.tenant_tasks >= instance.task_caps * (1 - tol) - tol)
-    flags = np.zeros(tree.num_nodes, dtype=bool)
-    flags[tree.leaf_nodes] = leaf_hungry
-    candidate = demanding & tree.subtree_any(flags) & (guarantee > 0)
-    candidate[0] = False
+    applies, share, guarantee = guaranteed_nodes(instance, allocation, tol)
+    candidate = applies & (guarantee > 0)
     if not candidate.any():
         return float("inf")
     return float(np.min(share[candidate] / guarantee[candidate]))

@@ -29,6 +29,21 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
+def _aligned(header: list[str], rows: list[list[str]]) -> list[str]:
+    """Rows padded into columns; the last column is left ragged (it can be long)."""
+    widths = [max(len(str(row[k])) for row in [header, *rows]) for k in range(len(header) - 1)]
+    padded = [
+        "  ".join(str(cell).ljust(width) for cell, width in zip(row[:-1], widths, strict=True))
+        for row in [header, *rows]
+    ]
+    return [f"  {cells}  {row[-1]}" for cells, row in zip(padded, [header, *rows], strict=True)]
+
+
+def _footer(result: Result) -> list[str]:
+    lines = [f"  VIOLATION: {violation}" for violation in result.violations[:10]]
+    return lines + ([f"  note: {result.message}"] if result.message else [])
+
+
 def _format_schedule(instance: Instance, result: Result) -> str:
     """Schedule results: makespan, avg JCT, bound, gap and a short per-job completion table."""
     data = result.to_json(instance)
@@ -52,17 +67,10 @@ def _format_schedule(instance: Instance, result: Result) -> str:
         fair = entry["fair_completion"]
         rows.append([job.name, f"{job.weight:g}", _short(job.release), _short(entry["completion"]),
                      _short(entry["completion"] - job.release), "-" if fair is None else _short(fair)])  # fmt: skip
-    widths = [max(len(str(row[k])) for row in [header, *rows]) for k in range(len(header) - 1)]
-    for row in [header, *rows]:
-        cells = [str(cell).ljust(width) for cell, width in zip(row[:-1], widths, strict=True)]
-        lines.append("  " + "  ".join(cells) + "  " + str(row[-1]))
+    lines += _aligned(header, rows)
     if len(instance.jobs) > 20:
         lines.append(f"  ... and {len(instance.jobs) - 20} more jobs (--json lists all)")
-    for violation in result.violations[:10]:
-        lines.append(f"  VIOLATION: {violation}")
-    if result.message:
-        lines.append(f"  note: {result.message}")
-    return "\n".join(lines)
+    return "\n".join(lines + _footer(result))
 
 
 def _format_table(instance: Instance, result: Result) -> str:
@@ -102,10 +110,7 @@ def _format_table(instance: Instance, result: Result) -> str:
             )
         if hierarchical:
             header, rows = _tree_rows(instance, data)
-        widths = [max(len(str(row[k])) for row in [header, *rows]) for k in range(len(header) - 1)]
-        for row in [header, *rows]:
-            cells = [str(cell).ljust(width) for cell, width in zip(row[:-1], widths, strict=True)]
-            lines.append("  " + "  ".join(cells) + "  " + str(row[-1]))
+        lines += _aligned(header, rows)
         used = ", ".join(f"{r} {100 * u:.1f}%" for r, u in data["utilisation"].items())
         lines.append(f"  utilisation: {used}")
     if "time_averaged_shares" in result.extra:  # simulated schedulers: the table above is the end state
@@ -115,11 +120,7 @@ def _format_table(instance: Instance, result: Result) -> str:
             lines.append(f"  time-averaged L1 distance to static H-DRF: {result.extra['distance_to_hdrf']:.4f}")
         for episode in result.extra.get("starvation", [])[:10]:
             lines.append(f"  STARVED: {episode['leaf']} from {episode['start']:.1f} to {episode['end']:.1f}")
-    for violation in result.violations[:10]:
-        lines.append(f"  VIOLATION: {violation}")
-    if result.message:
-        lines.append(f"  note: {result.message}")
-    return "\n".join(lines)
+    return "\n".join(lines + _footer(result))
 
 
 def _tree_rows(instance: Instance, data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:

@@ -126,6 +126,33 @@ def node_shares(
     return consumption, consumption.max(axis=1)
 
 
+def guaranteed_nodes(
+    instance: Instance, allocation: Allocation, tol: float = 1e-6, *, tree: Tree | None = None
+) -> tuple[BoolArray, FloatArray, FloatArray]:
+    """The nodes the share guarantee applies to, with every node's dominant share and guarantee.
+
+    Those are the demanding non-root nodes that are not satisfied (some demanding leaf below its task
+    cap, within ``tol`` relative as in :func:`models.metrics.min_weighted_share`).
+
+    Returns
+    -------
+    applies : ndarray of bool, shape (nodes,)
+    share, guarantee : ndarray, shape (nodes,)
+    """
+    tree = tree if tree is not None else tree_of(instance)
+    demanding = demanding_nodes(instance, allocation.kind, allocation.integral, tree=tree)
+    guarantee = tree.guarantees(demanding)
+    _, share = node_shares(instance, allocation, tree=tree)
+    totals = _clean_tasks(allocation).sum(axis=1)
+    # Same satisfaction test as min_weighted_share; inf caps are never reached.
+    unsatisfied_leaf = demanding[tree.leaf_nodes] & ~(totals >= instance.task_caps * (1 - tol) - tol)
+    flags = np.zeros(tree.num_nodes, dtype=bool)
+    flags[tree.leaf_nodes] = unsatisfied_leaf
+    applies = demanding & tree.subtree_any(flags)
+    applies[0] = False
+    return applies, share, guarantee
+
+
 def share_guarantee(instance: Instance, allocation: Allocation, tol: float = 1e-6) -> PropertyCheck:
     """Hierarchical share guarantee: every demanding node gets its guaranteed dominant share.
 
@@ -158,18 +185,7 @@ def share_guarantee(instance: Instance, allocation: Allocation, tol: float = 1e-
         found even when it holds; 0 when no node qualifies).
     """
     tree = tree_of(instance)
-    demanding = demanding_nodes(instance, allocation.kind, allocation.integral, tree=tree)
-    guarantee = tree.guarantees(demanding)
-    _, share = node_shares(instance, allocation, tree=tree)
-    totals = _clean_tasks(allocation).sum(axis=1)
-    caps = instance.task_caps
-    leaf_demanding = demanding[tree.leaf_nodes]
-    # Same satisfaction test as min_weighted_share; inf caps are never reached.
-    unsatisfied_leaf = leaf_demanding & ~(totals >= caps * (1 - tol) - tol)
-    flags = np.zeros(tree.num_nodes, dtype=bool)
-    flags[tree.leaf_nodes] = unsatisfied_leaf
-    candidate = demanding & tree.subtree_any(flags)
-    candidate[0] = False
+    candidate, share, guarantee = guaranteed_nodes(instance, allocation, tol, tree=tree)
     if not candidate.any():
         return PropertyCheck(
             "share_guarantee", True, "every demanding node is satisfied (holds its task caps)", (), 0.0

@@ -134,10 +134,14 @@ def _task_slack(values: FloatArray | float, tol: float) -> FloatArray:
 def _limited(messages: list[tuple[float, str]], category: str) -> list[str]:
     """The worst ``MAX_MESSAGES`` messages of one category (by severity), then a count of the rest."""
     messages.sort(key=lambda item: -item[0])
-    out = [text for _, text in messages[:MAX_MESSAGES]]
-    if len(messages) > MAX_MESSAGES:
-        out.append(f"... and {len(messages) - MAX_MESSAGES} more {category} violations")
-    return out
+    return _truncate(category, [text for _, text in messages])
+
+
+def _truncate(category: str, texts: list[str]) -> list[str]:
+    """The first ``MAX_MESSAGES`` messages of one category, then a count of the rest."""
+    if len(texts) <= MAX_MESSAGES:
+        return texts
+    return [*texts[:MAX_MESSAGES], f"... and {len(texts) - MAX_MESSAGES} more {category} violations"]
 
 
 def _as_allocation(value: Any) -> Allocation:

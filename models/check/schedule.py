@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.check.report import ABS_TOL, MAX_MESSAGES, _fmt
+from models.check.report import ABS_TOL, _fmt, _truncate
 from models.solution import (
     FloatArray,
     Schedule,
@@ -56,12 +56,6 @@ class ScheduleReport:
     def objective(self, name: str, alpha: float = 0.5) -> float:
         """The recomputed value of objective ``name`` (``makespan``, ``avg-jct`` or ``mix``)."""
         return objective_value(self.makespan, self.avg_jct, name, alpha)
-
-
-def _limited(category: str, messages: list[str]) -> list[str]:
-    if len(messages) <= MAX_MESSAGES:
-        return messages
-    return [*messages[:MAX_MESSAGES], f"... and {len(messages) - MAX_MESSAGES} more {category} violations"]
 
 
 def _fair_array(
@@ -147,7 +141,7 @@ def verify_schedule(
     bad_rows += [
         f"row {row}: start {start[row]} / end {end[row]} not finite" for row in np.flatnonzero(valid & ~finite)
     ]
-    violations += _limited("task row", bad_rows)
+    violations += _truncate("task row", bad_rows)
     rows = np.flatnonzero(valid & finite)
     g = g_all[rows]
     task_id = task_offset[g] + index[rows]
@@ -157,11 +151,11 @@ def verify_schedule(
     seen = np.bincount(task_id, minlength=int(task_offset[-1]))
     task_stage = np.repeat(np.arange(len(stages)), tasks_per_stage)
     task_index = np.arange(int(task_offset[-1])) - task_offset[task_stage]
-    violations += _limited(
+    violations += _truncate(
         "missing-task",
         [f"{task_name(int(task_stage[t]), int(task_index[t]))} is missing" for t in np.flatnonzero(seen == 0)],
     )
-    violations += _limited(
+    violations += _truncate(
         "duplicate-task",
         [
             f"{task_name(int(task_stage[t]), int(task_index[t]))} is listed {seen[t]} times"
@@ -172,7 +166,7 @@ def verify_schedule(
     # 3. Durations and releases.
     d = duration[g]
     wrong = np.abs((e - b) - d) > tol * np.maximum(1.0, d)
-    violations += _limited(
+    violations += _truncate(
         "duration",
         [
             f"{task_name(int(g[r]), int(index[rows[r]]))} runs {_fmt(e[r] - b[r])} but its duration is {_fmt(d[r])}"
@@ -181,7 +175,7 @@ def verify_schedule(
     )
     r_job = release[stage_job[g]]
     early = b < r_job - tol * np.maximum(1.0, np.abs(r_job))
-    violations += _limited(
+    violations += _truncate(
         "release",
         [
             f"{task_name(int(g[r]), int(index[rows[r]]))} starts at {_fmt(b[r])} before its job's release "
@@ -202,7 +196,7 @@ def verify_schedule(
         parent_end, child_start = stage_last[edge[:, 0]], stage_first[edge[:, 1]]
         present = np.isfinite(parent_end) & np.isfinite(child_start)
         broken = present & (child_start < parent_end - tol * np.maximum(1.0, np.abs(parent_end)))
-        violations += _limited(
+        violations += _truncate(
             "precedence",
             [
                 f"job {jobs[stage_job[edge[k, 1]]].name}: stage {stages[edge[k, 1]].name} starts at "
@@ -236,7 +230,7 @@ def verify_schedule(
                 f"resource {instance.resources[res]}: {_fmt(usage[event, res])} in use at time {_fmt(at)} "
                 f"exceeds capacity {_fmt(capacity[res])}"
             )
-        violations += _limited("capacity", messages)
+        violations += _truncate("capacity", messages)
 
     # 6. Completion times and fair completion deadlines.
     completion = job_completion(instance, Schedule(job[rows], stage[rows], index[rows], b, e))
@@ -244,7 +238,7 @@ def verify_schedule(
     fair = _fair_array(instance, fair_completion if fair_completion is not None else schedule.fair_completion)
     if fair is not None:
         late = completion > fair + tol * np.maximum(1.0, np.abs(np.where(np.isfinite(fair), fair, 0.0)))
-        violations += _limited(
+        violations += _truncate(
             "fair-completion",
             [
                 f"job {jobs[k].name} completes at {_fmt(completion[k])} after its fair completion time {_fmt(fair[k])}"

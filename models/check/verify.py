@@ -21,7 +21,7 @@ from models.check.report import (
     _utilisation,
     _vector,
 )
-from models.solution import Allocation, unit_capacity, unit_names
+from models.solution import Allocation, FloatArray, unit_capacity, unit_names
 from models.types import Instance
 
 
@@ -206,16 +206,7 @@ def verify_allocation(
         + _limited(lacking, "missing-resource")
         + _limited(oversized, "oversized-task")
     )
-    dominant, weighted, minimum = _shares(instance, totals)
-    report = CheckReport(
-        ok=not violations,
-        violations=violations,
-        tasks=totals,
-        dominant_shares=dominant,
-        weighted_shares=weighted,
-        min_weighted_share=minimum,
-        utilisation=_utilisation(instance, totals),
-    )
+    report = _report(instance, totals, violations)
     if amounts is not None:
         report = report.merged(verify_amounts(instance, allocation, amounts, tol=tol))
     return report
@@ -299,6 +290,11 @@ def verify_amounts(
                 )
             )
     violations += _limited(mismatches, "amount")
+    return _report(instance, totals, violations)
+
+
+def _report(instance: Instance, totals: FloatArray, violations: list[str]) -> CheckReport:
+    """The report both checks return: violations plus the shares recomputed from the task totals."""
     dominant, weighted, minimum = _shares(instance, totals)
     return CheckReport(
         ok=not violations,
