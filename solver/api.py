@@ -141,15 +141,16 @@ def _run_collapsed(instance: Instance, options: SolveOptions) -> Result:
     """Flatten the tree into leaf weights (each leaf's guarantee), then weighted DRF / DRFH."""
     from dataclasses import replace
 
+    from models.check.hierarchy import demanding_nodes
     from models.hierarchy import tree_of
 
+    pooled = _pooled(instance, options.placement)
+    # The same notion of "demanding" as the share-guarantee check, for the placement used.
     tree = tree_of(instance)
-    demanding = tree.subtree_any(_leaf_flags(tree, instance.runnable & (instance.task_caps > 0)))
-    weights = tree.collapsed_weights(demanding)
+    weights = tree.collapsed_weights(demanding_nodes(instance, "pool" if pooled else "class", tree=tree))
     # Non-demanding leaves get nothing anyway; any positive weight keeps the instance valid.
     weights = np.where(weights > 0, weights, 1.0)
     flat = instance.with_tenants([replace(t, weight=float(w)) for t, w in zip(instance.tenants, weights, strict=True)])
-    pooled = _pooled(instance, options.placement)
     result = _run_drfh(flat, options, pooled=pooled)
     result.method = "collapsed"
     # Weighted DRF is solved exactly, but as an answer to the hierarchy it is a heuristic.
@@ -157,12 +158,6 @@ def _run_collapsed(instance: Instance, options: SolveOptions) -> Result:
     result.extra["placement"] = "pooled" if pooled else "servers"
     result.extra["collapsed_weights"] = {t.name: float(w) for t, w in zip(instance.tenants, weights, strict=True)}
     return result
-
-
-def _leaf_flags(tree: Any, per_tenant: np.ndarray) -> np.ndarray:
-    flags = np.zeros(tree.num_nodes, dtype=bool)
-    flags[tree.leaf_nodes] = per_tenant
-    return flags
 
 
 def _heuristic(name: str, function: Callable[[Instance], Allocation]) -> Callable[[Instance, SolveOptions], Result]:
