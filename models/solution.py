@@ -68,7 +68,7 @@ SCHEDULE_OBJECTIVES = ("makespan", "avg-jct", "mix")
 
 @dataclass(frozen=True)
 class Schedule:
-    """Start and end time of every task of every DAG job, one entry per task (pooled capacity).
+    """Start and end time of every task of every DAG job, one entry per task, and where it ran.
 
     Attributes
     ----------
@@ -80,6 +80,10 @@ class Schedule:
     fair_completion : ndarray of float64, shape (jobs,), optional
         Deadline ``T_k`` each job had to meet (its fair completion time); ``inf`` where a job has none,
         ``None`` when no job has one.
+    server, machine : ndarray of int64, shape (tasks,), optional
+        Per-server placement (``placement='servers'``): the server class index into ``Instance.servers``
+        and the machine number ``0 .. count - 1`` within that class of every task; ``-1`` marks a task
+        left unplaced. ``None`` (both) for a schedule on the pooled cluster.
 
     Only shapes are validated here; whether the schedule is feasible is for
     :func:`models.check.verify_schedule` to decide from the instance.
@@ -91,11 +95,16 @@ class Schedule:
     start: FloatArray
     end: FloatArray
     fair_completion: FloatArray | None = None
+    server: IntArray | None = None
+    machine: IntArray | None = None
 
     def __post_init__(self) -> None:
+        if (self.server is None) != (self.machine is None):
+            raise InstanceError("server and machine go together", "schedule.server")
         size = None
+        placed = () if self.server is None else (("server", np.int64), ("machine", np.int64))
         for name, kind in (("job", np.int64), ("stage", np.int64), ("index", np.int64),
-                           ("start", np.float64), ("end", np.float64)):  # fmt: skip
+                           ("start", np.float64), ("end", np.float64), *placed):  # fmt: skip
             raw = np.asarray(getattr(self, name))
             if raw.ndim != 1:
                 raise InstanceError(f"must be one-dimensional, got shape {raw.shape}", f"schedule.{name}")
@@ -157,7 +166,11 @@ def objective_value(makespan: float, avg_jct: float, objective: str, alpha: floa
 
 
 def schedule_json(instance: Instance, schedule: Schedule) -> dict[str, Any]:
-    """``makespan``, ``avg_jct``, ``jobs: {name: {completion, fair_completion}}`` and ``tasks``."""
+    """``makespan``, ``avg_jct``, ``jobs: {name: {completion, fair_completion}}`` and ``tasks``.
+
+    With a per-server placement every task also names its ``server`` (class) and ``machine`` (number
+    within the class).
+    """
     completion = job_completion(instance, schedule)
     numbers = schedule_objectives(instance, completion)
     fair = schedule.fair_completion
@@ -187,21 +200,31 @@ def schedule_json(instance: Instance, schedule: Schedule) -> dict[str, Any]:
             schedule.start.tolist(), schedule.end.tolist(), strict=True,
         )
     ]  # fmt: skip
+    if schedule.server is not None and schedule.machine is not None:
+        names = [server.name for server in instance.servers]
+        for row, server, machine in zip(tasks, schedule.server.tolist(), schedule.machine.tolist(), strict=True):
+            row["server"] = names[server] if 0 <= server < len(names) else server
+            row["machine"] = machine
     return {"makespan": numbers["makespan"], "avg_jct": numbers["avg_jct"], "jobs": jobs, "tasks": tasks}
 
 
 def schedule_from_json(instance: Instance, data: dict[str, Any]) -> Schedule:
     """Rebuild a ``Schedule`` from a saved result (``tasks`` and ``jobs.*.fair_completion``).
 
-    Job and stage names are resolved against the instance; unknown names raise ``InstanceError``.
-    Duplicates, missing tasks and infeasible times are left for :func:`models.check.verify_schedule`.
+    Job, stage and server names are resolved against the instance; unknown names raise ``InstanceError``.
+    When any task names a ``server``, the schedule carries a placement and tasks without one are marked
+    unplaced (``-1``). Duplicates, missing tasks, unplaced tasks, machine numbers out of range and
+    infeasible times are left for :func:`models.check.verify_schedule`.
     """
     job_index = {job.name: k for k, job in enumerate(instance.jobs)}
     stage_index = [{stage.name: s for s, stage in enumerate(job.stages)} for job in instance.jobs]
+    server_index = {server.name: c for c, server in enumerate(instance.servers)}
     rows = data.get("tasks")
     if not isinstance(rows, list):
         raise InstanceError("a schedule result needs a 'tasks' list", "tasks")
     columns: dict[str, list[Any]] = {"job": [], "stage": [], "index": [], "start": [], "end": []}
+    servers: list[int] = []
+    machines: list[int] = []
     for position, row in enumerate(rows):
         field_name = f"tasks[{position}]"
         if not isinstance(row, dict):
@@ -222,6 +245,17 @@ def schedule_from_json(instance: Instance, data: dict[str, Any]) -> Schedule:
         columns["stage"].append(stage_index[job][str(row["stage"])])
         for key, value in zip(("index", "start", "end"), values, strict=True):
             columns[key].append(value)
+        server, machine = row.get("server"), row.get("machine", -1)
+        if server is None:  # unplaced (the checker reports it if the schedule has a placement at all)
+            server, machine = -1, -1
+        elif not isinstance(server, str) or server not in server_index:
+            raise InstanceError(f"unknown server {server!r}", f"{field_name}.server")
+        elif not isinstance(machine, int) or isinstance(machine, bool):
+            raise InstanceError(f"machine must be a whole number, got {machine!r}", f"{field_name}.machine")
+        else:
+            server = server_index[server]
+        servers.append(server)
+        machines.append(machine)
     fair = np.full(len(instance.jobs), np.inf)
     saved_jobs = data.get("jobs") or {}
     for name, entry in saved_jobs.items() if isinstance(saved_jobs, dict) else ():
@@ -237,7 +271,9 @@ def schedule_from_json(instance: Instance, data: dict[str, Any]) -> Schedule:
         np.array(columns["start"], dtype=np.float64),
         np.array(columns["end"], dtype=np.float64),
         fair if np.isfinite(fair).any() else None,
-    )
+        *((np.array(servers, dtype=np.int64), np.array(machines, dtype=np.int64)) if max(servers, default=-1) >= 0
+          else (None, None)),
+    )  # fmt: skip
 
 
 @dataclass

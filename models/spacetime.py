@@ -11,8 +11,8 @@ slots (``SlotData.exact``) the slotted optimum is the true optimum: some optimal
 left-justified, and then every start is a release or another task's end, i.e. a whole slot. Otherwise
 the optimum and the bound hold for the slotted problem only.
 
-Variables (per stage ``s`` of job ``k`` with ``n_s`` tasks; ``l`` a server class, ``l = 0`` when pooled)
-------------------------------------------------------------------------------------------------------
+Variables (per stage ``s`` of job ``k`` with ``n_s`` tasks; ``l`` a capacity unit, see Placement)
+------------------------------------------------------------------------------------------------
 * ``x[s,l,t]`` integer in ``[0, n_s]``: how many tasks of ``s`` start in slot ``t`` (aggregated: the
   tasks of a stage are identical), only for ``t`` in the stage's window ``[a_s, b_s]`` where
   ``a_s = release_k + head_s`` (longest precedence path before ``s``) and ``b_s = U_k - tail_s``
@@ -28,7 +28,7 @@ Variables (per stage ``s`` of job ``k`` with ``n_s`` tasks; ``l`` a server class
 Constraints
 -----------
 * all tasks start: ``sum_l y[s,l,b_s] = n_s``;
-* capacity per resource ``r`` (per server class ``l`` with ``placement='servers'``) and slot ``t``:
+* capacity per resource ``r``, unit ``l`` and slot ``t``:
   ``sum_s demand[s,r] * running[s,l,t] <= cap[l,r]`` where ``running = y[t] - y[t - d_s]`` (tasks started
   in ``(t - d_s, t]``), written with the ``x`` of those slots directly when ``d_s <= 2``; resources whose
   total demand can never exceed the capacity get no rows;
@@ -46,10 +46,22 @@ Objectives (identical to ``spacetime-cp``), in real time units, minimised:
 ``sum_k a_k (slot * C_k - r_k) + b * slot * M`` with ``(a, b) = (0, 1)`` for ``makespan``,
 ``(w / W, 0)`` for ``avg-jct`` (``W = sum_k w_k``) and ``(alpha w / W, 1 - alpha)`` for ``mix``.
 
-``placement='servers'``: ``x[s,l,t]`` only for server classes ``l`` whose machines each fit one task
-of ``s``, and capacity rows per class with ``count_l * capacity_l``. This is the usual aggregated
-relaxation of per-machine packing (tasks never straddle classes; within a class they may fragment
-across machines); the pooled capacity the checker verifies is implied.
+Placement
+---------
+``placement='pooled'`` (the default) has one unit, the whole cluster. ``placement='servers'`` requires
+every task to run on a single machine that it fits, and no machine to be overloaded; the units are
+
+* ``per_machine=False``: one unit per server class, ``x[s,l,t]`` only where one task of ``s`` fits a
+  machine of class ``l``, capacity rows with ``count_l * capacity_l``. Whenever a class has more than one
+  machine this is a *relaxation* of per-machine packing: tasks never straddle classes, but within a class
+  the aggregate may fragment across machines (two 3-CPU tasks and one 2-CPU task fit 2 x 4 CPUs in
+  aggregate, not on two 4-CPU machines). Its optimum is a lower bound; it is a per-machine optimum
+  only when its time-table can be assigned to machines (``solver.spacetime`` tries, and the checker
+  verifies the machines). With one machine per class it is exact.
+* ``per_machine=True``: one unit per machine, so capacity rows are per machine and the model is exact.
+  Identical machines make every schedule appear ``count!`` times; rows ``load(m) >= load(m + 1)`` for
+  consecutive machines of a class keep one labelling (:func:`order_machines_by_load`). The ``x``
+  variables and capacity rows grow with the number of machines instead of classes.
 """
 
 from __future__ import annotations
@@ -70,15 +82,53 @@ FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
 _EPS = 1e-9
+#: Relative slack when deciding whether a task's demand fits a capacity (as ``solver.dag.engine.EPS``).
+FIT_TOL = 1e-9
 
 
 def _ceil(values: FloatArray) -> IntArray:
     return np.ceil(np.asarray(values, dtype=np.float64) - _EPS).astype(np.int64)
 
 
+def placement_fits(instance: Instance, placement: str = "pooled") -> BoolArray:
+    """Whether one task of every stage (global numbering, jobs in order) fits a unit of capacity.
+
+    ``placement='pooled'``: the whole cluster, shape ``(stages, 1)``; ``'servers'``: one machine of
+    every server class, shape ``(stages, classes)``.
+
+    Raises
+    ------
+    InstanceError
+        Naming the first stage whose task fits nowhere: its field ``jobs[k].stages[s].demand``.
+    """
+    if placement not in ("pooled", "servers"):
+        raise ValueError(f"placement must be 'pooled' or 'servers', not {placement!r}")
+    stages = [(k, s, stage) for k, job in enumerate(instance.jobs) for s, stage in enumerate(job.stages)]
+    demand = np.array([stage.demand for _, _, stage in stages], dtype=np.float64).reshape(-1, len(instance.resources))
+    capacity = instance.total_capacity[None, :] if placement == "pooled" else instance.capacity
+    fits: BoolArray = np.all(demand[:, None, :] <= capacity[None, :, :] * (1 + FIT_TOL), axis=2)
+    bad = np.flatnonzero(~fits.any(axis=1))
+    if bad.size:
+        k, s, stage = stages[int(bad[0])]
+        needs = ", ".join(f"{r} {v:g}" for r, v in zip(instance.resources, stage.demand, strict=True) if v > 0)
+        where = (
+            "more than the whole cluster has"
+            if placement == "pooled"
+            else "more than any one machine has (placement 'servers' runs every task on a single machine)"
+        )
+        raise InstanceError(f"a task of stage {stage.name!r} of job {instance.jobs[k].name!r} needs {needs}: "
+                            f"{where}", f"jobs[{k}].stages[{s}].demand")  # fmt: skip
+    return fits
+
+
 @dataclass(frozen=True)
 class SlotData:
-    """The DAG jobs of an instance as flat per-stage arrays, in slots (global stage numbering)."""
+    """The DAG jobs of an instance as flat per-stage arrays, in slots (global stage numbering).
+
+    Capacity comes in *units*, the ``l`` of the variables: the pooled cluster (one unit), a server class
+    (``count`` identical machines aggregated) or a single machine (``per_machine``). ``machine_*`` lists
+    the individual machines (the pool counts as one machine), which list schedules and the checker use.
+    """
 
     slot: float
     exact: bool  # every duration and release is a whole number of slots
@@ -94,16 +144,21 @@ class SlotData:
     edges: IntArray  # (edges, 2): parent stage, child stage
     head: IntArray  # per stage: longest path (slots) from the job start to the stage start
     tail: IntArray  # per stage: longest path from the stage start to the job end, itself included
-    fits: BoolArray  # (stages, classes): one task fits one machine of the class (pooled: one class)
-    class_capacity: FloatArray  # (classes, resources): count * capacity, or the pooled total
+    fits: BoolArray  # (stages, units): one task fits one machine of the unit
+    class_capacity: FloatArray  # (units, resources): count * machine capacity (pooled: the cluster total)
     placement: str
+    unit_count: IntArray  # (units,): machines in the unit
+    machine_capacity: FloatArray  # (machines, resources)
+    machine_unit: IntArray  # (machines,)
+    machine_class: IntArray  # (machines,): server class (-1 for the pool)
+    machine_number: IntArray  # (machines,): number within its class (-1 for the pool)
 
     @staticmethod
-    def of(instance: Instance, placement: str = "pooled") -> SlotData:
-        if placement not in ("pooled", "servers"):
-            raise ValueError(f"placement must be 'pooled' or 'servers', not {placement!r}")
+    def of(instance: Instance, placement: str = "pooled", per_machine: bool = False) -> SlotData:
+        """Slot data for ``placement`` 'pooled' or 'servers' (units: classes, or machines if ``per_machine``)."""
         if not instance.jobs:
             raise InstanceError("space-time packing needs DAG jobs", "jobs")
+        class_fits = placement_fits(instance, placement)
         slot = float(instance.time_slot)
         counts = np.array([len(job.stages) for job in instance.jobs], dtype=np.int64)
         offset = np.concatenate([[0], np.cumsum(counts)])[:-1]
@@ -121,12 +176,26 @@ class SlotData:
         head, tail = _heads_tails(len(stages), edges, duration)
         demand = np.array([s.demand for s in stages], dtype=np.float64).reshape(-1, len(instance.resources))
         if placement == "pooled":
-            capacity = instance.total_capacity[None, :].astype(np.float64)
-            per_machine = capacity
+            machine_class = np.full(1, -1, dtype=np.int64)
+            machine_number = np.full(1, -1, dtype=np.int64)
+            machine_capacity = instance.total_capacity[None, :].astype(np.float64)
+            machine_unit = np.zeros(1, dtype=np.int64)
+            unit_count = np.ones(1, dtype=np.int64)
+            fits = class_fits
         else:
-            capacity = instance.capacity * instance.counts[:, None]
-            per_machine = instance.capacity
-        fits = np.all(demand[:, None, :] <= per_machine[None, :, :] * (1 + 1e-12) + 1e-12, axis=2)
+            machine_class = instance.machine_class().astype(np.int64)
+            machine_number = np.arange(machine_class.size) - np.searchsorted(machine_class, machine_class)
+            machine_capacity = instance.capacity[machine_class].astype(np.float64)
+            if per_machine:
+                machine_unit = np.arange(machine_class.size, dtype=np.int64)
+                unit_count = np.ones(machine_class.size, dtype=np.int64)
+                fits = class_fits[:, machine_class]
+            else:
+                machine_unit = machine_class.copy()
+                unit_count = instance.counts.astype(np.int64)
+                fits = class_fits
+        capacity = np.zeros((unit_count.size, len(instance.resources)))
+        np.add.at(capacity, machine_unit, machine_capacity)
         return SlotData(
             slot=slot,
             exact=exact,
@@ -145,7 +214,17 @@ class SlotData:
             fits=fits,
             class_capacity=capacity,
             placement=placement,
+            unit_count=unit_count,
+            machine_capacity=machine_capacity,
+            machine_unit=machine_unit,
+            machine_class=machine_class,
+            machine_number=machine_number,
         )
+
+    @property
+    def units_are_machines(self) -> bool:
+        """Every unit is one machine, so unit capacities are machine capacities and the model is exact."""
+        return bool(np.all(self.unit_count == 1))
 
     @property
     def num_stages(self) -> int:
@@ -319,16 +398,13 @@ def build_spacetime(
     """Build the time-indexed MILP (module docstring) with job completion slots bounded by ``upper``.
 
     Raises ``WindowError`` when a stage cannot start inside its window (release + critical path
-    beyond its job's bound) and ``InstanceError`` when a task fits no machine class.
+    beyond its job's bound); tasks that fit no unit were already refused by ``SlotData.of``.
     """
     a_job, b_coef = objective_coefficients(data.weight, objective, alpha)
     lower = data.job_lower()
     upper = np.asarray(upper, dtype=np.int64)
     if np.any(upper < lower):
         raise WindowError(f"job {int(np.argmax(upper < lower))} cannot complete by its bound")
-    bad = np.flatnonzero(~data.fits.any(axis=1))
-    if bad.size:
-        raise InstanceError("a task fits no server (class)", f"jobs[{data.stage_job[bad[0]]}]")
     start = data.release[data.stage_job] + data.head
     last = upper[data.stage_job] - data.tail
     window = last - start + 1
@@ -410,6 +486,7 @@ def build_spacetime(
     for label in parts.order:
         builder.add_rows(label, *parts.arrays(label))
     _capacity_rows(builder, data, start, window, classes, x_blocks, y_blocks)
+    _symmetry_rows(builder, data, classes, x_blocks)
     return SpacetimeModel(
         lp=builder.build(),
         data=data,
@@ -522,3 +599,131 @@ def _capacity_rows(
     pair = used // span
     upper = capacity.reshape(-1)[pair]
     builder.add_rows("capacity", used.size, local, np.concatenate(cols), np.concatenate(vals), -math.inf, upper)
+
+
+def task_load(data: SlotData) -> FloatArray:
+    """Per stage, the load one task puts on a machine for symmetry breaking: slots x normalised demand."""
+    total = data.machine_capacity.sum(axis=0)
+    share = np.divide(data.demand, total, out=np.zeros_like(data.demand), where=total > 0)
+    return np.asarray(data.duration * share.sum(axis=1), dtype=np.float64)
+
+
+def order_machines_by_load(data: SlotData, machine: IntArray) -> IntArray:
+    """Relabel identical machines so that, within every server class, load decreases with the number.
+
+    Machines of a class are interchangeable, so this maps any schedule to one that satisfies the
+    per-machine model's symmetry rows (``_symmetry_rows``); ``machine`` is per task, flat order.
+    """
+    n_machines = data.machine_class.size
+    load = np.bincount(machine, weights=task_load(data)[data.task_stage], minlength=n_machines)
+    # Machines are numbered class by class, so sorting by (class, -load) keeps each class's block of numbers.
+    order = np.lexsort((np.arange(n_machines), -load, data.machine_class))
+    relabel = np.empty(n_machines, dtype=np.int64)
+    relabel[order] = np.arange(n_machines)
+    return relabel[machine]
+
+
+def _symmetry_rows(builder: LPBuilder, data: SlotData, classes: tuple[IntArray, ...], x_blocks: list[Block]) -> None:
+    """Per-machine units only: ``load(m) >= load(m + 1)`` for consecutive machines of one class.
+
+    Identical machines make every schedule appear ``count!`` times; ordering them by load (work placed
+    on them, :func:`task_load`) keeps one representative (:func:`order_machines_by_load`).
+    """
+    if data.unit_count.size < 2 or not data.units_are_machines or data.placement != "servers":
+        return
+    same = (data.machine_class[:-1] == data.machine_class[1:]) & (data.machine_class[:-1] >= 0)
+    if not np.any(same):
+        return
+    pair_row = np.full(data.unit_count.size, -1, dtype=np.int64)  # row of the pair (u, u + 1)
+    pair_row[np.flatnonzero(same)] = np.arange(int(same.sum()))
+    load = task_load(data)
+    rows, cols, vals = [], [], []
+    for s in np.flatnonzero(load > 0).tolist():
+        x = x_blocks[s].indices()
+        units = classes[s]
+        for sign, row in ((1.0, pair_row[units]), (-1.0, np.where(units > 0, pair_row[units - 1], -1))):
+            keep = row >= 0
+            rows.append(np.repeat(row[keep], x.shape[1]))
+            cols.append(x[keep].reshape(-1))
+            vals.append(np.full(rows[-1].size, sign * load[s]))
+    if not rows:
+        return
+    builder.add_rows("symmetry", int(same.sum()), np.concatenate(rows), np.concatenate(cols), np.concatenate(vals),
+                     0.0, math.inf)  # fmt: skip
+
+
+#: The assignment MILP keeps a (tasks x start slots) running matrix per class; larger classes skip it.
+MAX_ASSIGNMENT_CELLS = 5_000_000
+
+
+@dataclass(frozen=True)
+class AssignmentModel:
+    """Feasibility MILP putting tasks with fixed start slots on the machines of their class units.
+
+    ``a[i, j]`` (binary, shape ``(tasks, largest count)``) says task ``i`` runs on the ``j``-th machine of
+    its unit (machines of a unit are numbered in ``SlotData.machine_unit`` order).
+    """
+
+    lp: LinearProgram
+    a: Block
+    first_machine: IntArray  # per task: global number of its unit's first machine
+
+    def machines(self, x: FloatArray) -> IntArray:
+        """Global machine of every task in a solution."""
+        return self.first_machine + np.argmax(self.a.values(x), axis=1).astype(np.int64)
+
+
+def build_assignment(data: SlotData, starts: IntArray, task_unit: IntArray) -> AssignmentModel | None:
+    """Machines for a class-unit time-table, exactly: the per-machine feasibility question (module docstring).
+
+    Rows: every task on one machine; for every unit, machine ``j``, resource ``r`` and slot ``tau`` at
+    which some task of the unit starts (usage peaks at starts), ``sum_i demand[i,r] a[i,j] <= capacity``
+    over the unit's tasks running at ``tau`` -- only where those tasks together exceed one machine.
+    Symmetry: the ``q``-th task of a unit (tasks in flat order) may only use machines ``0 .. q``, since
+    relabelling machines by their first task always gets there. ``None`` if a unit's running matrix
+    exceeds ``MAX_ASSIGNMENT_CELLS``.
+    """
+    n_tasks = starts.size
+    first_of_unit = np.searchsorted(data.machine_unit, np.arange(data.unit_count.size))
+    count = data.unit_count[task_unit]
+    width = int(data.unit_count.max(initial=1))
+    # rank[i]: tasks of the same unit before i (flat order), the symmetry bound on i's machine.
+    order = np.argsort(task_unit, kind="stable")
+    sorted_units = task_unit[order]
+    rank = np.empty(n_tasks, dtype=np.int64)
+    rank[order] = np.arange(n_tasks) - np.searchsorted(sorted_units, sorted_units)
+    allowed = np.arange(width)[None, :] < np.minimum(count, rank + 1)[:, None]
+    builder = LPBuilder("min", "assignment")
+    a = builder.add_variables("a", (n_tasks, width), upper=allowed.astype(np.float64), integer=True)
+    index = a.indices()
+    rows_one = np.repeat(np.arange(n_tasks), width)
+    builder.add_rows("one_machine", n_tasks, rows_one, index.reshape(-1), 1.0, 1.0, 1.0)
+    rows, cols, vals, upper = [], [], [], []
+    total_rows = 0
+    stage = data.task_stage
+    for unit in np.flatnonzero(data.unit_count > 1).tolist():
+        tasks = np.flatnonzero((task_unit == unit) & (data.duration[stage] > 0))
+        if tasks.size < 2:
+            continue
+        taus = np.unique(starts[tasks])
+        if tasks.size * taus.size > MAX_ASSIGNMENT_CELLS:
+            return None
+        begin, end = starts[tasks], starts[tasks] + data.duration[stage[tasks]]
+        running = (begin[:, None] <= taus[None, :]) & (taus[None, :] < end[:, None])  # (tasks, taus)
+        need = data.demand[stage[tasks]]
+        cap = data.machine_capacity[first_of_unit[unit]]
+        tau_b, res_b = np.nonzero(running.T.astype(np.float64) @ need > cap[None, :] * (1 + FIT_TOL))
+        if tau_b.size == 0:
+            continue
+        task_b, pair = np.nonzero(running[:, tau_b])  # task positions running in each binding (tau, r)
+        machines = np.arange(int(data.unit_count[unit]))
+        local = pair[None, :] + tau_b.size * machines[:, None]  # row per (machine, binding pair)
+        rows.append((local + total_rows).reshape(-1))
+        cols.append(index[tasks[task_b][None, :], machines[:, None]].reshape(-1))
+        vals.append(np.broadcast_to(need[task_b, res_b[pair]], local.shape).reshape(-1))
+        upper.append(np.tile(cap[res_b], machines.size))
+        total_rows += tau_b.size * machines.size
+    if total_rows:
+        builder.add_rows("machine_capacity", total_rows, np.concatenate(rows), np.concatenate(cols),
+                         np.concatenate(vals), -math.inf, np.concatenate(upper))  # fmt: skip
+    return AssignmentModel(builder.build(), a, first_of_unit[task_unit].astype(np.int64))

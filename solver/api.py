@@ -29,7 +29,8 @@ class SolveOptions:
     strategy: str = "auto"  # drfh: plain | colgen | aggregate | auto
     slots: int = 10  # slots per largest server, for the slot scheduler
     gap: float = 0.0  # drfh-int: stop once f is within this fraction of its proven upper bound
-    placement: str = "auto"  # hdrf, collapsed: pooled | servers | auto (servers when configurations differ)
+    placement: str = "auto"  # hdrf, collapsed: pooled | servers | auto (servers when configurations differ);
+    # DAG jobs: pooled (also for auto) | servers (every task on one machine it fits)
     objective: str | None = None  # DAG jobs: makespan | avg-jct | mix (None: makespan for one job, else avg-jct)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -201,6 +202,13 @@ def _simulated(policy: str) -> Callable[[Instance, SolveOptions], Result]:
     return run
 
 
+def _job_placement(options: SolveOptions) -> str:
+    """DAG jobs: the pooled cluster by default (``auto``), or ``servers`` (each task on one machine)."""
+    if options.placement not in ("auto", "pooled", "servers"):
+        raise ValueError(f"placement must be auto, pooled or servers, not {options.placement!r}")
+    return "servers" if options.placement == "servers" else "pooled"
+
+
 def _run_spacetime_cp(instance: Instance, options: SolveOptions) -> Result:
     """CP-SAT space-time packing; ``extra`` may carry ``alpha``, ``fair_completion``, ``workers``, ``seed``."""
     from solver.spacetime_cp import solve_spacetime_cp
@@ -213,14 +221,13 @@ def _run_spacetime_cp(instance: Instance, options: SolveOptions) -> Result:
         fair_completion=options.extra.get("fair_completion"),
         workers=int(options.extra.get("workers", 2)),
         seed=int(options.extra.get("seed", 0)),
+        placement=_job_placement(options),
     )
 
 
 def _run_spacetime(instance: Instance, options: SolveOptions) -> Result:
-    """Time-indexed MILP; ``extra`` may carry ``alpha``, ``fair_completion``, ``fair_cap`` (default True).
-
-    ``placement='servers'`` uses per-server-class capacities; ``auto`` and ``pooled`` pool the cluster.
-    """
+    """Time-indexed MILP; ``extra`` may carry ``alpha``, ``fair_completion``, ``fair_cap`` (default True),
+    ``servers_model`` (``auto``/``class``/``machine``, with ``placement='servers'``)."""
     from solver.spacetime import solve_spacetime
 
     return solve_spacetime(
@@ -231,8 +238,9 @@ def _run_spacetime(instance: Instance, options: SolveOptions) -> Result:
         alpha=float(options.extra.get("alpha", 0.5)),
         fair_completion=options.extra.get("fair_completion"),
         fair_cap=bool(options.extra.get("fair_cap", True)),
-        placement="servers" if options.placement == "servers" else "pooled",
+        placement=_job_placement(options),
         algorithm=options.algorithm,
+        servers_model=str(options.extra.get("servers_model", "auto")),
     )
 
 
@@ -247,7 +255,8 @@ def _dag_heuristic(name: str) -> Callable[[Instance, SolveOptions], Result]:
     def run(instance: Instance, options: SolveOptions) -> Result:
         from solver.dag import run_heuristic
 
-        result = run_heuristic(instance, name, dict(options.extra), options.time_limit)
+        result = run_heuristic(instance, name, dict(options.extra), options.time_limit,
+                               placement=_job_placement(options))  # fmt: skip
         if options.objective is not None:
             result.extra["objective_name"] = options.objective
             result.extra["alpha"] = float(options.extra.get("alpha", 0.5))
@@ -363,7 +372,8 @@ def _verify_schedule_result(instance: Instance, result: Result, exact: bool) -> 
     # For an exact method C_k <= T_k is a constraint it promised to meet; for a heuristic T_k is only
     # reported (Carbyne's promise can fail), so its schedule is checked for feasibility alone.
     deadlines = None if exact else np.full(len(instance.jobs), np.inf)
-    report = verify_schedule(instance, result.schedule, fair_completion=deadlines)
+    placed = result.extra.get("placement") == "servers"
+    report = verify_schedule(instance, result.schedule, fair_completion=deadlines, require_placement=placed)
     result.verified = report.ok
     result.violations = list(report.violations)
     name = str(result.extra.get("objective_name", "makespan"))

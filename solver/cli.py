@@ -302,7 +302,7 @@ def _check_schedule(args: argparse.Namespace, instance: Instance, data: dict[str
         schedule = schedule_from_json(instance, data)
     except InstanceError as error:
         raise error.located(args.result) from None
-    report = verify_schedule(instance, schedule)
+    report = verify_schedule(instance, schedule, require_placement=data.get("placement") == "servers")
     problems = list(report.violations)
 
     def differs(saved: Any, value: float) -> bool:
@@ -400,7 +400,10 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--slots", type=int, help="slots per largest server (slots method)")
     solve.add_argument("--gap", type=float, help="drfh-int: stop when f is within this fraction of its proven bound")
     solve.add_argument(
-        "--placement", choices=["auto", "pooled", "servers"], help="hdrf, collapsed: one pool or placeable on servers"
+        "--placement",
+        choices=["auto", "pooled", "servers"],
+        help="hdrf, collapsed: one pool or placeable on servers; DAG jobs: pooled (default) or every task on one "
+        "machine (servers)",
     )
     solve.add_argument("--horizon", type=float, help="simulated time (naive-hdrf, dynamic-hdrf, hslots)")
     solve.add_argument("--seed", type=int, help="seed of the simulated task durations")

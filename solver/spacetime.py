@@ -2,11 +2,11 @@
 
 Steps
 -----
-1. Heuristic schedules in slots: serial list scheduling (stage by stage, each task at the earliest slot
-   where precedence, release and capacity allow) under two priority rules -- longest remaining critical
-   path first, and whole jobs shortest-first -- plus, when registered in ``solver.api.METHODS``, the
-   DAG heuristics ``carbyne``, ``tetris``, ``sjf``, ``drf-dag`` (used only when their starts fall on
-   whole slots and their slotted schedule is feasible). The best one that meets the fair caps wins.
+1. Heuristic schedules in slots (:mod:`solver.dag.warmstart`): serial list scheduling (stage by stage,
+   each task at the earliest slot where precedence, release and a machine's capacity allow) under two
+   priority rules -- longest remaining critical path first, and whole jobs shortest-first -- plus the DAG
+   heuristics ``carbyne``, ``sjf``, ``drf-dag``, ``tetris`` when their starts fall on whole slots. All are
+   feasible per machine (the pool is one machine). The best one that meets the fair caps wins.
 2. Completion bounds: its objective value ``V`` bounds the optimum, which yields a per-job bound on
    ``C_k`` (``models.spacetime.completion_upper``) and so the horizon: it never cuts off an optimum. Without
    a feasible heuristic the horizon is the last release plus every task's duration (always valid).
@@ -15,148 +15,90 @@ Steps
 4. The solution (or the heuristic schedule if the solver found none in time) becomes a ``Schedule``
    with ``start = slot * t`` and true durations; task ``i`` of a stage takes the ``i``-th start slot.
 
+Per-server placement (``placement='servers'``, ``servers_model``)
+-----------------------------------------------------------------
+Every task must run on one machine it fits, and no machine may be overloaded; the schedule names each
+task's server class and machine, and the checker verifies every machine. ``servers_model``:
+
+* ``'auto'`` (default): solve the compact *class-aggregated* MILP (one capacity unit per server class,
+  ``count x capacity``; a relaxation when a class has several machines, see ``models.spacetime``), then
+  place its time-table on machines -- first fit in start order, else the exact assignment MILP
+  (``models.spacetime.build_assignment``). If that works, the schedule is feasible per machine and the
+  relaxation's bound is a valid bound, so ``optimal`` is a per-machine optimum. If no placement exists,
+  the per-machine MILP is solved with the remaining time (warm-started from the best list schedule) and
+  the relaxation's bound is kept when it is the better one. Under a time limit the relaxation gets
+  ``RELAXATION_SHARE`` of the time, so that the per-machine MILP keeps the rest.
+* ``'machine'``: the per-machine MILP from the start (exact; grows with the machine count).
+* ``'class'``: the relaxation only; when its time-table fits no machines the best per-machine heuristic
+  schedule is returned, ``feasible`` with the relaxation's bound, never ``optimal``.
+
+Warm starts and horizons stay valid for either placement because every heuristic schedule is built per
+machine; for the per-machine model identical machines are relabelled by load to satisfy its symmetry rows.
+
 Fair caps ``C_k <= T_k``: ``fair_completion`` given explicitly (job name -> T_k), else, unless
-``fair_cap=False``, the fair-share baseline ``fair_completion(instance)`` from ``solver.dag_sim`` or
-``solver.dag`` when one of them exists; if neither does the cap is off and the result message says so.
+``fair_cap=False``, the fair-share baseline :func:`solver.dag.fair_completion_times` (pooled shares, the
+same promise for either placement), computed within ``FAIR_BUDGET_SHARE`` of the time limit.
 """
 
 from __future__ import annotations
 
-import importlib
 import math
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from models.lp import LinearProgram
 from models.solution import Result, Schedule, Status
 from models.spacetime import (
+    FIT_TOL,
     FloatArray,
     IntArray,
     SlotData,
+    SpacetimeModel,
     WindowError,
+    build_assignment,
     build_spacetime,
     completion_upper,
     objective_coefficients,
     objective_in_slots,
+    order_machines_by_load,
 )
 from models.types import Instance, InstanceError
-from solver.backends import get_backend
+from solver.backends import Backend, SolveOutcome, get_backend
+from solver.dag.fairshare import FAIR_BUDGET_SHARE
+from solver.dag.warmstart import heuristic_starts, priority_rules, serial_sgs
 
-#: The list heuristic keeps a (slots x classes x resources) profile; larger instances skip it.
-MAX_PROFILE_CELLS = 20_000_000
-#: DAG heuristics tried for the horizon and warm start when they are registered.
-EXTERNAL_HEURISTICS = ("carbyne", "tetris", "sjf", "drf-dag")
+SERVERS_MODELS = ("auto", "class", "machine")
+#: Seconds below which the per-machine MILP is not started after the relaxation (it could not even load).
+MIN_PHASE_S = 0.5
+#: ``servers_model='auto'`` under a time limit: share of the remaining time the class relaxation may use.
+RELAXATION_SHARE = 0.5
 
 
-def list_schedule(data: SlotData, priority: FloatArray) -> tuple[IntArray, IntArray] | None:
-    """Serial list scheduling in slots: start slot and server class of every task (flat order).
+def _heuristics(instance: Instance, data: SlotData) -> dict[str, tuple[IntArray, IntArray]]:
+    """Start slots and machines (flat order) of the list schedules and, on whole slots, the DAG heuristics.
 
-    Repeatedly takes the eligible stage (all parents scheduled) with the smallest ``priority`` and places
-    its tasks one by one at the earliest slot from its release and its parents' end where one fitting
-    class has room for the whole duration. ``None`` if the profile would be too large.
+    Every one is feasible per machine (the pool is one machine), so each bounds the optimum of either
+    placement and warm-starts either model.
     """
-    n_classes, n_res = data.class_capacity.shape
-    span = data.sum_horizon() + int(data.duration.max(initial=0)) + 1
-    if span * n_classes * max(n_res, 1) > MAX_PROFILE_CELLS:
-        return None
-    limit = data.class_capacity * (1 + 1e-9) + 1e-9
-    usage = np.zeros((span, n_classes, n_res))
-    starts = np.zeros(int(data.tasks.sum()), dtype=np.int64)
-    classes = np.zeros_like(starts)
-    stage_end = np.zeros(data.num_stages, dtype=np.int64)
-    parents: list[list[int]] = [[] for _ in range(data.num_stages)]
-    children: list[list[int]] = [[] for _ in range(data.num_stages)]
-    for parent, child in data.edges.tolist():
-        parents[child].append(parent)
-        children[parent].append(child)
-    missing = [len(p) for p in parents]
-    eligible = {s for s in range(data.num_stages) if not missing[s]}
-    first = data.first_task
-    while eligible:
-        stage = min(eligible, key=lambda s: (priority[s], s))
-        eligible.remove(stage)
-        earliest = max([int(data.release[data.stage_job[stage]])] + [int(stage_end[p]) for p in parents[stage]])
-        d, need = int(data.duration[stage]), data.demand[stage]
-        fitting = np.flatnonzero(data.fits[stage])
-        end = earliest
-        for k in range(int(data.tasks[stage])):
-            t, cls = earliest, int(fitting[0])
-            if d > 0 and np.any(need > 0):
-                room = np.all(usage[earliest:, fitting] + need <= limit[fitting], axis=2)  # (slots, classes)
-                blocked = np.concatenate([np.zeros((1, fitting.size), dtype=np.int64), np.cumsum(~room, axis=0)])
-                free = (blocked[d:] - blocked[:-d]) == 0
-                first_free = np.where(free.any(axis=0), free.argmax(axis=0), np.iinfo(np.int64).max)
-                choice = int(np.argmin(first_free))
-                t, cls = earliest + int(first_free[choice]), int(fitting[choice])
-                usage[t : t + d, cls] += need
-            starts[first[stage] + k] = t
-            classes[first[stage] + k] = cls
-            end = max(end, t + d)
-        stage_end[stage] = end
-        for child in children[stage]:
-            missing[child] -= 1
-            if not missing[child]:
-                eligible.add(child)
-    return starts, classes
+    found: dict[str, tuple[IntArray, IntArray] | None] = {
+        rule: serial_sgs(data.stage_job, data.tasks, data.duration, data.demand, data.release, data.edges,
+                         priority, data.machine_capacity, data.fits[:, data.machine_unit])
+        for rule, priority in priority_rules(data.stage_job, data.tail, data.release, data.weight).items()
+    }  # fmt: skip
+    if data.exact:  # the heuristics run in real time: on whole slots their schedules are slotted ones
+        found.update(heuristic_starts(instance, data.slot, data.placement))
+    return {rule: value for rule, value in found.items() if value is not None}
 
 
-def _rules(data: SlotData) -> dict[str, FloatArray]:
-    tail = data.tail.astype(np.float64)
-    length = np.zeros(data.num_jobs)
-    np.maximum.at(length, data.stage_job, tail)
-    rank = np.argsort(np.argsort((data.release + length) / data.weight, kind="stable"), kind="stable")
-    return {"critical-path": -tail, "shortest-job": rank[data.stage_job] * (tail.max(initial=0) + 1) - tail}
+def _fair_baseline(instance: Instance, budget: float | None) -> tuple[FloatArray, str]:
+    """The fair-share baseline's ``T_k`` (:func:`solver.dag.fair_completion_times`) within ``budget`` seconds."""
+    from solver.dag import fair_completion_times
 
-
-def _external(instance: Instance, data: SlotData) -> dict[str, tuple[IntArray, IntArray]]:
-    """Registered DAG heuristics whose schedules are whole-slot and feasible in the slotted model."""
-    if data.placement != "pooled" or not data.exact:
-        return {}
-    from models.check import verify_schedule
-    from solver.api import METHODS, SolveOptions
-
-    found = {}
-    stage_offset = np.concatenate([[0], np.cumsum([len(job.stages) for job in instance.jobs])])[:-1]
-    for name in EXTERNAL_HEURISTICS:
-        if name not in METHODS:
-            continue
-        try:
-            schedule = METHODS[name].run(instance, SolveOptions()).schedule
-        except Exception:  # a heuristic in progress elsewhere must not break the exact method
-            continue
-        if schedule is None or not verify_schedule(instance, schedule, np.full(len(instance.jobs), np.inf)).ok:
-            continue
-        ticks = schedule.start / data.slot
-        if np.any(np.abs(ticks - np.round(ticks)) > 1e-9):
-            continue
-        flat = data.first_task[stage_offset[schedule.job] + schedule.stage] + schedule.index
-        starts = np.zeros(int(data.tasks.sum()), dtype=np.int64)
-        starts[flat] = np.round(ticks).astype(np.int64)
-        found[name] = (starts, np.zeros_like(starts))
-    return found
-
-
-def _fair_baseline(instance: Instance) -> tuple[Any, str]:
-    """The fair-share baseline's ``T_k`` (``solver.dag.fair_completion_times`` or a ``fair_completion``
-    function in ``solver.dag_sim`` / ``solver.dag``), or ``None`` with the reason when there is none."""
-    for module_name, function_name in (
-        ("solver.dag", "fair_completion_times"),
-        ("solver.dag", "fair_completion"),
-        ("solver.dag_sim", "fair_completion"),
-    ):
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError as error:  # absent, or still being written
-            reason = str(error)
-            continue
-        function = getattr(module, function_name, None)
-        if function is not None:
-            found = function(instance)
-            return getattr(found, "completion", found), f"fair caps C_k <= T_k from {module_name}.{function_name}"
-    return None, f"fair cap off: no fair-share baseline could be imported ({reason})"
+    fair = fair_completion_times(instance, budget=budget)
+    return fair.completion, "fair caps C_k <= T_k from solver.dag.fair_completion_times"
 
 
 def _fair_array(instance: Instance, fair: Any) -> FloatArray | None:
@@ -176,6 +118,110 @@ def _fair_array(instance: Instance, fair: Any) -> FloatArray | None:
     return array if np.isfinite(array).any() else None
 
 
+@dataclass
+class _Phase:
+    """One MILP solve: the model, the solver's outcome and the time-table read from it."""
+
+    model: SpacetimeModel
+    outcome: SolveOutcome
+    warm: bool
+    starts: IntArray | None = None
+    units: IntArray | None = None
+
+
+def _remaining(deadline: float | None) -> float | None:
+    return None if deadline is None else max(deadline - time.perf_counter(), 0.01)
+
+
+def _solve_phase(
+    data: SlotData,
+    objective: str,
+    alpha: float,
+    upper: IntArray,
+    start: tuple[IntArray, IntArray] | None,
+    solver: Backend,
+    deadline: float | None,
+    algorithm: str | None,
+    name: str,
+    notes: list[str],
+) -> _Phase:
+    """Build the MILP on ``data``'s units, warm-start it from ``start`` (slots, machines) and solve it.
+
+    Raises ``WindowError`` when the completion bounds leave some stage no start slot.
+    """
+    model = build_spacetime(data, objective, alpha, upper, name=name)
+    warm = None
+    if start is not None:
+        starts, machine = start
+        if data.units_are_machines:
+            machine = order_machines_by_load(data, machine)  # the per-machine model's symmetry rows
+        warm = model.start_vector(starts, data.machine_unit[machine])
+        violation = model.lp.max_violation(warm)
+        if violation > 1e-6:  # would be a bug in the heuristic or the model; never hand it to a solver
+            notes.append(f"heuristic start violates the model by {violation:.3g}; not used")
+            warm = None
+    use_warm = warm is not None and solver.capabilities.warm_start
+    outcome = solver.solve(model.lp, time_limit=_remaining(deadline), warm_start=warm if use_warm else None,
+                           algorithm=algorithm)  # fmt: skip
+    phase = _Phase(model, outcome, use_warm)
+    if outcome.x is not None:
+        phase.starts, phase.units = model.task_starts(outcome.x)
+    return phase
+
+
+def _first_fit(data: SlotData, starts: IntArray, units: IntArray) -> IntArray | None:
+    """Machines by first fit, tasks in start order (larger first at equal starts); ``None`` on failure."""
+    first = np.searchsorted(data.machine_unit, np.arange(data.unit_count.size))
+    machine = first[units].astype(np.int64)
+    stage = data.task_stage
+    size = data.demand[stage].sum(axis=1)
+    for unit in np.flatnonzero(data.unit_count > 1).tolist():
+        tasks = np.flatnonzero((units == unit) & (data.duration[stage] > 0))
+        if tasks.size < 2:
+            continue
+        tasks = tasks[np.lexsort((-size[tasks], starts[tasks]))]
+        limit = data.machine_capacity[first[unit]] * (1 + FIT_TOL) + FIT_TOL
+        usage = np.zeros((int((starts[tasks] + data.duration[stage[tasks]]).max()), int(data.unit_count[unit]),
+                          limit.size))  # fmt: skip
+        for task in tasks.tolist():
+            t, d, need = int(starts[task]), int(data.duration[stage[task]]), data.demand[stage[task]]
+            room = np.all(usage[t : t + d] + need <= limit, axis=(0, 2))
+            if not room.any():
+                return None
+            j = int(np.argmax(room))
+            usage[t : t + d, j] += need
+            machine[task] = first[unit] + j
+    return machine
+
+
+def _machines(
+    data: SlotData, starts: IntArray, units: IntArray, solver: Backend, deadline: float | None
+) -> tuple[IntArray | None, str, float]:
+    """Machines for a time-table on capacity units: ``(machine per task or None, how, solve seconds)``.
+
+    Units of one machine need nothing; otherwise first fit, then the exact assignment MILP (which also
+    proves that no placement exists).
+    """
+    if data.units_are_machines:
+        return np.searchsorted(data.machine_unit, units).astype(np.int64), "units are machines", 0.0
+    found = _first_fit(data, starts, units)
+    if found is not None:
+        return found, "first fit", 0.0
+    model = build_assignment(data, starts, units)
+    if model is None:
+        return None, "too large for the exact assignment", 0.0
+    outcome = solver.solve(model.lp, time_limit=_remaining(deadline))
+    if outcome.x is not None and model.lp.max_violation(outcome.x) <= 1e-6:
+        return model.machines(outcome.x), "assignment MILP", outcome.solve_s
+    reason = "no placement exists" if outcome.status == "infeasible" else f"assignment MILP {outcome.status}"
+    return None, reason, outcome.solve_s
+
+
+def _better_bound(*bounds: float | None) -> float | None:
+    known = [b for b in bounds if b is not None and math.isfinite(b)]
+    return max(known) if known else None
+
+
 def solve_spacetime(
     instance: Instance,
     backend: str = "highs",
@@ -186,6 +232,7 @@ def solve_spacetime(
     fair_cap: bool = True,
     placement: str = "pooled",
     algorithm: str | None = None,
+    servers_model: str = "auto",
 ) -> Result:
     """Pack all tasks of all DAG jobs in space and time with the time-indexed MILP.
 
@@ -198,28 +245,37 @@ def solve_spacetime(
     objective : {'makespan', 'avg-jct', 'mix'}, optional
         Default ``makespan`` for one job, ``avg-jct`` for several (as ``spacetime-cp``).
     time_limit : float, optional
-        Seconds for the whole method; the incumbent (at worst the heuristic schedule) is returned.
+        Seconds for the whole method (fair completion times included); the incumbent (at worst the
+        heuristic schedule) is returned.
     alpha : float
         Weight of the average JCT in ``mix``.
     fair_completion : mapping job name -> T_k or array (jobs,), optional
-        Deadlines ``C_k <= T_k``; when omitted the fair-share baseline is used if available.
+        Deadlines ``C_k <= T_k``; when omitted the fair-share baseline is used.
     fair_cap : bool
         ``False`` ignores every fair completion time (``--no-fair-cap``).
     placement : {'pooled', 'servers'}
-        One pooled cluster, or per-server-class capacities with every task fitting one machine.
+        One pooled cluster, or every task on one machine it fits (module docstring).
     algorithm : str, optional
         Backend variant (``scip`` for ``ortools``).
+    servers_model : {'auto', 'class', 'machine'}
+        With ``placement='servers'``: relaxation then per-machine if needed, relaxation only, or
+        per-machine only (module docstring).
 
     Returns
     -------
     Result
-        ``schedule`` in real times; ``solver_objective`` and ``bound`` (the MILP dual bound) in real
-        units; status ``optimal``/``feasible``/``time_limit``/``infeasible``/``error``. When durations or
-        releases are not whole slots, ``optimal`` becomes ``feasible`` and the bound (of the slotted
-        problem only) moves to ``extra['slotted_bound']``.
+        ``schedule`` in real times (with server and machine per task for ``servers``);
+        ``solver_objective`` and ``bound`` (a valid dual bound) in real units; status
+        ``optimal``/``feasible``/``time_limit``/``infeasible``/``error``. When durations or releases are
+        not whole slots, ``optimal`` becomes ``feasible`` and the bound (of the slotted problem only)
+        moves to ``extra['slotted_bound']``.
     """
     started = time.perf_counter()
-    data = SlotData.of(instance, placement)
+    deadline = None if time_limit is None else started + float(time_limit)
+    if servers_model not in SERVERS_MODELS:
+        raise ValueError(f"servers_model must be one of {', '.join(SERVERS_MODELS)}, not {servers_model!r}")
+    servers = placement == "servers"
+    data = SlotData.of(instance, placement, per_machine=servers and servers_model == "machine")
     objective = objective or ("makespan" if len(instance.jobs) == 1 else "avg-jct")
     a, b = objective_coefficients(data.weight, objective, alpha)
     notes: list[str] = []
@@ -229,71 +285,96 @@ def solve_spacetime(
     fair = None
     if fair_cap:
         if fair_completion is None:
-            fair_completion, note = _fair_baseline(instance)
+            budget = None if time_limit is None else FAIR_BUDGET_SHARE * float(time_limit)
+            fair_completion, note = _fair_baseline(instance, budget)
             notes.append(note)
         fair = _fair_array(instance, fair_completion)
-    deadline = None
+    cap = None
     if fair is not None:
         big = data.sum_horizon() + 1
-        deadline = np.where(np.isfinite(fair), np.floor(np.where(np.isfinite(fair), fair, 0) / data.slot + 1e-9), big)
-        deadline = deadline.astype(np.int64)
+        cap = np.where(np.isfinite(fair), np.floor(np.where(np.isfinite(fair), fair, 0) / data.slot + 1e-9), big)
+        cap = cap.astype(np.int64)
+    extra: dict[str, Any] = {"objective_name": objective, "alpha": alpha, "slot": data.slot, "placement": placement,
+                             "fair_cap": fair is not None}  # fmt: skip
+    if servers:
+        extra["servers_model"] = servers_model
 
     def base(status: Status, message: str = "", **fields: Any) -> Result:
         return Result(status, "spacetime", backend, message="; ".join([*notes, message] if message else notes),
-                      extra={"objective_name": objective, "alpha": alpha, "slot": data.slot,
-                             "placement": placement, "fair_cap": fair is not None}, **fields)  # fmt: skip
+                      extra=extra, **fields)  # fmt: skip
 
-    # 1. Heuristic schedules.
+    # 1. Heuristic schedules (per machine).
     candidates: dict[str, tuple[float, IntArray, IntArray]] = {}
-    heuristics = {rule: list_schedule(data, priority) for rule, priority in _rules(data).items()}
-    heuristics.update(_external(instance, data))
-    for rule, found in heuristics.items():
-        if found is None:
-            continue
-        completion = data.completions(found[0])
-        if deadline is None or np.all(completion <= deadline):
-            candidates[rule] = (objective_in_slots(data, completion, a, b), found[0], found[1])
+    for rule, (starts, machine) in _heuristics(instance, data).items():
+        completion = data.completions(starts)
+        if cap is None or np.all(completion <= cap):
+            candidates[rule] = (objective_in_slots(data, completion, a, b), starts, machine)
     best = min(candidates, key=lambda rule: candidates[rule][0]) if candidates else None
+    start = (candidates[best][1], candidates[best][2]) if best is not None else None
 
     # 2. Completion bounds and horizon.
     if best is not None:
         upper = completion_upper(data, a, b, candidates[best][0])
     else:
         upper = np.full(data.num_jobs, data.sum_horizon(), dtype=np.int64)
-    if deadline is not None:
-        upper = np.minimum(upper, deadline)
+    if cap is not None:
+        upper = np.minimum(upper, cap)
 
-    # 3. Build and solve.
+    # 3. Build and solve; per-server placement may need machines, or a second, per-machine model.
+    solver = get_backend(backend)
+    solve_s = 0.0
+    first_deadline = deadline
+    if deadline is not None and servers_model == "auto" and not data.units_are_machines:
+        # Keep time for the per-machine MILP in case the relaxation's time-table fits no machines.
+        first_deadline = time.perf_counter() + RELAXATION_SHARE * max(deadline - time.perf_counter(), 0.0)
     try:
-        model = build_spacetime(data, objective, alpha, upper, name=instance.name)
+        phase = _solve_phase(data, objective, alpha, upper, start, solver, first_deadline, algorithm, instance.name,
+                             notes)  # fmt: skip
+        solve_s += phase.outcome.solve_s
+        status: Status = phase.outcome.status
+        bound = phase.outcome.bound
+        solver_objective = phase.outcome.objective if phase.outcome.x is not None else None
+        chosen: tuple[IntArray, IntArray] | None = None
+        if servers:
+            extra["models"] = {"machine" if data.units_are_machines else "class": phase.model.stats()}
+        if phase.starts is not None and phase.units is not None:
+            on, how, spent = _machines(data, phase.starts, phase.units, solver, deadline)
+            solve_s += spent
+            if servers:
+                extra["machine_assignment"] = how
+            if on is not None:
+                chosen = (phase.starts, on)
+                if servers and not data.units_are_machines:
+                    notes.append(f"class-aggregated MILP (a relaxation of per-machine packing); its time-table was "
+                                 f"placed on machines by {how}, so its bound holds per machine")  # fmt: skip
+            else:
+                notes.append(f"the class-aggregated MILP's time-table does not fit the machines ({how})")
+                status = "feasible" if status == "optimal" else status
+                solver_objective = None
+                if servers_model == "auto" and (deadline is None or deadline - time.perf_counter() > MIN_PHASE_S):
+                    data = SlotData.of(instance, placement, per_machine=True)
+                    second = _solve_phase(data, objective, alpha, upper, start, solver, deadline, algorithm,
+                                          instance.name, notes)  # fmt: skip
+                    solve_s += second.outcome.solve_s
+                    extra["models"]["machine"] = second.model.stats()
+                    notes.append("then ran the per-machine MILP")
+                    status, phase = second.outcome.status, second
+                    bound = _better_bound(bound, second.outcome.bound)
+                    if second.starts is not None and second.units is not None:
+                        chosen = (second.starts, second.units)  # per-machine data: unit u is machine u
+                        solver_objective = second.outcome.objective
     except WindowError as error:
         reason = f"no schedule meets the fair caps (--no-fair-cap drops them): {error}"
         return base("infeasible", reason, build_s=time.perf_counter() - started)
-    lp: LinearProgram = model.lp
-    solver = get_backend(backend)
-    warm = None
-    if best is not None:
-        warm = model.start_vector(candidates[best][1], candidates[best][2])
-        violation = lp.max_violation(warm)
-        if violation > 1e-6:  # would be a bug in the heuristic or the model; never hand it to a solver
-            notes.append(f"heuristic start violates the model by {violation:.3g}; not used")
-            warm = None
-    build_s = time.perf_counter() - started
-    remaining = None if time_limit is None else max(float(time_limit) - build_s, 0.01)
-    outcome = solver.solve(
-        lp, time_limit=remaining, warm_start=warm if solver.capabilities.warm_start else None, algorithm=algorithm
-    )
 
     # 4. Schedule.
-    status: Status = outcome.status
-    bound = outcome.bound
-    chosen: tuple[IntArray, IntArray] | None = None
-    if outcome.x is not None:
-        chosen = model.task_starts(outcome.x)
-    elif best is not None and status in ("time_limit", "error", "feasible"):
+    if chosen is None and best is not None and status in ("time_limit", "error", "feasible", "optimal"):
         chosen = (candidates[best][1], candidates[best][2])
-        status = "time_limit" if status != "error" else "error"
-        notes.append(f"the solver found no solution; returning the {best} list schedule")
+        if status == "optimal":  # a relaxation's optimum without machines: its bound holds, not optimality
+            status = "feasible"
+        elif status != "feasible":
+            status = "time_limit" if status != "error" else "error"
+        notes.append(f"returning the {best} heuristic schedule")
     if status == "infeasible" and fair is not None:
         notes.append("the fair caps cannot all be met at once (--no-fair-cap drops them)")
     extra_bound = None
@@ -301,40 +382,26 @@ def solve_spacetime(
         status = "feasible" if status == "optimal" else status
         extra_bound, bound = bound, None
     schedule = None
-    task_class = None
     if chosen is not None:
-        starts, task_class = chosen
+        starts, machine = chosen
         stage = data.task_stage
         begin = starts.astype(np.float64) * data.slot
-        schedule = Schedule(
-            data.stage_job[stage],
-            data.stage_local[stage],
-            np.arange(stage.size) - data.first_task[stage],
-            begin,
-            begin + data.real_duration[stage],
-            fair,
-        )
-    result = base(
-        status,
-        outcome.message,
-        bound=bound,
-        build_s=build_s,
-        solve_s=outcome.solve_s,
-        solver_objective=outcome.objective if outcome.x is not None else None,
-        schedule=schedule,
-    )
+        placed = (data.machine_class[machine], data.machine_number[machine]) if servers else (None, None)
+        index = np.arange(stage.size) - data.first_task[stage]
+        schedule = Schedule(data.stage_job[stage], data.stage_local[stage], index, begin,
+                            begin + data.real_duration[stage], fair, *placed)  # fmt: skip
+    total = time.perf_counter() - started
+    result = base(status, phase.outcome.message, bound=bound, build_s=max(total - solve_s, 0.0), solve_s=solve_s,
+                  solver_objective=solver_objective, schedule=schedule)  # fmt: skip
     result.extra.update(
         {
-            **model.stats(),
-            "horizon": model.horizon * data.slot,
+            **phase.model.stats(),
+            "horizon": phase.model.horizon * data.slot,
             "heuristic": best,
             "heuristic_objective": candidates[best][0] if best is not None else None,
-            "warm_start": warm is not None and solver.capabilities.warm_start,
+            "warm_start": phase.warm,
         }
     )
     if extra_bound is not None:
         result.extra["slotted_bound"] = extra_bound
-    if placement == "servers" and task_class is not None:
-        names = [server.name for server in instance.servers]
-        result.extra["task_class"] = [names[c] for c in task_class.tolist()]
     return result

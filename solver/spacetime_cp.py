@@ -1,4 +1,4 @@
-"""``spacetime-cp``: exact space-time packing of DAG jobs on the pooled cluster with OR-Tools CP-SAT.
+"""``spacetime-cp``: exact space-time packing of DAG jobs with OR-Tools CP-SAT, pooled or per machine.
 
 Model
 -----
@@ -6,6 +6,14 @@ Model
   (``start[k] <= start[k+1]``), which removes ``n!`` symmetric copies of every schedule.
 * One ``add_cumulative`` per resource over the pooled capacity (``Instance.total_capacity``); a resource
   whose total demand fits in its capacity can never bind and gets none.
+* ``placement='servers'`` (exact per machine, never an aggregate): every task runs on one machine it fits.
+  A task with several possible machines gets a presence literal and an optional interval (sharing its
+  start variable) per machine, exactly one literal true; every machine gets one cumulative per resource
+  over the intervals that may land on it (and the no-overlap below). The pooled cumulative stays as a
+  redundant constraint. Identical machines of a class are symmetric: the ``q``-th task (flat order)
+  fitting a class may only use that class's machines ``0 .. q`` (relabelling machines by their first
+  task reaches this from any schedule), so a 10-machine class costs far fewer literals than
+  ``tasks x 10``. The model grows with tasks x machines; beyond a few hundred of each, expect time limits.
 * Barriers: one stage-end variable per multi-task stage (``>=`` every task end; single-task stages use
   their task's end expression directly), and every task of a child stage starts at or after each
   parent stage's end. This needs ``tasks + parent edges`` constraints instead of ``tasks x parent tasks``.
@@ -25,16 +33,18 @@ Integer scaling (CP-SAT is integral)
   makes all of them whole; otherwise demands are rounded up and capacity down (feasible, not proven).
 * Objective coefficients (``alpha * w_k`` and ``(1 - alpha) * sum w``) are scaled the same way.
 
-Horizon: for ``makespan`` it is the makespan of the better of two serial schedule-generation (SSGS)
-list schedules, which also warm-start CP-SAT through hints; for ``avg-jct`` and ``mix`` it is
-``max release + sum of durations``, valid because some optimal schedule is semi-active (every task
-starts at its release or at another task's end) and so ends by then.
+Horizon: for ``makespan`` it is the makespan of the best warm start -- two serial schedule-generation
+(SSGS) list schedules and the event-driven heuristics (:mod:`solver.dag.warmstart`), which also
+warm-start CP-SAT through hints; for ``avg-jct`` and ``mix`` it is ``max release + sum of durations``,
+valid because some optimal schedule is semi-active (every task starts at its release or at another
+task's end) and so ends by then. Every warm start is built per machine for ``servers`` (a pooled
+schedule may overload a machine), so the horizon never cuts off a per-machine optimum; its machines are
+relabelled by first task to match the symmetry domains before they become hints.
 """
 
 from __future__ import annotations
 
 import itertools
-import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -45,15 +55,15 @@ import numpy.typing as npt
 
 from models.dag import adjacency, topological_order
 from models.solution import SCHEDULE_OBJECTIVES, Result, Schedule, Status
+from models.spacetime import placement_fits
 from models.types import Instance, InstanceError
+from solver.dag.warmstart import heuristic_starts, priority_rules, serial_sgs
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
 #: Largest power of ten tried when turning fractional data into integers.
 MAX_DECIMALS = 6
-#: The SSGS heuristic keeps a per-tick resource profile; beyond this many ticks x resources it is skipped.
-MAX_PROFILE_CELLS = 20_000_000
 
 
 def _integer_scale(values: FloatArray, base: float = 1.0) -> tuple[float, bool]:
@@ -139,77 +149,6 @@ class FlatTasks:
         return head, tail
 
 
-def serial_sgs(
-    flat: FlatTasks,
-    duration: IntArray,
-    demand: IntArray,
-    capacity: IntArray,
-    release: IntArray,
-    priority: FloatArray,
-) -> IntArray | None:
-    """Serial schedule-generation scheme on integer ticks (the classic RCPSP list heuristic).
-
-    Repeatedly takes the eligible stage (all parent stages scheduled) with the smallest ``priority`` and
-    places its tasks one by one at the earliest tick where precedence, release and every resource allow.
-
-    Parameters
-    ----------
-    flat : FlatTasks
-        The stage DAG.
-    duration, demand, capacity, release : int arrays
-        Per stage duration (ticks), per stage demand (stages, resources), pooled capacity per resource,
-        per job release (ticks).
-    priority : float array, shape (stages,)
-        Smaller goes first among eligible stages.
-
-    Returns
-    -------
-    int array of task start ticks (in ``flat`` task order), or ``None`` if a task cannot fit at all or
-    the profile would be too large.
-    """
-    if np.any(demand > capacity[None, :]):
-        return None
-    # Every task one after another: a stage's tasks may need several waves, so count tasks, not stages.
-    horizon = int(release.max(initial=0) + (duration * flat.stage_tasks).sum() + duration.max(initial=0) + 1)
-    n_res = capacity.size
-    if horizon * max(n_res, 1) > MAX_PROFILE_CELLS:
-        return None
-    usage = np.zeros((horizon, n_res), dtype=np.int64)
-    stage_end = np.zeros(flat.num_stages, dtype=np.int64)
-    first_task = np.concatenate([[0], np.cumsum(flat.stage_tasks)])[:-1]
-    start = np.zeros(flat.task_stage.size, dtype=np.int64)
-    parents: list[list[int]] = [[] for _ in range(flat.num_stages)]
-    children: list[list[int]] = [[] for _ in range(flat.num_stages)]
-    for parent, child in flat.edges.tolist():
-        parents[child].append(parent)
-        children[parent].append(child)
-    missing = np.array([len(p) for p in parents])
-    eligible = {s for s in range(flat.num_stages) if missing[s] == 0}
-    while eligible:
-        stage = min(eligible, key=lambda s: (priority[s], s))
-        eligible.remove(stage)
-        earliest = max([int(release[flat.stage_job[stage]])] + [int(stage_end[p]) for p in parents[stage]])
-        d, need = int(duration[stage]), demand[stage]
-        end = earliest
-        for k in range(int(flat.stage_tasks[stage])):
-            t = earliest
-            if d > 0 and np.any(need > 0):
-                # First window of d ticks from `earliest` where the profile has room for this task.
-                room = np.all(usage[earliest:] + need[None, :] <= capacity[None, :], axis=1)
-                blocked = np.concatenate([[0], np.cumsum(~room)])
-                window = blocked[d:] - blocked[:-d]
-                t = earliest + int(np.flatnonzero(window == 0)[0])
-                usage[t : t + d] += need
-            start[first_task[stage] + k] = t
-            end = max(end, t + d)
-        stage_end[stage] = end
-        for child in children[stage]:
-            missing[child] -= 1
-            if missing[child] == 0:
-                eligible.add(child)
-    return start
-
-
 @dataclass(frozen=True)
 class _Scaled:
     tick: float
@@ -217,26 +156,48 @@ class _Scaled:
     duration: IntArray  # per stage, ticks
     release: IntArray  # per job, ticks
     demand: IntArray  # per stage x resource
-    capacity: IntArray
+    capacity: IntArray  # pooled: the sum of the machines' capacities
     demand_exact: bool
+    machine_capacity: IntArray  # (machines, resources); the pool is one machine
+    machine_class: IntArray  # (machines,): server class, -1 for the pool
+    machine_number: IntArray  # (machines,): number within the class, -1 for the pool
 
 
-def _scale(instance: Instance, flat: FlatTasks) -> _Scaled:
+def _scale(instance: Instance, flat: FlatTasks, placement: str) -> _Scaled:
     times = np.concatenate([flat.duration, flat.release])
     tick, time_exact = _integer_scale(times, instance.time_slot)
     duration = np.ceil(flat.duration / tick - 1e-9).astype(np.int64)
     release = np.ceil(flat.release / tick - 1e-9).astype(np.int64)
-    capacity = instance.total_capacity
+    if placement == "servers":
+        machine_class = instance.machine_class().astype(np.int64)
+        machine_number = np.arange(machine_class.size) - np.searchsorted(machine_class, machine_class)
+        capacity = instance.capacity[machine_class]
+    else:
+        machine_class = machine_number = np.full(1, -1, dtype=np.int64)
+        capacity = instance.total_capacity[None, :]
     demand = np.zeros(flat.demand.shape, dtype=np.int64)
     cap = np.zeros(capacity.shape, dtype=np.int64)
     demand_exact = True
-    for r in range(capacity.size):
-        unit, exact = _integer_scale(np.concatenate([flat.demand[:, r], capacity[r : r + 1]]))
+    for r in range(capacity.shape[1]):
+        unit, exact = _integer_scale(np.concatenate([flat.demand[:, r], capacity[:, r]]))
         demand_exact &= exact
-        # Rounding demands up and capacity down keeps every CP-feasible schedule truly feasible.
+        # Rounding demands up and capacities down keeps every CP-feasible schedule truly feasible.
         demand[:, r] = np.ceil(flat.demand[:, r] / unit - 1e-9).astype(np.int64)
-        cap[r] = math.floor(capacity[r] / unit + 1e-9)
-    return _Scaled(tick, time_exact, duration, release, demand, cap, demand_exact)
+        cap[:, r] = np.floor(capacity[:, r] / unit + 1e-9).astype(np.int64)
+    return _Scaled(tick, time_exact, duration, release, demand, cap.sum(axis=0), demand_exact, cap, machine_class,
+                   machine_number)  # fmt: skip
+
+
+def order_machines_by_first_task(machine: IntArray, machine_class: IntArray) -> IntArray:
+    """Relabel identical machines so that, within every class, machines are numbered in the order of
+    their first task (flat order; unused machines last): the labelling the CP symmetry domains keep."""
+    n_machines = machine_class.size
+    first = np.full(n_machines, machine.size, dtype=np.int64)
+    np.minimum.at(first, machine, np.arange(machine.size))
+    order = np.lexsort((np.arange(n_machines), first, machine_class))  # machines are numbered class by class
+    relabel = np.empty(n_machines, dtype=np.int64)
+    relabel[order] = np.arange(n_machines)
+    return relabel[machine]
 
 
 def _objective_weights(flat: FlatTasks, objective: str, alpha: float) -> tuple[FloatArray, float]:
@@ -277,31 +238,6 @@ def _fair_ticks(instance: Instance, fair: Any, tick: float) -> tuple[FloatArray 
     return real, ticks.astype(np.int64)
 
 
-def _heuristic_starts(instance: Instance, flat: FlatTasks, scaled: _Scaled) -> dict[str, IntArray]:
-    """Start ticks (flat task order) of the event-driven heuristics' schedules, as extra warm starts.
-
-    Their schedules are often better than the list schedules above on multi-job mixes (Carbyne, SJF).
-    Tasks of a stage are renumbered by start time, matching the model's ordering of identical tasks.
-    """
-    from solver.dag.policies import run_policy
-
-    first = np.concatenate([[0], np.cumsum(flat.stage_tasks)])[:-1]
-    offset = np.concatenate([[0], np.cumsum([len(job.stages) for job in instance.jobs])])[:-1]
-    found: dict[str, IntArray] = {}
-    for name in ("carbyne", "sjf", "drf-dag", "tetris"):
-        schedule, _ = run_policy(instance, name)
-        ticks = schedule.start / scaled.tick
-        if not np.allclose(ticks, np.round(ticks), atol=1e-6):
-            continue
-        stage = offset[schedule.job] + schedule.stage
-        order = np.lexsort((ticks, stage))
-        starts = np.zeros(flat.task_stage.size, dtype=np.int64)
-        rank = np.arange(order.size) - first[stage[order]]
-        starts[first[stage[order]] + rank] = np.round(ticks[order]).astype(np.int64)
-        found[name] = starts
-    return found
-
-
 def _meets(start: IntArray | None, flat: FlatTasks, scaled: _Scaled, deadline: IntArray | None) -> bool:
     if start is None:
         return False
@@ -320,13 +256,14 @@ def solve_spacetime_cp(
     fair_completion: dict[str, float] | None = None,
     workers: int = 2,
     seed: int = 0,
+    placement: str = "pooled",
 ) -> Result:
     """Pack all tasks of all DAG jobs in space and time with CP-SAT (see the module docstring).
 
     Parameters
     ----------
     instance : Instance
-        Needs ``jobs``; capacity is the pooled cluster total.
+        Needs ``jobs``; capacity is the pooled cluster total, or every machine's with ``servers``.
     objective : {'makespan', 'avg-jct', 'mix'}, optional
         Default ``makespan`` for one job, ``avg-jct`` for several.
     time_limit : float, optional
@@ -339,11 +276,14 @@ def solve_spacetime_cp(
         CP-SAT search workers (kept at 2 or fewer on the shared machine).
     seed : int
         CP-SAT random seed, for reproducible runs.
+    placement : {'pooled', 'servers'}
+        The pooled cluster, or every task on one machine it fits (exact per machine).
 
     Returns
     -------
     Result
-        ``schedule`` with real start/end times, ``solver_objective`` and ``bound`` in real units (the
+        ``schedule`` with real start/end times (and server and machine per task for ``servers``),
+        ``solver_objective`` and ``bound`` in real units (the
         bound only when the integer scaling is exact), status ``optimal``, ``time_limit`` (incumbent
         returned), ``infeasible`` or ``error``. ``objective``/``verified``/``gap`` are filled by ``solve()``.
     """
@@ -357,33 +297,44 @@ def solve_spacetime_cp(
         raise ValueError(f"unknown objective {objective!r}; choose from {', '.join(SCHEDULE_OBJECTIVES)}")
     if not 0 <= alpha <= 1:
         raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+    placement_fits(instance, placement)  # a task that fits no machine is an input error, named
     flat = FlatTasks.of(instance)
-    scaled = _scale(instance, flat)
+    scaled = _scale(instance, flat, placement)
     fair_real, deadline = _fair_ticks(instance, fair_completion, scaled.tick)
     notes = []
     if not scaled.time_exact:
         notes.append(f"durations/releases rounded up to ticks of {scaled.tick:g}: optimality not proven")
     if not scaled.demand_exact:
         notes.append("demands rounded up / capacities down to 1e-6: optimality not proven")
+    extra: dict[str, Any] = {"placement": placement}
+    # (stages, machines): one task fits the machine, in the scaled integers the model sees.
+    fits = np.all(scaled.demand[:, None, :] <= scaled.machine_capacity[None, :, :], axis=2)
+    if not np.all(fits.any(axis=1)):
+        reason = "after conservative rounding some task fits no machine; the unrounded instance may be feasible"
+        return Result("infeasible", "spacetime-cp", "cpsat", build_s=time.perf_counter() - started, message=reason,
+                      extra=extra)  # fmt: skip
 
-    # Warm start: the better of two list schedules (critical path first; whole jobs shortest-first).
+    # Warm start: the best of two list schedules (critical path first; whole jobs shortest-first) and the
+    # event-driven heuristics, all feasible per machine (the pool is one machine).
     head, tail = flat.heads_tails(scaled.duration)
     job_length = np.zeros(len(instance.jobs))
     np.maximum.at(job_length, flat.stage_job, tail)
-    job_rank = np.argsort(np.argsort((scaled.release + job_length) / flat.weight, kind="stable"), kind="stable")
-    rules = {"critical-path": -tail, "shortest-job": job_rank[flat.stage_job] * (tail.max(initial=0) + 1) - tail}
-    candidates = {}
-    for rule, priority in rules.items():
-        starts = serial_sgs(flat, scaled.duration, scaled.demand, scaled.capacity, scaled.release, priority)
-        if _meets(starts, flat, scaled, deadline):
-            assert starts is not None
-            candidates[rule] = (_value(starts, flat, scaled, objective, alpha), starts)
+    found: dict[str, tuple[IntArray, IntArray] | None] = {
+        rule: serial_sgs(flat.stage_job, flat.stage_tasks, scaled.duration, scaled.demand.astype(np.float64),
+                         scaled.release, flat.edges, priority, scaled.machine_capacity.astype(np.float64), fits)
+        for rule, priority in priority_rules(flat.stage_job, tail.astype(np.int64), scaled.release, flat.weight).items()
+    }  # fmt: skip
     if scaled.time_exact and scaled.demand_exact and flat.task_stage.size <= HEURISTIC_HINT_TASKS:
-        for rule, starts in _heuristic_starts(instance, flat, scaled).items():
-            if _meets(starts, flat, scaled, deadline):
-                candidates[rule] = (_value(starts, flat, scaled, objective, alpha), starts)
+        found.update(heuristic_starts(instance, scaled.tick, placement))
+    candidates = {}
+    for rule, start_machine in found.items():
+        if start_machine is not None and _meets(start_machine[0], flat, scaled, deadline):
+            candidates[rule] = (_value(start_machine[0], flat, scaled, objective, alpha), *start_machine)
     best_rule = min(candidates, key=lambda rule: candidates[rule][0]) if candidates else None
     hint = candidates[best_rule][1] if best_rule is not None else None
+    hint_machine = None
+    if best_rule is not None:
+        hint_machine = order_machines_by_first_task(candidates[best_rule][2], scaled.machine_class)
 
     task_duration = scaled.duration[flat.task_stage]
     # Serialising every task after the last release is always feasible, so no optimum ends later.
@@ -427,17 +378,18 @@ def solve_spacetime_cp(
         for t in range(int(first_task[child]), int(first_task[child] + flat.stage_tasks[child])):
             model.add(starts_var[t] >= stage_end[parent])
 
-    for r in range(scaled.capacity.size):
-        use = np.flatnonzero((scaled.demand[flat.task_stage, r] > 0) & (task_duration > 0))
-        if use.size == 0 or scaled.demand[flat.task_stage[use], r].sum() <= scaled.capacity[r]:
-            continue  # this resource can never bind
-        model.add_cumulative([intervals[t] for t in use], [int(scaled.demand[flat.task_stage[t], r]) for t in use],
-                             int(scaled.capacity[r]))  # fmt: skip
-        # Redundant: tasks needing more than half of a resource can never overlap one another, and a
-        # no-overlap constraint over them propagates far more strongly than the cumulative alone.
-        large = use[2 * scaled.demand[flat.task_stage[use], r] > scaled.capacity[r]]
-        if large.size > 1:
-            model.add_no_overlap([intervals[t] for t in large])
+    busy = np.flatnonzero(task_duration > 0)
+    # Pooled capacity: the constraint itself, or for servers a redundant one (implied by the machines)
+    # that gives CP-SAT the aggregate view for its bounds.
+    _add_resource_limits(model, [intervals[t] for t in busy], scaled.demand[flat.task_stage[busy]], scaled.capacity)
+    task_machine: list[list[tuple[int, Any]]] = []  # per task: (machine, presence literal or None)
+    if placement == "servers":
+        task_machine = _machine_choices(model, flat, scaled, fits, starts_var, intervals, task_duration)
+        if hint_machine is not None:
+            for t, choices in enumerate(task_machine):
+                for option, literal in choices:
+                    if literal is not None:
+                        model.add_hint(literal, bool(hint_machine[t] == option))
 
     has_child = np.zeros(flat.num_stages, dtype=bool)
     has_child[flat.edges[:, 0]] = True
@@ -489,8 +441,12 @@ def solve_spacetime_cp(
     starts_ticks: IntArray | None = None
     bound: float | None = None
     solver_objective: float | None = None
+    machine: IntArray | None = None
     if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         starts_ticks = np.array([solver.value(v) for v in starts_var], dtype=np.int64)
+        if task_machine:
+            machine = np.array([next(m for m, lit in choices if lit is None or solver.boolean_value(lit))
+                                for choices in task_machine], dtype=np.int64)  # fmt: skip
         solver_objective = solver.objective_value * factor + offset
         bound = solver.best_objective_bound * factor + offset if exact else None
         status = (
@@ -503,7 +459,7 @@ def solve_spacetime_cp(
         if not exact:
             notes.append("infeasible after conservative rounding; the unrounded instance may be feasible")
     elif hint is not None:  # no CP solution within the limit: fall back on the heuristic schedule
-        starts_ticks = hint
+        starts_ticks, machine = hint, hint_machine
         status = "time_limit"
         notes.append(f"CP-SAT found no solution in time; returning the {best_rule} list schedule")
     else:
@@ -520,7 +476,9 @@ def solve_spacetime_cp(
             begin,
             begin + flat.duration[flat.task_stage],  # true durations, so the checker sees them exactly
             fair_real,
-        )
+            *((scaled.machine_class[machine], scaled.machine_number[machine]) if machine is not None and task_machine
+              else (None, None)),
+        )  # fmt: skip
     return Result(
         status=status,
         method="spacetime-cp",
@@ -532,6 +490,7 @@ def solve_spacetime_cp(
         message="; ".join(notes),
         schedule=schedule,
         extra={
+            **extra,
             "objective_name": objective,
             "alpha": alpha,
             "tick": scaled.tick,
@@ -542,3 +501,72 @@ def solve_spacetime_cp(
             "cp_status": solver.status_name(code),
         },
     )
+
+
+def _add_resource_limits(model: Any, intervals: list[Any], demand: IntArray, capacity: IntArray) -> None:
+    """One cumulative per resource that can bind (the items' total demand exceeds ``capacity``).
+
+    Redundant: items needing more than half of a resource can never overlap one another, and a
+    no-overlap constraint over them propagates far more strongly than the cumulative alone.
+    """
+    for r in range(capacity.size):
+        use = np.flatnonzero(demand[:, r] > 0)
+        if use.size == 0 or demand[use, r].sum() <= capacity[r]:
+            continue  # this resource can never bind
+        model.add_cumulative([intervals[i] for i in use], [int(demand[i, r]) for i in use], int(capacity[r]))
+        large = use[2 * demand[use, r] > capacity[r]]
+        if large.size > 1:
+            model.add_no_overlap([intervals[i] for i in large])
+
+
+def _machine_choices(
+    model: Any,
+    flat: FlatTasks,
+    scaled: _Scaled,
+    fits: npt.NDArray[np.bool_],
+    starts_var: list[Any],
+    intervals: list[Any],
+    task_duration: IntArray,
+) -> list[list[tuple[int, Any]]]:
+    """Per-machine placement: every task on exactly one machine it fits; per-machine resource limits.
+
+    A task with several possible machines gets one presence literal and one optional interval (sharing
+    its start) per machine, and exactly one literal is true; a task with one possible machine uses its
+    own interval. Symmetry: the ``q``-th task (flat order) that fits a class may only use that class's
+    machines ``0 .. q`` -- relabelling a class's machines by their first task
+    (:func:`order_machines_by_first_task`) maps every schedule to one that does. Tasks that use no
+    capacity (zero duration or demand) simply take their first possible machine.
+
+    Returns, per task, its ``(machine, literal)`` choices (``literal`` None when the choice is forced).
+    """
+    n_classes = int(scaled.machine_class.max(initial=-1)) + 1
+    class_first = np.searchsorted(scaled.machine_class, np.arange(n_classes))
+    task_fits = fits[flat.task_stage]  # (tasks, machines)
+    fits_class = task_fits[:, class_first]  # (tasks, classes)
+    earlier: IntArray = np.cumsum(fits_class, axis=0) - fits_class  # tasks before this one that fit the class
+    allowed = task_fits & (scaled.machine_number[None, :] <= earlier[:, scaled.machine_class])
+    demand = scaled.demand[flat.task_stage]
+    uses = (task_duration > 0) & np.any(demand > 0, axis=1)
+    per_machine: list[list[tuple[Any, int]]] = [[] for _ in range(scaled.machine_class.size)]
+    choices: list[list[tuple[int, Any]]] = []
+    for t in range(task_duration.size):
+        machines = np.flatnonzero(allowed[t]).tolist()
+        if len(machines) == 1 or not uses[t]:
+            choices.append([(machines[0], None)])
+            if uses[t]:
+                per_machine[machines[0]].append((intervals[t], t))
+            continue
+        row = []
+        for m in machines:
+            literal = model.new_bool_var(f"p{t}_{m}")
+            interval = model.new_optional_fixed_size_interval_var(starts_var[t], int(task_duration[t]), literal,
+                                                                   f"o{t}_{m}")  # fmt: skip
+            per_machine[m].append((interval, t))
+            row.append((m, literal))
+        model.add_exactly_one([literal for _, literal in row])
+        choices.append(row)
+    for m, items in enumerate(per_machine):
+        if items:
+            tasks = [t for _, t in items]
+            _add_resource_limits(model, [iv for iv, _ in items], demand[tasks], scaled.machine_capacity[m])
+    return choices

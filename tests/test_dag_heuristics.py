@@ -101,6 +101,18 @@ def test_fair_completion_is_makespan_alone_on_share() -> None:
     assert fair.exact.all()
 
 
+def test_fair_completion_budget_keeps_list_schedules_once_spent() -> None:
+    # The instance above needs CP-SAT for an exact M_k = 5; with no budget left the list schedule stays:
+    # a valid promise (an upper bound on M_k), computed without any solver call.
+    job = Job("j", (_stage("a", 3, 2.0, [1.0]), _stage("b", 1, 1.0, [2.0], (0,))))
+    instance = _instance([4.0], [job, Job("k", job.stages)])
+    fair = fair_completion_times(instance, budget=0.0)
+    assert fair.method == ("list", "list") and not fair.exact.any()
+    assert np.all(fair.completion >= 5.0) and np.all(fair.lower_bound <= 5.0)
+    result = solve(instance, "carbyne", time_limit=0.0)  # --time-limit covers T_k: half of it for them
+    assert result.extra["fair_method"] == {"j": "list", "k": "list"} and result.verified
+
+
 def test_fair_completion_rules() -> None:
     # Weighted DRF over aggregate vectors: weight 3 vs 1 on one resource -> 3/4 and 1/4.
     work = np.array([[0.2], [0.9]])

@@ -20,7 +20,8 @@ Modules:
   (with :func:`node_shares`, :func:`demanding_nodes`), :func:`hierarchical_pareto` and the group-strategyproofness probe
   :func:`group_strategyproof` (with :func:`random_group_misreports`).
 * :mod:`models.check.schedule` -- :func:`verify_schedule` checks a DAG-job schedule (every task once,
-  durations, releases, barrier precedence, pooled capacity by an event sweep, fair completion times)
+  durations, releases, barrier precedence, pooled capacity by an event sweep and, for placed schedules,
+  every machine's, fair completion times)
   and recomputes makespan, job completions and weighted average JCT (:class:`ScheduleReport`).
 
 Everything is vectorised over tenants and units and processed in row chunks, so allocations of

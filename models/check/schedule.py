@@ -1,15 +1,21 @@
-"""Feasibility of a DAG-job schedule on the pooled cluster, re-verified from the instance alone.
+"""Feasibility of a DAG-job schedule, on the pooled cluster or per machine, re-verified from the instance alone.
 
 A schedule is feasible when every task of every stage of every job appears exactly once, runs for exactly
 its stage's duration, starts no earlier than its job's release, starts no earlier than the end of every
 task of every parent stage (a barrier), the tasks running at any instant together use no more of any
-resource than the whole cluster has (pooled capacity: no per-machine placement in this check), and,
-when fair completion times ``T_k`` are given, every job completes by its ``T_k``.
+resource than the whole cluster has (pooled capacity), and, when fair completion times ``T_k`` are
+given, every job completes by its ``T_k``.
+
+A schedule with a placement (``Schedule.server`` / ``Schedule.machine``, from ``placement='servers'``)
+must in addition put every task on an existing machine (a server class and a number below its count)
+whose capacity holds one task of its stage, and the tasks running on any one machine at any instant
+together use no more of any resource than that machine has. Pooled capacity is still checked (it is
+implied, but its messages are the ones a pooled reader expects).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,6 +23,7 @@ import numpy as np
 from models.check.report import ABS_TOL, _fmt, _truncate
 from models.solution import (
     FloatArray,
+    IntArray,
     Schedule,
     job_completion,
     objective_value,
@@ -83,6 +90,7 @@ def verify_schedule(
     schedule: Schedule,
     fair_completion: Mapping[str, float] | Sequence[float] | FloatArray | None = None,
     tol: float = 1e-6,
+    require_placement: bool = False,
 ) -> ScheduleReport:
     """Re-verify a schedule from the instance alone and recompute makespan, completions and avg JCT.
 
@@ -98,13 +106,17 @@ def verify_schedule(
     tol : float
         Times may be off by ``tol * max(1, |t|)``; resource use may exceed a capacity ``C`` by
         ``max(tol * C, ABS_TOL)``.
+    require_placement : bool
+        The schedule claims per-server placement (``placement='servers'``): a schedule without one
+        is a violation. A schedule that carries a placement is checked per machine either way.
 
     Returns
     -------
     ScheduleReport
         ``ok`` iff every task is listed exactly once (rows with unknown job/stage/index are reported and
         ignored), ends ``duration`` after it starts, starts at or after its job's release and after every
-        task of every parent stage ends, the pooled usage never exceeds capacity, and ``C_k <= T_k``.
+        task of every parent stage ends, the pooled usage never exceeds capacity, every placed task fits
+        its machine and no machine is ever over capacity, and ``C_k <= T_k``.
     """
     jobs = instance.jobs
     n_res = len(instance.resources)
@@ -205,32 +217,22 @@ def verify_schedule(
             ],
         )
 
-    # 5. Pooled capacity: sweep the start (+demand) and end (-demand) events in time order. At equal times
-    # ends come first, so a task may start exactly when another ends; times within tol count as equal.
-    capacity = instance.total_capacity
-    peak = np.zeros(n_res)
-    if rows.size:
-        times = np.concatenate([b, e])
-        kind = np.concatenate([np.ones(rows.size), np.zeros(rows.size)])  # 0 = end, sorted before 1 = start
-        change = np.concatenate([demand[g], -demand[g]])
-        rounded = np.round(times / max(tol, 1e-12)) * max(tol, 1e-12)
-        order = np.lexsort((kind, rounded))
-        usage = np.cumsum(change[order], axis=0)
-        peak = np.maximum(usage.max(axis=0), 0.0)
-        limit = capacity + np.maximum(tol * capacity, ABS_TOL)
-        over_event, over_res = np.nonzero(usage > limit[None, :])
-        messages = []
-        reported: set[tuple[int, float]] = set()
-        for event, res in zip(over_event.tolist(), over_res.tolist(), strict=True):
-            at = float(times[order[event]])
-            if (res, at) in reported:
-                continue
-            reported.add((res, at))
-            messages.append(
-                f"resource {instance.resources[res]}: {_fmt(usage[event, res])} in use at time {_fmt(at)} "
-                f"exceeds capacity {_fmt(capacity[res])}"
-            )
-        violations += _truncate("capacity", messages)
+    # 5. Pooled capacity.
+    sweep = _sweep(b, e, demand[g], np.zeros(rows.size, dtype=np.int64), tol)
+    peak = np.maximum(sweep[3].max(axis=0), 0.0) if rows.size else np.zeros(n_res)
+    violations += _truncate(
+        "capacity",
+        [f"resource {instance.resources[res]}: {_fmt(used)} in use at time {_fmt(at)} exceeds capacity {_fmt(cap)}"
+         for _, res, used, at, cap in _overloads(*sweep[:3], instance.total_capacity[None, :], tol)],
+    )  # fmt: skip
+
+    # 5b. Per-machine placement and capacity.
+    if schedule.server is not None and schedule.machine is not None:
+        violations += _machine_violations(
+            instance, schedule.server[rows], schedule.machine[rows], g, b, e, demand, task_name, index[rows], tol
+        )
+    elif require_placement:
+        violations.append("the schedule has no per-server placement (placement 'servers' needs a machine per task)")
 
     # 6. Completion times and fair completion deadlines.
     completion = job_completion(instance, Schedule(job[rows], stage[rows], index[rows], b, e))
@@ -253,3 +255,97 @@ def verify_schedule(
         avg_jct=numbers["avg_jct"],
         peak_usage=peak,
     )
+
+
+def _sweep(
+    start: FloatArray, end: FloatArray, demand: FloatArray, unit: IntArray, tol: float
+) -> tuple[FloatArray, FloatArray, IntArray, FloatArray]:
+    """Usage right after every event on every unit (the pool, or one machine), by an event sweep.
+
+    Start (+demand) and end (-demand) events are sorted by unit, then time; at equal times ends come
+    first, so a task may start exactly when another ends (times within ``tol`` count as equal). Returns
+    ``(usage, time, unit, peak)``: usage, time and unit of every sorted event, and the peak per unit.
+    """
+    n_units = int(unit.max(initial=-1)) + 1
+    times = np.concatenate([start, end])
+    kind = np.concatenate([np.ones(start.size), np.zeros(start.size)])  # 0 = end, sorted before 1 = start
+    units = np.concatenate([unit, unit])
+    rounded = np.round(times / max(tol, 1e-12)) * max(tol, 1e-12)
+    order = np.lexsort((kind, rounded, units))
+    usage = np.cumsum(np.concatenate([demand, -demand])[order], axis=0)
+    units = units[order]
+    # Each unit's events sum to zero; subtracting the running total where a unit begins removes the
+    # rounding noise of the units before it.
+    first = np.searchsorted(units, np.arange(n_units))
+    before = np.vstack([np.zeros((1, demand.shape[1])), usage])[first]
+    usage -= before[units]
+    peak = np.zeros((n_units, demand.shape[1]))
+    np.maximum.at(peak, units, usage)
+    return usage, times[order], units, peak
+
+
+def _overloads(
+    usage: FloatArray, times: FloatArray, units: IntArray, capacity: FloatArray, tol: float
+) -> list[tuple[int, int, float, float, float]]:
+    """``(unit, resource, usage, time, capacity)`` for the first overloaded event of each (unit, resource, time).
+
+    ``usage``, ``times`` and ``units`` per event come from :func:`_sweep`; ``capacity`` is per unit.
+    """
+    limit = capacity + np.maximum(tol * capacity, ABS_TOL)
+    over_event, over_res = np.nonzero(usage > limit[units])
+    found = []
+    reported: set[tuple[int, int, float]] = set()
+    for event, res in zip(over_event.tolist(), over_res.tolist(), strict=True):
+        key = (int(units[event]), res, float(times[event]))
+        if key in reported:
+            continue
+        reported.add(key)
+        found.append((key[0], res, float(usage[event, res]), key[2], float(capacity[key[0], res])))
+    return found
+
+
+def _machine_violations(
+    instance: Instance,
+    server: IntArray,
+    machine: IntArray,
+    g: IntArray,
+    start: FloatArray,
+    end: FloatArray,
+    demand: FloatArray,
+    task_name: Callable[[int, int], str],
+    index: IntArray,
+    tol: float,
+) -> list[str]:
+    """Placement violations of the valid rows: unplaced tasks, tasks too big for their machine, overloads."""
+    counts = instance.counts
+    n_classes = counts.size
+    safe = np.clip(server, 0, n_classes - 1)
+    placed = (server >= 0) & (server < n_classes) & (machine >= 0) & (machine < counts[safe])
+    unplaced = [
+        f"{task_name(int(g[r]), int(index[r]))} is not placed on a machine"
+        if server[r] < 0
+        else f"{task_name(int(g[r]), int(index[r]))} is on server {server[r]} machine {machine[r]}, which does "
+        f"not exist"
+        for r in np.flatnonzero(~placed)
+    ]
+    violations = _truncate("placement", unplaced)
+    rows = np.flatnonzero(placed)
+    machine_id = (np.concatenate([[0], np.cumsum(counts)])[:-1][server[rows]] + machine[rows]).astype(np.int64)
+    machine_capacity = instance.capacity[instance.machine_class()]
+    names = instance.machine_names()
+    need = demand[g[rows]]
+    cap = machine_capacity[machine_id]
+    too_big = np.flatnonzero(np.any(need > cap + np.maximum(tol * cap, ABS_TOL), axis=1))
+    violations += _truncate(
+        "machine-fit",
+        [f"{task_name(int(g[rows[r]]), int(index[rows[r]]))} does not fit machine {names[machine_id[r]]}"
+         for r in too_big],
+    )  # fmt: skip
+    sweep = _sweep(start[rows], end[rows], need, machine_id, tol)
+    violations += _truncate(
+        "machine-capacity",
+        [f"machine {names[m]}: resource {instance.resources[res]}: {_fmt(used)} in use at time {_fmt(at)} "
+         f"exceeds its capacity {_fmt(c)}"
+         for m, res, used, at, c in _overloads(*sweep[:3], machine_capacity, tol)],
+    )  # fmt: skip
+    return violations

@@ -42,6 +42,11 @@ present from the start and the promise is exactly Carbyne's.
 * If a single task of the job does not fit ``A_k * C`` the job cannot run on its share at all:
   ``T_k = inf`` (no promise, ``method = 'no-fit'``).
 
+Time: ``time_limit`` bounds each CP-SAT call and ``budget`` all of them together (``--time-limit``
+hands the fair completion times ``FAIR_BUDGET_SHARE`` of its seconds): each job's call gets at most an
+equal part of what is left over the jobs still to do, and once too little is left (``MIN_CP_S``) the
+remaining jobs keep their list schedules (``'list'``: a valid, possibly loose promise).
+
 CP-SAT sees the capacity rounded *down* to the grid of the job's demands (``floor(A_k C_r / u_r)`` units
 of ``u_r``, the power of ten that makes the demands of resource ``r`` whole), which changes no feasible
 set of tasks.
@@ -51,12 +56,18 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from models.types import Instance
 from solver.dag.engine import EPS, DagJobs, FloatArray, pack
+
+#: Share of a method's ``time_limit`` its fair completion times may take (the rest is the method's own).
+FAIR_BUDGET_SHARE = 0.5
+#: CP-SAT calls get at least this many seconds, or are skipped (the list schedule is kept).
+MIN_CP_S = 0.05
 
 
 def drf_shares(work: FloatArray, weights: FloatArray, present: np.ndarray | None = None) -> FloatArray:
@@ -240,9 +251,17 @@ def _cp_makespan(
 
 
 def fair_completion_times(
-    instance: Instance, jobs: DagJobs | None = None, time_limit: float = 5.0, cp_max_tasks: int = 400
+    instance: Instance,
+    jobs: DagJobs | None = None,
+    time_limit: float = 5.0,
+    cp_max_tasks: int = 400,
+    budget: float | None = None,
 ) -> FairShare:
-    """``T_k`` for every job (see the module docstring); ``time_limit`` is per CP-SAT call."""
+    """``T_k`` for every job (see the module docstring).
+
+    ``time_limit`` is per CP-SAT call, ``budget`` (seconds, optional) for all calls together.
+    """
+    stop = None if budget is None else time.perf_counter() + float(budget)
     jobs = jobs or DagJobs.of(instance)
     work = jobs.work()
     n_jobs = jobs.num_jobs
@@ -251,10 +270,14 @@ def fair_completion_times(
     lower = np.zeros(n_jobs)
     share = np.zeros_like(work)
     methods = [""] * n_jobs
-    for k in sorted(range(n_jobs), key=lambda j: (jobs.release[j], j)):
+    for done, k in enumerate(sorted(range(n_jobs), key=lambda j: (jobs.release[j], j))):
         r = jobs.release[k]
         present = (jobs.release <= r) & ((jobs.release == r) | (completion > r))
         share[k] = drf_shares(work, jobs.weight, present)[k]
-        alone[k], lower[k], methods[k] = makespan_alone(jobs, k, share[k] * jobs.capacity, time_limit, cp_max_tasks)
+        limit, most = time_limit, cp_max_tasks
+        if stop is not None:
+            limit = min(time_limit, (stop - time.perf_counter()) / (n_jobs - done))
+            most = cp_max_tasks if limit >= MIN_CP_S else -1  # no time left for CP-SAT: list schedules
+        alone[k], lower[k], methods[k] = makespan_alone(jobs, k, share[k] * jobs.capacity, limit, most)
         completion[k] = r + alone[k]
     return FairShare(completion, alone, share, tuple(methods), lower)

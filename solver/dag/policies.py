@@ -1,7 +1,9 @@
 """The DAG-job heuristics: ``carbyne``, ``drf-dag``, ``tetris``, ``sjf``, all run in one event-driven simulator.
 
 Every policy is a work-conserving list scheduler: at every event it launches runnable tasks, in its own
-order, while they fit the free pooled capacity (:mod:`solver.dag.engine`).
+order, while they fit the free capacity (:mod:`solver.dag.engine`). Policies decide on pooled quantities
+(shares, alignment with the cluster's free capacity); with ``placement='servers'`` the engine puts each
+launched task on a machine it fits (best fit), so a task that fits no machine's free room waits.
 
 * ``drf-dag`` -- DRF between jobs: the job with the lowest weighted dominant share of its *current*
   usage launches next (one task at a time); within the job breadth-first (the runnable stage of
@@ -35,14 +37,15 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from models.solution import Result, Schedule
 from models.types import Instance
-from solver.dag.engine import EPS, DagJobs, FloatArray, IntArray, Sim, pack, simulate
-from solver.dag.fairshare import FairShare, drf_shares, fair_completion_times
+from solver.dag.engine import EPS, DagJobs, FloatArray, IntArray, Packed, Sim, pack, simulate
+from solver.dag.fairshare import FAIR_BUDGET_SHARE, FairShare, drf_shares, fair_completion_times
 
 HEURISTICS = ("carbyne", "drf-dag", "tetris", "sjf")
 
@@ -116,6 +119,11 @@ class Carbyne:
             reach[g] = jobs.duration[g] + max((reach[p] for p in jobs.parents[g]), default=0.0)
         self.reach = reach
         self.plans = 0
+        # Reverse packs depend only on the job, its share and its unlaunched task counts -- not on time or
+        # running tasks -- and most events leave all three unchanged for most jobs (another job's tasks
+        # ended), so they are memoised per simulation.
+        self.reverse: dict[tuple[int, bytes, bytes], Packed] = {}
+        self.reverse_hits = 0
 
     def on_event(self, sim: Sim) -> None:
         jobs = sim.jobs
@@ -146,8 +154,13 @@ class Carbyne:
         forward = pack(dur, dem, left, parents, cap, jobs.tail[stages], running).makespan
         if not math.isfinite(forward):
             return
-        reversed_parents = [tuple(c - first for c in jobs.children[g]) for g in stages]
-        backward = pack(dur, dem, left, reversed_parents, cap, self.reach[stages])
+        key = (k, cap.tobytes(), left.tobytes())
+        backward = self.reverse.get(key)
+        if backward is None:
+            reversed_parents = [tuple(c - first for c in jobs.children[g]) for g in stages]
+            backward = self.reverse[key] = pack(dur, dem, left, reversed_parents, cap, self.reach[stages])
+        else:
+            self.reverse_hits += 1
         for local, launches in enumerate(backward.launches):
             must = sum(n for start, n in launches if start + dur[local] >= forward - EPS * max(1.0, forward))
             self.urgent[first + local] = must
@@ -189,14 +202,18 @@ def make_policy(name: str, jobs: DagJobs, extra: dict[str, Any]) -> Any:
 
 
 def run_policy(instance: Instance, name: str, extra: dict[str, Any] | None = None,
-               jobs: DagJobs | None = None) -> tuple[Schedule, dict[str, Any]]:  # fmt: skip
-    """Simulate heuristic ``name``; returns the schedule (without fair completion times) and statistics."""
-    jobs = jobs or DagJobs.of(instance)
+               jobs: DagJobs | None = None, placement: str = "pooled") -> tuple[Schedule, dict[str, Any]]:  # fmt: skip
+    """Simulate heuristic ``name``; returns the schedule (without fair completion times) and statistics.
+
+    ``placement`` ('pooled' or 'servers') is used when ``jobs`` is not given; otherwise ``jobs.placement``.
+    """
+    jobs = jobs or DagJobs.of(instance, placement)
     policy = make_policy(name, jobs, dict(extra or {}))
     schedule, stats = simulate(instance, policy, jobs)
     info: dict[str, Any] = dict(stats)
     if isinstance(policy, Carbyne):
         info["plans"] = policy.plans
+        info["reverse_plans_reused"] = policy.reverse_hits
     return schedule, info
 
 
@@ -206,23 +223,27 @@ def run_heuristic(
     extra: dict[str, Any] | None = None,
     time_limit: float | None = None,
     fair: FairShare | None = None,
+    placement: str = "pooled",
 ) -> Result:
     """Run heuristic ``name`` and package a ``Result`` with the schedule and the fair completion times.
 
+    ``placement='servers'`` puts every task on one machine (the schedule names its server and machine);
+    ``T_k`` is the same pooled fair-share promise either way.
+
     ``extra`` (``SolveOptions.extra``): ``altruism``, ``reverse_order``, ``seed`` (carbyne);
     ``fair_completion=False`` skips computing ``T_k``; ``fair_time_limit`` (seconds per CP-SAT call for
-    ``T_k``, default 5, capped by ``time_limit``); ``cp_max_tasks`` (default 400); ``attach_fair``
+    ``T_k``, default 5; all calls together take at most ``FAIR_BUDGET_SHARE`` of ``time_limit``);
+    ``cp_max_tasks`` (default 400); ``attach_fair``
     (default True): put ``T_k`` on ``Schedule.fair_completion`` (the JSON ``jobs.*.fair_completion``);
     ``solver.api`` verifies heuristic schedules without treating it as a deadline and lists late jobs.
     """
     extra = dict(extra or {})
     started = time.perf_counter()
-    jobs = DagJobs.of(instance)
+    jobs = DagJobs.of(instance, placement)
     if fair is None and extra.get("fair_completion", True) is not False:
-        limit = float(extra.get("fair_time_limit", 5.0))
-        if time_limit is not None:
-            limit = min(limit, max(float(time_limit) / max(1, jobs.num_jobs), 0.1))
-        fair = fair_completion_times(instance, jobs, limit, int(extra.get("cp_max_tasks", 400)))
+        budget = None if time_limit is None else FAIR_BUDGET_SHARE * float(time_limit)
+        fair = fair_completion_times(instance, jobs, float(extra.get("fair_time_limit", 5.0)),
+                                     int(extra.get("cp_max_tasks", 400)), budget)  # fmt: skip
     fair_s = time.perf_counter() - started
     schedule, info = run_policy(instance, name, extra, jobs)
     solve_s = time.perf_counter() - started - fair_s
@@ -240,7 +261,7 @@ def run_heuristic(
         info["fair_margin"] = margin
         info["late_jobs"] = [names[k] for k in late]
         if extra.get("attach_fair", True):
-            schedule = Schedule(schedule.job, schedule.stage, schedule.index, schedule.start, schedule.end,
-                                fair.completion)  # fmt: skip
+            schedule = replace(schedule, fair_completion=fair.completion)
     info["objective_name"] = "avg-jct" if len(instance.jobs) > 1 else "makespan"
+    info["placement"] = placement
     return Result("feasible", name, "none", build_s=fair_s, solve_s=solve_s, schedule=schedule, extra=info)

@@ -1,0 +1,158 @@
+"""Warm starts for the exact space-time methods (``spacetime`` MILP and ``spacetime-cp``), shared by both.
+
+* :func:`serial_sgs` -- the serial schedule-generation scheme (the classic RCPSP list heuristic) on integer
+  time steps (MILP slots or CP ticks), placing every task on a *machine*: the pooled cluster is one machine
+  holding the whole capacity, ``placement='servers'`` lists every machine. The schedule is therefore
+  feasible per machine, never only in aggregate, and is a valid warm start, horizon and bound for either
+  placement.
+* :func:`priority_rules` -- the two stage orders tried: longest remaining critical path first, and whole
+  jobs shortest-first (by release + critical path over weight).
+* :func:`heuristic_starts` -- the event-driven heuristics (``carbyne``, ``sjf``, ``drf-dag``, ``tetris``)
+  as start steps and machines, when their starts fall on whole steps.
+
+Tasks are numbered flat, stage by stage (global stage order, jobs in instance order), and within a stage by
+start time: the CP model orders the identical tasks of a stage by start, and the MILP does not care.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from models.types import Instance
+from solver.dag.engine import FloatArray, IntArray
+
+BoolArray = npt.NDArray[np.bool_]
+
+#: The list heuristic keeps a (steps x machines x resources) usage profile; larger instances skip it.
+MAX_PROFILE_CELLS = 20_000_000
+#: Event-driven heuristics tried as warm starts.
+WARM_HEURISTICS = ("carbyne", "sjf", "drf-dag", "tetris")
+
+
+def serial_sgs(
+    stage_job: IntArray,
+    tasks: IntArray,
+    duration: IntArray,
+    demand: FloatArray,
+    release: IntArray,
+    edges: IntArray,
+    priority: FloatArray,
+    capacity: FloatArray,
+    fits: BoolArray | None = None,
+) -> tuple[IntArray, IntArray] | None:
+    """Serial list scheduling on integer steps: start step and machine of every task (flat order).
+
+    Repeatedly takes the eligible stage (all parent stages scheduled) with the smallest ``priority`` and
+    places its tasks one by one at the earliest step, from its job's release and its parents' last end,
+    where some machine that fits the task has room for its whole duration (ties: the lowest machine).
+
+    Parameters
+    ----------
+    stage_job, tasks, duration : int arrays, shape (stages,)
+        Job of every stage, its task count and its duration in steps.
+    demand : array (stages, resources)
+        Per-task demand (integers for CP ticks, reals for MILP slots; compared with a 1e-9 slack).
+    release : int array (jobs,)
+        Release step of every job.
+    edges : int array (edges, 2)
+        ``(parent stage, child stage)`` barriers.
+    priority : array (stages,)
+        Smaller goes first among eligible stages.
+    capacity : array (machines, resources)
+        Capacity of every machine (one row for the pooled cluster).
+    fits : bool array (stages, machines), optional
+        Machines one task of a stage may use (default: where its demand fits the capacity).
+
+    Returns
+    -------
+    ``(start, machine)`` int arrays in flat task order, or ``None`` if the profile would exceed
+    ``MAX_PROFILE_CELLS`` or a task fits no machine.
+    """
+    n_machines, n_res = capacity.shape
+    limit = capacity * (1 + 1e-9) + 1e-9
+    if fits is None:
+        fits = np.all(demand[:, None, :] <= limit[None, :, :], axis=2)
+    if not np.all(fits.any(axis=1)):
+        return None
+    # Every task one after another after the last release always fits, so the profile never runs out.
+    span = int(release.max(initial=0) + (duration * tasks).sum() + duration.max(initial=0) + 1)
+    if span * n_machines * max(n_res, 1) > MAX_PROFILE_CELLS:
+        return None
+    usage = np.zeros((span, n_machines, n_res))
+    first = np.concatenate([[0], np.cumsum(tasks)])[:-1]
+    starts = np.zeros(int(tasks.sum()), dtype=np.int64)
+    machines = np.zeros_like(starts)
+    stage_end = np.zeros(tasks.size, dtype=np.int64)
+    parents: list[list[int]] = [[] for _ in range(tasks.size)]
+    children: list[list[int]] = [[] for _ in range(tasks.size)]
+    for parent, child in edges.tolist():
+        parents[child].append(parent)
+        children[parent].append(child)
+    missing = [len(p) for p in parents]
+    eligible = {s for s in range(tasks.size) if not missing[s]}
+    while eligible:
+        stage = min(eligible, key=lambda s: (priority[s], s))
+        eligible.remove(stage)
+        earliest = max([int(release[stage_job[stage]])] + [int(stage_end[p]) for p in parents[stage]])
+        d, need = int(duration[stage]), demand[stage]
+        fitting = np.flatnonzero(fits[stage])
+        end = earliest
+        for k in range(int(tasks[stage])):
+            t, machine = earliest, int(fitting[0])
+            if d > 0 and np.any(need > 0):
+                room = np.all(usage[earliest:, fitting] + need <= limit[fitting], axis=2)  # (steps, machines)
+                blocked = np.concatenate([np.zeros((1, fitting.size), dtype=np.int64), np.cumsum(~room, axis=0)])
+                free = (blocked[d:] - blocked[:-d]) == 0
+                first_free = np.where(free.any(axis=0), free.argmax(axis=0), np.iinfo(np.int64).max)
+                choice = int(np.argmin(first_free))
+                t, machine = earliest + int(first_free[choice]), int(fitting[choice])
+                usage[t : t + d, machine] += need
+            starts[first[stage] + k] = t
+            machines[first[stage] + k] = machine
+            end = max(end, t + d)
+        stage_end[stage] = end
+        for child in children[stage]:
+            missing[child] -= 1
+            if not missing[child]:
+                eligible.add(child)
+    return starts, machines
+
+
+def priority_rules(stage_job: IntArray, tail: IntArray, release: IntArray, weight: FloatArray) -> dict[str, FloatArray]:
+    """Stage priorities for :func:`serial_sgs`: ``critical-path`` and ``shortest-job`` (smaller first)."""
+    tail_f = tail.astype(np.float64)
+    length = np.zeros(weight.size)
+    np.maximum.at(length, stage_job, tail_f)
+    rank = np.argsort(np.argsort((release + length) / weight, kind="stable"), kind="stable")
+    return {"critical-path": -tail_f, "shortest-job": rank[stage_job] * (tail_f.max(initial=0) + 1) - tail_f}
+
+
+def heuristic_starts(
+    instance: Instance, step: float, placement: str = "pooled"
+) -> dict[str, tuple[IntArray, IntArray]]:
+    """Start steps and machines (flat task order) of the event-driven heuristics' schedules.
+
+    Only schedules whose starts are whole multiples of ``step`` are returned. Machines are numbered
+    globally (classes in order, then the number within the class; ``0`` for the pooled cluster). Their
+    schedules are often better than the list schedules on multi-job mixes (Carbyne, SJF).
+    """
+    from solver.dag.policies import run_policy
+
+    counts = [len(job.stages) for job in instance.jobs]
+    offset = np.concatenate([[0], np.cumsum(counts)])[:-1].astype(np.int64)
+    machine_offset = np.concatenate([[0], np.cumsum(instance.counts)])[:-1]
+    found: dict[str, tuple[IntArray, IntArray]] = {}
+    for name in WARM_HEURISTICS:
+        schedule, _ = run_policy(instance, name, placement=placement)
+        steps = schedule.start / step
+        if not np.allclose(steps, np.round(steps), atol=1e-6):
+            continue
+        # Sorted by global stage, then start: position in this order is the flat task number.
+        order = np.lexsort((steps, offset[schedule.job] + schedule.stage))
+        starts = np.round(steps[order]).astype(np.int64)
+        machines = np.zeros_like(starts)
+        if schedule.server is not None and schedule.machine is not None:
+            machines = machine_offset[schedule.server[order]] + schedule.machine[order]
+        found[name] = (starts, machines)
+    return found
