@@ -448,6 +448,10 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--distinct", action="store_true", help="jitter every machine into its own class")
     generate.add_argument("--data-dir", default=None, help="the shared data folder (google/, alibaba/)")
     generate.set_defaults(handler=_command_generate)
+
+    from solver.bench.cli import add_bench_parser  # argparse only: pandas and dask load when a bench command runs
+
+    add_bench_parser(commands)
     return parser
 
 

@@ -1,0 +1,80 @@
+"""``fairpack bench run`` and ``fairpack bench report``.
+
+Only argparse is imported here: ``solver.cli`` builds this parser for every command, and pandas, dask,
+tqdm and matplotlib load only when a bench command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+
+EXIT_OK, EXIT_INTERRUPTED = 0, 130
+
+
+def add_bench_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``bench run`` and ``bench report`` to the ``fairpack`` subcommands."""
+    bench = commands.add_parser("bench", help="benchmark sweeps: run a sweep file, report on its results")
+    actions = bench.add_subparsers(dest="bench_command", required=True)
+
+    run = actions.add_parser("run", help="run a sweep (TOML or YAML); resumes: rows already in --out are kept")
+    run.add_argument("sweep", help="the sweep file, e.g. benchmarks/sweeps/smoke.toml")
+    run.add_argument(
+        "--out", help="results table, .parquet (a .csv copy goes next to it); default <sweep name>.parquet"
+    )
+    run.add_argument("--workers", type=int, help="task processes at a time (default: the CPU count)")
+    run.add_argument("--scheduler", help="run on a Dask cluster instead, e.g. tcp://host:8786")
+    run.add_argument("--data-dir", help="the shared data folder (default: $FAIRPACK_DATA_DIR); grids needing "
+                     "absent data are skipped")  # fmt: skip
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.set_defaults(handler=_command_run)
+
+    report = actions.add_parser("report", help="write a Markdown summary and PNG plots of a results table")
+    report.add_argument("results", help="the .parquet table written by 'bench run'")
+    report.add_argument("--out", help="output folder (default: <results stem>_report next to the table)")
+    report.set_defaults(handler=_command_report)
+
+
+def _command_run(args: argparse.Namespace) -> int:
+    from solver.bench.runner import run_sweep
+    from solver.bench.sweep import load_sweep
+
+    sweep = load_sweep(args.sweep)
+    if args.workers is not None and args.workers < 1:
+        raise ValueError(f"--workers must be at least 1, got {args.workers}")
+    data_dir = args.data_dir or os.environ.get("FAIRPACK_DATA_DIR") or None
+    if data_dir is not None and not Path(data_dir).is_dir():
+        raise ValueError(f"--data-dir {data_dir}: no such folder")
+    out = Path(args.out) if args.out else Path(f"{sweep.name}.parquet")
+    for message in sweep.tasks(data_dir)[1]:  # say it before the run, not after it
+        print(f"fairpack: {message}", file=sys.stderr)
+    # A terminated run stops like an interrupted one: running tasks are killed and the table is saved.
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        summary = run_sweep(sweep, out, args.workers, args.scheduler, data_dir, progress=not args.no_progress)
+    except KeyboardInterrupt:
+        print(f"fairpack: interrupted; the finished rows are in {out}, run again to resume", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    print(f"{summary.out}: {summary.executed} tasks run, {summary.skipped} already there, "
+          f"{summary.failed} failed or hit a limit (see status and message); CSV copy next to it")  # fmt: skip
+    return EXIT_OK
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _command_report(args: argparse.Namespace) -> int:
+    from solver.bench.report import write_report
+
+    if not Path(args.results).is_file():
+        raise ValueError(f"{args.results}: no such results table")
+    path = write_report(args.results, args.out)
+    print(f"{path} (plots next to it)")
+    return EXIT_OK

@@ -1,0 +1,337 @@
+"""The registry of instance families a sweep draws from: seeded generators with named size parameters.
+
+Every family turns ``(size parameters, seed, data dir)`` into an ``Instance``, deterministically. It also
+says which ``solver.api`` method family it feeds (``kind``: ``flat``, ``hierarchy`` or ``jobs``), what
+its "size" is for the scaling plots, and which subfolder of the shared data folder it reads, if any.
+
+=============== ========= ============================================================ ========================
+family          kind      instance                                                     size
+=============== ========= ============================================================ ========================
+google-like     flat      synthetic Google-shaped cluster (10 configurations), random  tenants x server classes
+                          tenants (``models.generators.google_instance`` without data)
+google          flat      the Google 2011 machine configurations (``google/``)          tenants x server classes
+alibaba         flat      the 1,523 real Alibaba GPU nodes, tenants from real pod       tenants x server classes
+                          requests (``alibaba/``)
+random-flat     flat      ``models.generators.random_small``                           tenants x server classes
+random-tree     hierarchy random weighted org tree (``random_tree_instance``)          leaves
+hdrf-fig10      hierarchy the H-DRF paper's Fig. 10 tree (``instances/hdrf_fig10.yaml``; leaves
+                          the seed is ignored)
+dag-random      jobs      random DAG jobs, barrier-rich by default (``random_dag_jobs``) tasks
+tpch            jobs      a mix of ``queries`` TPC-H queries drawn by the seed          tasks
+                          (``tpch/``, ``tpch_jobs``)
+psplib          jobs      PSPLIB RCPSP file number ``seed`` of set ``set`` (``psplib/``) tasks
+=============== ========= ============================================================ ========================
+
+PSPLIB files are taken in (instance, parameter) order (``j301_1, j302_1, ..., j3048_1, j301_2, ...``),
+so the first seeds spread over the parameter classes; ``best_known`` gives the best-known makespan
+from ``psplib/optima/psplib_bounds.csv`` (proven optimal for every J30 file).
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from models.types import Instance, InstanceError
+
+#: ``solver.api`` method families a generated instance can feed.
+KINDS = ("flat", "hierarchy", "jobs")
+#: Whether each kind's objective is maximised (min weighted share, min share/guarantee) or minimised
+#: (avg JCT, makespan); ``solver.bench.table`` signs the gaps by it.
+SENSE = {"flat": "max", "hierarchy": "max", "jobs": "min"}
+#: What ``Result.objective`` is for allocation kinds (DAG jobs name theirs in ``Result.extra``).
+OBJECTIVE_NAMES = {"flat": "min weighted share", "hierarchy": "min share/guarantee"}
+#: The repository's bundled instances (data only; read, never written).
+INSTANCES = Path(__file__).resolve().parents[2] / "instances"
+
+
+class DataMissing(InstanceError):
+    """A family needs a subfolder of the shared data folder that is not there."""
+
+
+class ParamError(ValueError):
+    """A size parameter a family does not have, or a value of the wrong type."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        self.name = name
+        self.reason = reason
+        super().__init__(f"{name}: {reason}")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One size parameter of a family: its default and the Python types a sweep may give it.
+
+    ``int`` values are accepted where ``float`` is allowed; ``bool`` is never taken for a number.
+    """
+
+    default: Any
+    types: tuple[type, ...]
+
+    def __post_init__(self) -> None:
+        if not self.types:
+            raise ValueError("a parameter needs at least one accepted type")
+        if not self.accepts(self.default):
+            raise ValueError(f"default {self.default!r} is not one of {self.type_names}")
+
+    @property
+    def type_names(self) -> str:
+        return " or ".join("none" if t is type(None) else t.__name__ for t in self.types)
+
+    def accepts(self, value: Any) -> bool:
+        if isinstance(value, bool):
+            return bool in self.types
+        if isinstance(value, int) and float in self.types:
+            return True
+        return isinstance(value, self.types)
+
+
+@dataclass(frozen=True)
+class Family:
+    """A seeded instance generator with named size parameters.
+
+    Attributes
+    ----------
+    name : str
+        Registry key, used in sweep files.
+    kind : {'flat', 'hierarchy', 'jobs'}
+        The ``solver.api`` method family its instances feed (``METHODS[m].family``).
+    summary : str
+        One line for listings and reports.
+    params : mapping of str to Param
+        Size parameters and their defaults, in a fixed order (the order of row keys).
+    build : callable
+        ``build(params, seed, data_dir) -> Instance`` with every parameter present.
+    size_label : str
+        What :meth:`size` measures, for plot axes.
+    size : callable
+        ``size(instance) -> float``: the number plotted on the scaling axes.
+    data : str or None
+        Subfolder of the shared data folder the family reads (``None``: needs no data).
+    best_known : callable or None
+        ``best_known(instance, data_dir) -> float | None``: a published best objective, if any.
+    """
+
+    name: str
+    kind: str
+    summary: str
+    params: Mapping[str, Param]
+    build: Callable[[Mapping[str, Any], int, Path | None], Instance]
+    size_label: str
+    size: Callable[[Instance], float]
+    data: str | None = None
+    best_known: Callable[[Instance, Path | None], float | None] | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", self.name):
+            raise ValueError(f"family name must be lower-case words joined by '-', got {self.name!r}")
+        if self.kind not in KINDS:
+            raise ValueError(f"family {self.name}: kind must be one of {KINDS}, got {self.kind!r}")
+        if not self.size_label:
+            raise ValueError(f"family {self.name}: size_label must not be empty")
+        object.__setattr__(self, "params", dict(self.params))
+
+    def resolve(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        """Every parameter with the given values over the defaults, in the family's order.
+
+        Raises
+        ------
+        ParamError
+            An unknown parameter or a value of the wrong type (the sweep loader turns it into an
+            error naming the file and field).
+        """
+        for name, value in given.items():
+            if name not in self.params:
+                known = ", ".join(self.params) or "none"
+                raise ParamError(name, f"family {self.name!r} has no size parameter {name!r} (it has: {known})")
+            if not self.params[name].accepts(value):
+                raise ParamError(name, f"expected {self.params[name].type_names}, got {value!r}")
+        return {name: given.get(name, param.default) for name, param in self.params.items()}
+
+    def data_folder(self, data_dir: Path | None) -> Path | None:
+        """The data subfolder this family reads, or None when it needs none.
+
+        Raises
+        ------
+        DataMissing
+            The family needs data and ``data_dir`` is None or lacks the subfolder.
+        """
+        if self.data is None:
+            return None
+        if data_dir is None:
+            raise DataMissing(f"family {self.name!r} needs the shared data folder (--data-dir or FAIRPACK_DATA_DIR)")
+        folder = Path(data_dir) / self.data
+        if not folder.is_dir():
+            raise DataMissing(f"family {self.name!r} needs {folder}, which does not exist")
+        return folder
+
+    def instance(self, params: Mapping[str, Any], seed: int, data_dir: Path | None = None) -> Instance:
+        """The instance for ``params`` (missing ones take their defaults) and ``seed``."""
+        self.data_folder(data_dir)
+        return self.build(self.resolve(params), seed, data_dir)
+
+
+# --- sizes ---------------------------------------------------------------------------------------------
+
+
+def _pairs(instance: Instance) -> float:
+    return float(len(instance.tenants) * len(instance.servers))
+
+
+def _leaves(instance: Instance) -> float:
+    return float(len(instance.tenants))
+
+
+def _tasks(instance: Instance) -> float:
+    return float(sum(stage.tasks for job in instance.jobs for stage in job.stages))
+
+
+# --- generators ----------------------------------------------------------------------------------------
+
+
+def _google_like(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
+    from models.generators import google_instance
+
+    return google_instance(None, p["tenants"], seed, p["machines"], p["distinct"])
+
+
+def _google(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
+    from models.generators import google_instance
+
+    return google_instance(data_dir, p["tenants"], seed, p["machines"], p["distinct"])
+
+
+def _alibaba(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
+    from models.generators import alibaba_instance
+
+    assert data_dir is not None  # Family.instance checked the data folder
+    return alibaba_instance(data_dir, p["tenants"], seed, p["task_scale"])
+
+
+def _random_flat(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
+    from models.generators import random_small
+
+    return random_small(seed, p["servers"], p["tenants"], p["resources"])
+
+
+def _random_tree(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
+    from models.generators import random_tree_instance
+
+    return random_tree_instance(seed, p["leaves"], p["depth"], p["resources"], servers=p["servers"])
+
+
+def _hdrf_fig10(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
+    from models.io import load_instance
+
+    return load_instance(INSTANCES / "hdrf_fig10.yaml")
+
+
+def _dag_random(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
+    from models.generators import random_dag_jobs
+
+    return random_dag_jobs(seed, p["jobs"], (p["min_stages"], p["max_stages"]), p["resources"], p["barrier_rich"],
+                           float(p["capacity"]), float(p["release_spread"]))  # fmt: skip
+
+
+def _tpch(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
+    """``queries`` distinct queries of size ``data_size``, drawn with ``default_rng(seed)`` (query order kept)."""
+    import json
+
+    from models.generators import TPCH_DIR, tpch_jobs
+
+    assert data_dir is not None
+    summary = json.loads((Path(data_dir) / TPCH_DIR / "tpch_dag_summary.json").read_text())
+    prefix = f"{p['data_size']}-q"
+    numbers = sorted(int(key[len(prefix) :]) for key in summary if key.startswith(prefix))
+    if not 1 <= p["queries"] <= len(numbers):
+        raise InstanceError(f"queries must be 1..{len(numbers)} for size {p['data_size']!r}", "queries")
+    picked = np.sort(np.random.default_rng(seed).choice(numbers, size=p["queries"], replace=False))
+    return tpch_jobs(data_dir, [int(q) for q in picked], seed, p["data_size"], p["executors"],
+                     float(p["memory_per_executor"]), float(p["release_spread"]))  # fmt: skip
+
+
+def _psplib_files(folder: Path, name: str) -> list[Path]:
+    """The ``.sm`` files of set ``name`` in (instance, parameter) order, as in ``benchmarks.psplib_sets``."""
+
+    def key(path: Path) -> tuple[int, int]:
+        parameter, index = path.stem[len(name) :].split("_")
+        return int(index), int(parameter)
+
+    return sorted(folder.glob(f"{name}*_*.sm"), key=key)
+
+
+def _psplib(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
+    from models.psplib import load_psplib
+
+    assert data_dir is not None
+    files = _psplib_files(Path(data_dir) / "psplib" / p["set"], p["set"])
+    if not files:
+        raise InstanceError(f"no PSPLIB files in {Path(data_dir) / 'psplib' / p['set']}", "set")
+    if not 0 <= seed < len(files):
+        raise InstanceError(f"seed picks a file of set {p['set']!r}: 0..{len(files) - 1}, got {seed}", "seed")
+    return load_psplib(files[seed])
+
+
+@functools.lru_cache(maxsize=4)
+def _psplib_bounds(path: Path) -> dict[str, float]:
+    with path.open() as handle:
+        return {row["instance"]: float(row["best_ub"]) for row in csv.DictReader(handle) if row.get("best_ub")}
+
+
+def _psplib_best(instance: Instance, data_dir: Path | None) -> float | None:
+    """The best-known makespan of a PSPLIB instance (its name is the file stem), if listed."""
+    if data_dir is None:
+        return None
+    path = Path(data_dir) / "psplib" / "optima" / "psplib_bounds.csv"
+    if not path.is_file():
+        return None
+    value = _psplib_bounds(path).get(instance.name)
+    return value if value is not None and math.isfinite(value) else None
+
+
+_INT, _FLOAT, _BOOL, _STR = (int,), (float,), (bool,), (str,)
+_OPTIONAL_INT = (int, type(None))
+
+FAMILIES: dict[str, Family] = {
+    f.name: f
+    for f in (
+        Family("google-like", "flat", "synthetic Google-shaped cluster, random tenants",
+               {"tenants": Param(20, _INT), "machines": Param(1000, _INT), "distinct": Param(False, _BOOL)},
+               _google_like, "tenants x server classes", _pairs),
+        Family("google", "flat", "Google 2011 machine configurations, random tenants",
+               {"tenants": Param(20, _INT), "machines": Param(None, _OPTIONAL_INT), "distinct": Param(False, _BOOL)},
+               _google, "tenants x server classes", _pairs, data="google"),
+        Family("alibaba", "flat", "real Alibaba GPU nodes, tenants from real pod requests",
+               {"tenants": Param(20, _INT), "task_scale": Param(1.0, _FLOAT)},
+               _alibaba, "tenants x server classes", _pairs, data="alibaba"),
+        Family("random-flat", "flat", "small random heterogeneous cluster and tenants",
+               {"tenants": Param(4, _INT), "servers": Param(3, _INT), "resources": Param(2, _INT)},
+               _random_flat, "tenants x server classes", _pairs),
+        Family("random-tree", "hierarchy", "random weighted organisation tree",
+               {"leaves": Param(20, _INT), "depth": Param(3, _INT), "resources": Param(3, _INT),
+                "servers": Param(None, _OPTIONAL_INT)},
+               _random_tree, "leaves", _leaves),
+        Family("hdrf-fig10", "hierarchy", "H-DRF paper Fig. 10 (naive H-DRF starves a leaf)", {},
+               _hdrf_fig10, "leaves", _leaves),
+        Family("dag-random", "jobs", "random DAG jobs on one pool (barrier-rich by default)",
+               {"jobs": Param(4, _INT), "min_stages": Param(2, _INT), "max_stages": Param(4, _INT),
+                "resources": Param(2, _INT), "barrier_rich": Param(True, _BOOL), "capacity": Param(100.0, _FLOAT),
+                "release_spread": Param(0.0, _FLOAT)},
+               _dag_random, "tasks", _tasks),
+        Family("tpch", "jobs", "a mix of Spark TPC-H query DAGs",
+               {"queries": Param(4, _INT), "data_size": Param("2g", _STR), "executors": Param(50, _INT),
+                "memory_per_executor": Param(2.0, _FLOAT), "release_spread": Param(0.0, _FLOAT)},
+               _tpch, "tasks", _tasks, data="tpch"),
+        Family("psplib", "jobs", "PSPLIB single-mode RCPSP file (seed = file number)",
+               {"set": Param("j30", _STR)},
+               _psplib, "tasks", _tasks, data="psplib", best_known=_psplib_best),
+    )
+}  # fmt: skip
