@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench figures clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,14 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.drfh_int_scale --data-dir $(DATA_DIR)
 	$(BIN)/python -m benchmarks.hdrf_scale --max-leaves 30000 --huge 100000
 	$(BIN)/python -m benchmarks.dag_carbyne --data-dir $(DATA_DIR)
+	$(BIN)/python -m benchmarks.psplib_sets --data-dir $(DATA_DIR)
+
+# The README's figures: two sweeps (resumable: an interrupted run continues) and their reports.
+figures: $(STAMP)
+	$(BIN)/fairpack bench run benchmarks/sweeps/readme.toml --out benchmarks/results/readme.parquet --data-dir $(DATA_DIR)
+	$(BIN)/fairpack bench report benchmarks/results/readme.parquet --out benchmarks/results/readme_report
+	$(BIN)/fairpack bench run benchmarks/sweeps/tpch_triangle.toml --out benchmarks/results/tpch_triangle.parquet --data-dir $(DATA_DIR)
+	$(BIN)/fairpack bench report benchmarks/results/tpch_triangle.parquet --out benchmarks/results/tpch_triangle_report
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache .mypy_cache .ruff_cache

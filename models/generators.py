@@ -501,7 +501,11 @@ def tpch_jobs(
     releases = (rng.integers(0, int(release_spread) + 1, size=len(keys)).astype(np.float64) if release_spread > 0
                 else np.zeros(len(keys)))  # fmt: skip
     job_list = []
+    seen: dict[str, int] = {}
     for position, key in enumerate(keys):
+        # A mix may repeat a query (large mixes draw with replacement); later copies are named key#2, key#3...
+        seen[key] = seen.get(key, 0) + 1
+        name = key if seen[key] == 1 else f"{key}#{seen[key]}"
         if key not in summary:
             raise InstanceError(f"unknown TPC-H query {key!r}", f"queries[{position}]")
         entry = summary[key]
@@ -514,6 +518,6 @@ def tpch_jobs(
             seconds = max(0.1, math.ceil(float(stage["mean_task_ms"]) / 100.0 - 1e-9) / 10.0)
             demand = np.array([1.0, float(memory[position])])
             stages.append(Stage(f"stage{s}", int(stage["num_tasks"]), seconds, demand, parents))
-        job_list.append(Job(key, tuple(stages), 1.0, float(releases[position])))
+        job_list.append(Job(name, tuple(stages), 1.0, float(releases[position])))
     pool = ServerClass("pool", np.array([float(executors), float(executors) * memory_per_executor]), 1)
     return Instance(("cpu", "mem"), (pool,), jobs=tuple(job_list), name=f"tpch-{len(keys)}q-s{seed}")

@@ -207,6 +207,14 @@ def test_tpch_loader_and_heuristics(data_dir) -> None:  # type: ignore[no-untype
         assert verify_schedule(instance, schedule).ok
 
 
+def test_tpch_mix_may_repeat_a_query(data_dir) -> None:  # type: ignore[no-untyped-def]
+    if not (data_dir / "tpch" / "tpch_dag_summary.json").is_file():
+        pytest.skip("no tpch data")
+    instance = tpch_jobs(data_dir, ["2g-q6", "2g-q14", "2g-q6", "2g-q6"], seed=1, executors=20)
+    assert [job.name for job in instance.jobs] == ["2g-q6", "2g-q14", "2g-q6#2", "2g-q6#3"]
+    assert [len(job.stages) for job in instance.jobs][2:] == [len(instance.jobs[0].stages)] * 2
+
+
 def test_a_late_heuristic_job_is_reported_not_rejected() -> None:
     """dag_two_jobs: `short` arrives later and shrinks `long`'s share, so `long` misses T_k = 4."""
     from models.io import load_instance

@@ -21,8 +21,9 @@ from solver.cli import main
 TWO_JOBS = Path(__file__).resolve().parents[1] / "instances" / "dag_two_jobs.yaml"
 #: A fixed, deterministic J30 sample: the first instance of parameter sets 1..20 (all proven optimal).
 J30_SAMPLE = [f"j30{p}_1" for p in range(1, 21)]
-#: Per-instance CP-SAT limit; measured on the 2-core machine, the slowest of the sample (j3013_1) takes 4-6 s.
-J30_LIMIT_S = 20.0
+#: Per-instance CP-SAT limit: the slowest of the sample (j3013_1) takes 4-6 s on a quiet 2-core machine but
+#: 14-27 s under load, so the limit leaves room; the assertion is the optimum, not the time.
+J30_LIMIT_S = 60.0
 
 
 def psplib_file(data_dir: Path, name: str) -> Path:
@@ -233,3 +234,32 @@ def test_allocation_methods_still_need_tenants() -> None:
     instance = load_instance(TWO_JOBS)
     with pytest.raises(InstanceError, match="tenants"):
         solve(instance, "drfh")
+
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_never_worse_than_the_heuristics_even_when_stopped_early(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The best heuristic is the warm start, so a result cut off at the limit is at least as good as each.
+
+    CP-SAT is made to ignore the hint and stop at its first solution, as it does on large mixes where the
+    limit runs out before it has loaded or repaired the hint: the warm start must still be the floor.
+    """
+    from ortools.sat.python import cp_model
+
+    from models.generators import random_dag_jobs
+
+    original_solve = cp_model.CpSolver.solve
+
+    def first_solution(self: cp_model.CpSolver, model: cp_model.CpModel, *args: object) -> object:
+        self.parameters.stop_after_first_solution = True
+        model.clear_hints()
+        return original_solve(self, model, *args)
+
+    monkeypatch.setattr(cp_model.CpSolver, "solve", first_solution)
+    instance = random_dag_jobs(seed, jobs=6, stages_range=(3, 5))
+    result = solve(instance, "spacetime-cp", objective="avg-jct")
+    assert result.verified and result.objective is not None
+    for method in ("carbyne", "drf-dag", "tetris", "sjf"):
+        heuristic = solve(instance, method, objective="avg-jct")
+        assert heuristic.objective is not None
+        assert result.objective <= heuristic.objective + 1e-9, (method, result.objective, heuristic.objective)

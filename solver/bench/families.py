@@ -242,7 +242,10 @@ def _dag_random(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Insta
 
 
 def _tpch(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
-    """``queries`` distinct queries of size ``data_size``, drawn with ``default_rng(seed)`` (query order kept)."""
+    """``queries`` queries of size ``data_size`` drawn with ``default_rng(seed)`` (sorted by query number).
+
+    Distinct while the size has that many queries (22); larger mixes draw with replacement.
+    """
     import json
 
     from models.generators import TPCH_DIR, tpch_jobs
@@ -251,9 +254,10 @@ def _tpch(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
     summary = json.loads((Path(data_dir) / TPCH_DIR / "tpch_dag_summary.json").read_text())
     prefix = f"{p['data_size']}-q"
     numbers = sorted(int(key[len(prefix) :]) for key in summary if key.startswith(prefix))
-    if not 1 <= p["queries"] <= len(numbers):
-        raise InstanceError(f"queries must be 1..{len(numbers)} for size {p['data_size']!r}", "queries")
-    picked = np.sort(np.random.default_rng(seed).choice(numbers, size=p["queries"], replace=False))
+    if p["queries"] < 1 or not numbers:
+        raise InstanceError(f"queries must be at least 1 and size {p['data_size']!r} must exist", "queries")
+    replace = p["queries"] > len(numbers)
+    picked = np.sort(np.random.default_rng(seed).choice(numbers, size=p["queries"], replace=replace))
     return tpch_jobs(data_dir, [int(q) for q in picked], seed, p["data_size"], p["executors"],
                      float(p["memory_per_executor"]), float(p["release_spread"]))  # fmt: skip
 
