@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 import numpy.typing as npt
@@ -66,8 +66,32 @@ def _check_task_cap(tasks: float, field_name: str) -> None:
         raise InstanceError(f"task count must be non-negative, got {tasks!r}", field_name)
 
 
-@dataclass(frozen=True)
-class ServerClass:
+def _same(a: object, b: object) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and bool(np.array_equal(a, b))
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+class _ValueEquality:
+    """Field-by-field equality that compares numpy arrays by value.
+
+    The ``__eq__`` dataclasses generate compares fields as tuples, which raises on array fields ("truth
+    value of an array is ambiguous"); so the domain classes are declared with ``eq=False`` and use this.
+    They stay unhashable, as they were (an array field cannot be hashed).
+    """
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(_same(getattr(self, f.name), getattr(other, f.name)) for f in fields(self) if f.compare)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, eq=False)
+class ServerClass(_ValueEquality):
     """``count`` identical machines, each with ``capacity`` of every resource."""
 
     name: str
@@ -81,8 +105,8 @@ class ServerClass:
             raise InstanceError(f"count must be a positive integer, got {self.count!r}", "count")
 
 
-@dataclass(frozen=True)
-class Tenant:
+@dataclass(frozen=True, eq=False)
+class Tenant(_ValueEquality):
     """A user (or job) whose tasks all have the same ``demand`` vector; ``tasks`` caps their number."""
 
     name: str
@@ -99,8 +123,8 @@ class Tenant:
         _check_task_cap(self.tasks, "tasks")
 
 
-@dataclass(frozen=True)
-class HierarchyNode:
+@dataclass(frozen=True, eq=False)
+class HierarchyNode(_ValueEquality):
     """A node of the weighted organisation tree; leaves carry a demand and map to a tenant."""
 
     name: str
@@ -113,8 +137,8 @@ class HierarchyNode:
         _check_positive(self.weight, "weight")
 
 
-@dataclass(frozen=True)
-class Hierarchy:
+@dataclass(frozen=True, eq=False)
+class Hierarchy(_ValueEquality):
     """A rooted tree stored as parent indices; node 0 is the root."""
 
     nodes: tuple[HierarchyNode, ...]
@@ -139,8 +163,8 @@ class Hierarchy:
         return [i for i, node in enumerate(self.nodes) if node.parent == index]
 
 
-@dataclass(frozen=True)
-class Stage:
+@dataclass(frozen=True, eq=False)
+class Stage(_ValueEquality):
     """A set of ``tasks`` identical tasks of one DAG job; ``after`` indexes the job's parent stages."""
 
     name: str
@@ -158,8 +182,8 @@ class Stage:
         object.__setattr__(self, "demand", frozen_vector(self.demand, "demand", len(self.demand)))
 
 
-@dataclass(frozen=True)
-class Job:
+@dataclass(frozen=True, eq=False)
+class Job(_ValueEquality):
     """A DAG of stages released at ``release``."""
 
     name: str
@@ -211,8 +235,8 @@ def _check_unique(names: Sequence[str], field_name: str, key: str = ".name") -> 
         seen.add(name)
 
 
-@dataclass(frozen=True)
-class Instance:
+@dataclass(frozen=True, eq=False)
+class Instance(_ValueEquality):
     """A whole problem: resources, server classes, tenants and optionally a hierarchy and DAG jobs."""
 
     resources: tuple[str, ...]

@@ -601,3 +601,17 @@ def test_bundled_instances_load(path: Path) -> None:
     assert instance.tenants or instance.jobs
     assert np.all(instance.total_capacity >= 0)
     assert_same_instance(instance, instance_from_dict(instance_to_dict(instance)))
+
+
+def test_domain_objects_compare_by_value() -> None:
+    """Array fields are compared by value; the generated dataclass __eq__ raised on them."""
+    import dataclasses
+
+    path = Path(__file__).resolve().parents[1] / "instances" / "weighted_caps.yaml"
+    instance = load_instance(path)
+    tenant = instance.tenants[0]
+    assert dataclasses.replace(tenant) == tenant
+    assert dataclasses.replace(tenant, weight=tenant.weight + 1) != tenant
+    assert dataclasses.replace(tenant, demand=tenant.demand * 2) != tenant
+    assert load_instance(path) == instance
+    assert dataclasses.replace(instance, tenants=instance.tenants[:-1]) != instance
