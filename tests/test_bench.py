@@ -11,6 +11,8 @@ import pytest
 
 from models.io import instance_to_dict
 from solver.bench.families import FAMILIES, SENSE
+from solver.bench.figures import BEGIN, END, carbyne_headline
+from solver.bench.figures import FILES as FIGURE_FILES
 from solver.bench.report import write_report
 from solver.bench.runner import STATUS_MEMORY, STATUS_TIMEOUT, run_sweep
 from solver.bench.sweep import NO_BACKEND, SweepError, load_sweep, parse_sweep
@@ -301,3 +303,44 @@ def test_report(smoke_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[s
     empty = tmp_path / "empty.parquet"
     ResultTable(empty).save()
     assert "no rows" in write_report(empty, tmp_path / "empty").read_text()
+
+
+# --- README figures ------------------------------------------------------------------------------------
+
+
+def test_figures_fill_the_readme_block(smoke_run: Path, tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# title\n\nbefore\n\n{BEGIN}\nstale text\n{END}\n\nafter\n")
+    out = tmp_path / "figures"
+    assert main(["bench", "figures", str(smoke_run), "--out", str(out), "--readme", str(readme)]) == 0
+    text = readme.read_text()
+    assert text.startswith("# title\n\nbefore\n\n") and text.endswith(f"{END}\n\nafter\n")
+    assert "stale text" not in text
+    for number, name in enumerate(FIGURE_FILES.values(), 1):
+        assert f"### Figure {number}." in text
+        assert (out / name).stat().st_size > 10_000
+        assert f"(figures/{name})" in text  # relative to the README
+        assert f"({name})" in (out / "figures.md").read_text()  # relative to figures.md
+    frame = read_results(smoke_run)
+    assert f"{len(frame)} rows" in text
+    # Figure 1's ratio for the exact method is 1 and its slot rows are named by their slot count.
+    assert "| `drfh` | 1 | 1 |" in text and "`slots (k=10)`" in text
+    # A second run over the same table writes the same README (idempotent splice).
+    assert main(["bench", "figures", str(smoke_run), "--out", str(out), "--readme", str(readme)]) == 0
+    assert readme.read_text() == text
+    readme.write_text("no markers\n")
+    assert main(["bench", "figures", str(smoke_run), "--out", str(out), "--readme", str(readme)]) == 2
+
+
+def test_carbyne_headline_by_hand() -> None:
+    # Two instances: DRF's avg JCT 12 and 9 against Carbyne's 10 and 10 -> ratios 1.2 and 0.9, geometric
+    # mean sqrt(1.08); makespans 20/25 and 30/30; Jain 0.9 vs 0.85 and 0.8 vs 0.82.
+    rows = [("a", "drf-dag", 12.0, 20.0, 0.90), ("a", "carbyne", 10.0, 25.0, 0.85),
+            ("b", "drf-dag", 9.0, 30.0, 0.80), ("b", "carbyne", 10.0, 30.0, 0.82)]  # fmt: skip
+    jobs = pd.DataFrame(rows, columns=["instance_key", "method", "avg_jct", "makespan", "jain"])
+    numbers = carbyne_headline(jobs)
+    assert numbers["instances"] == 2 and numbers["carbyne_better_jct"] == 1
+    assert numbers["jct"] == pytest.approx(math.sqrt(1.2 * 0.9))
+    assert numbers["makespan"] == pytest.approx(math.sqrt(0.8 * 1.0))
+    assert numbers["jain_drop_mean"] == pytest.approx((0.05 - 0.02) / 2)
+    assert numbers["jain_drop_worst"] == pytest.approx(0.05)

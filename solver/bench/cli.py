@@ -1,4 +1,4 @@
-"""``fairpack bench run`` and ``fairpack bench report``.
+"""``fairpack bench run``, ``fairpack bench report`` and ``fairpack bench figures``.
 
 Only argparse is imported here: ``solver.cli`` builds this parser for every command, and pandas, dask,
 tqdm and matplotlib load only when a bench command runs.
@@ -17,7 +17,7 @@ EXIT_OK, EXIT_INTERRUPTED = 0, 130
 
 
 def add_bench_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``bench run`` and ``bench report`` to the ``fairpack`` subcommands."""
+    """Add ``bench run``, ``bench report`` and ``bench figures`` to the ``fairpack`` subcommands."""
     bench = commands.add_parser("bench", help="benchmark sweeps: run a sweep file, report on its results")
     actions = bench.add_subparsers(dest="bench_command", required=True)
 
@@ -37,6 +37,12 @@ def add_bench_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     report.add_argument("results", help="the .parquet table written by 'bench run'")
     report.add_argument("--out", help="output folder (default: <results stem>_report next to the table)")
     report.set_defaults(handler=_command_report)
+
+    figures = actions.add_parser("figures", help="the README figures (Markdown + PNG) from one or more tables")
+    figures.add_argument("results", nargs="+", help=".parquet tables written by 'bench run'")
+    figures.add_argument("--out", default="benchmarks/results/figures", help="folder for figures.md and the PNGs")
+    figures.add_argument("--readme", help="also fill this README's <!-- figures:begin/end --> block")
+    figures.set_defaults(handler=_command_figures)
 
 
 def _command_run(args: argparse.Namespace) -> int:
@@ -77,4 +83,15 @@ def _command_report(args: argparse.Namespace) -> int:
         raise ValueError(f"{args.results}: no such results table")
     path = write_report(args.results, args.out)
     print(f"{path} (plots next to it)")
+    return EXIT_OK
+
+
+def _command_figures(args: argparse.Namespace) -> int:
+    from solver.bench.figures import write_figures
+
+    for table in args.results:
+        if not Path(table).is_file():
+            raise ValueError(f"{table}: no such results table")
+    path = write_figures(args.results, args.out, args.readme)
+    print(f"{path} (PNGs next to it)" + (f"; {args.readme} updated" if args.readme else ""))
     return EXIT_OK
