@@ -34,12 +34,15 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.dag_carbyne --data-dir $(DATA_DIR)
 	$(BIN)/python -m benchmarks.psplib_sets --data-dir $(DATA_DIR)
 
-# The README's figures: two sweeps (resumable: an interrupted run continues) and their reports.
+# The README's figures: two sweeps (resumable: an interrupted run continues), their reports, and the four
+# figures spliced into README between its figures markers.
 figures: $(STAMP)
 	$(BIN)/fairpack bench run benchmarks/sweeps/readme.toml --out benchmarks/results/readme.parquet --data-dir $(DATA_DIR)
 	$(BIN)/fairpack bench report benchmarks/results/readme.parquet --out benchmarks/results/readme_report
 	$(BIN)/fairpack bench run benchmarks/sweeps/tpch_triangle.toml --out benchmarks/results/tpch_triangle.parquet --data-dir $(DATA_DIR)
 	$(BIN)/fairpack bench report benchmarks/results/tpch_triangle.parquet --out benchmarks/results/tpch_triangle_report
+	$(BIN)/fairpack bench figures benchmarks/results/readme.parquet benchmarks/results/tpch_triangle.parquet \
+		--out benchmarks/results/figures --readme README.md
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+import numpy.typing as npt
+
 
 def adjacency(num_nodes: int, edges: Sequence[Sequence[int]]) -> tuple[list[list[int]], list[list[int]]]:
     """Parents and children lists of every node from ``(parent, child)`` pairs."""
@@ -28,3 +31,19 @@ def topological_order(parents: Sequence[Sequence[int]], children: Sequence[Seque
             if missing[child] == 0:
                 ready.append(child)
     return order
+
+
+def longest_paths(
+    parents: Sequence[Sequence[int]], children: Sequence[Sequence[int]], duration: npt.ArrayLike
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Per node, ``(head, tail)``: the longest path from any source to the node's start, and from its start
+    to any sink including its own duration (pure precedence, no resources)."""
+    length = np.asarray(duration, dtype=np.float64)
+    order = topological_order(parents, children)
+    head = np.zeros(length.size)
+    for node in order:
+        head[node] = max((head[p] + length[p] for p in parents[node]), default=0.0)
+    tail = np.zeros(length.size)
+    for node in reversed(order):
+        tail[node] = length[node] + max((tail[c] for c in children[node]), default=0.0)
+    return head, tail

@@ -72,7 +72,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from models.dag import adjacency, topological_order
+from models.dag import adjacency, longest_paths
 from models.lp import Block, LinearProgram, LPBuilder
 from models.solution import SCHEDULE_OBJECTIVES
 from models.types import Instance, InstanceError
@@ -269,15 +269,8 @@ class SlotData:
 
 
 def _heads_tails(num_stages: int, edges: IntArray, duration: IntArray) -> tuple[IntArray, IntArray]:
-    parents, children = adjacency(num_stages, edges.tolist())
-    order = topological_order(parents, children)
-    head = np.zeros(num_stages, dtype=np.int64)
-    for stage in order:
-        head[stage] = max((head[p] + duration[p] for p in parents[stage]), default=0)
-    tail = np.zeros(num_stages, dtype=np.int64)
-    for stage in reversed(order):
-        tail[stage] = duration[stage] + max((tail[c] for c in children[stage]), default=0)
-    return head, tail
+    head, tail = longest_paths(*adjacency(num_stages, edges.tolist()), duration)
+    return np.rint(head).astype(np.int64), np.rint(tail).astype(np.int64)  # integer slots stay integral
 
 
 def objective_coefficients(weight: FloatArray, objective: str, alpha: float = 0.5) -> tuple[FloatArray, float]:

@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from models.dag import adjacency, topological_order
+from models.dag import adjacency, longest_paths, topological_order
 from models.solution import SCHEDULE_OBJECTIVES, Result, Schedule, Status
 from models.spacetime import placement_fits
 from models.types import Instance, InstanceError
@@ -133,20 +133,7 @@ class FlatTasks:
     def heads_tails(self, duration: Sequence[float] | FloatArray | IntArray) -> tuple[FloatArray, FloatArray]:
         """Per stage: longest path from its job's start to the stage start (head) and from its start to the
         job's end including itself (tail); pure precedence, no resources."""
-        order = self.topological_stages()
-        parents: list[list[int]] = [[] for _ in range(self.num_stages)]
-        children: list[list[int]] = [[] for _ in range(self.num_stages)]
-        for parent, child in self.edges.tolist():
-            parents[child].append(parent)
-            children[parent].append(child)
-        dur = np.asarray(duration, dtype=np.float64)
-        head = np.zeros(self.num_stages)
-        for stage in order:
-            head[stage] = max((head[p] + dur[p] for p in parents[stage]), default=0.0)
-        tail = np.zeros(self.num_stages)
-        for stage in reversed(order):
-            tail[stage] = dur[stage] + max((tail[c] for c in children[stage]), default=0.0)
-        return head, tail
+        return longest_paths(*adjacency(self.num_stages, self.edges.tolist()), duration)
 
 
 @dataclass(frozen=True)

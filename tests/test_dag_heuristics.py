@@ -225,3 +225,11 @@ def test_a_late_heuristic_job_is_reported_not_rejected() -> None:
     data = result.to_json(instance)
     assert data["jobs"]["long"]["fair_completion"] == pytest.approx(4.0)
     assert data["jobs"]["long"]["completion"] > 4.0 and result.extra["late_jobs"] == ["long"]
+
+
+def test_longest_paths_by_hand() -> None:
+    # 0 -> 1 -> 3, 0 -> 2 -> 3 with durations 2, 5, 1, 4: heads 0, 2, 2, 7; tails 11, 9, 5, 4.
+    from models.dag import adjacency, longest_paths
+
+    head, tail = longest_paths(*adjacency(4, [(0, 1), (0, 2), (1, 3), (2, 3)]), [2, 5, 1, 4])
+    assert head.tolist() == [0, 2, 2, 7] and tail.tolist() == [11, 9, 5, 4]

@@ -36,7 +36,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from models.dag import topological_order
+from models.dag import longest_paths, topological_order
 from models.solution import Schedule
 from models.spacetime import placement_fits
 from models.types import Instance, InstanceError
@@ -100,13 +100,8 @@ class DagJobs:
         capacity = np.asarray(instance.total_capacity, dtype=np.float64)
         machine_class = instance.machine_class() if placement == "servers" else None
         duration = np.array([s.duration for s in stages], dtype=np.float64)
-        order = topological_order(parents, children)
-        tail = np.zeros(len(stages))
-        depth = np.zeros(len(stages), dtype=np.int64)
-        for g in order:
-            depth[g] = max((depth[p] + 1 for p in parents[g]), default=0)
-        for g in reversed(order):
-            tail[g] = duration[g] + max((tail[c] for c in children[g]), default=0.0)
+        _, tail = longest_paths(parents, children, duration)
+        depth = longest_paths(parents, children, np.ones(len(stages)))[0].astype(np.int64)  # edges from a source
         stage_job = np.repeat(np.arange(len(instance.jobs)), counts)
         return DagJobs(
             stage_job=stage_job,
