@@ -188,3 +188,60 @@ class DrfhIntModel:
                     lower=target - slack,
                 )
         return builder.build()
+
+    def build_repair(self, required: FloatArray, tasks: FloatArray, free: IntArray) -> tuple[LinearProgram, FloatArray]:
+        """Large-neighbourhood repair MILP: re-pack the machines ``free``, every other machine kept as in ``tasks``.
+
+        Each player ``i`` should reach ``required[i]`` tasks (aligned with ``players``); ``d_i >= 0`` is its
+        shortfall, and the objective minimises the shortfall in weighted-share units, ``sum_i s_i d_i``, with a
+        reward a thousand times smaller for every task placed (so capacity is not left idle). Task caps hold.
+        Returns the MILP and a warm start: the free machines as they are in ``tasks``.
+        """
+        instance = self.instance
+        players = self.players
+        local = np.full(len(instance.tenants), -1)
+        local[players] = np.arange(len(players))
+        num_res = len(instance.resources)
+        is_free = np.zeros(self.num_machines, dtype=bool)
+        is_free[free] = True
+        pairs = np.flatnonzero(is_free[self.pair_machine])
+        tenant, machine = self.pair_tenant[pairs], self.pair_machine[pairs]
+        slot = np.full(self.num_machines, -1)
+        slot[free] = np.arange(len(free))
+        counts = tasks.sum(axis=1)[players]
+        kept = counts - tasks[players][:, free].sum(axis=1)  # tasks on the machines that stay
+        caps = np.floor(instance.task_caps[players] + 1e-9)
+        step = instance.dominant_demand[players] / instance.weights[players]
+        unit = step / step.max()
+
+        builder = LPBuilder(sense="min", name="drfh_int_repair")
+        x = builder.add_variables("x", (len(pairs),), lower=0.0, upper=self.pair_upper[pairs],
+                                  cost=-1e-3 * unit[local[tenant]], integer=True)  # fmt: skip
+        d = builder.add_variables("shortfall", (len(players),), lower=0.0, cost=unit)
+        demand = instance.demand[tenant]
+        pair_idx, resource_idx = np.nonzero(demand)
+        machine_cap = instance.capacity[instance.machine_class()][free]
+        builder.add_rows(
+            "capacity", len(free) * num_res, slot[machine[pair_idx]] * num_res + resource_idx,
+            x.indices()[pair_idx], demand[pair_idx, resource_idx], upper=machine_cap.reshape(-1),
+        )  # fmt: skip
+        builder.add_rows(
+            "reach", len(players), np.concatenate([local[tenant], np.arange(len(players))]),
+            np.concatenate([x.indices(), d.indices()]), 1.0, lower=required - kept,
+        )  # fmt: skip
+        builder.add_rows("caps", len(players), local[tenant], x.indices(), 1.0,
+                         upper=np.where(np.isfinite(caps), caps - kept, math.inf))  # fmt: skip
+        start_x = tasks[tenant, machine]
+        placed = kept + np.bincount(local[tenant], weights=start_x, minlength=len(players))
+        start = np.concatenate([start_x, np.maximum(required - placed, 0.0)])
+        return builder.build(), start
+
+    def apply_repair(self, tasks: FloatArray, free: IntArray, x: FloatArray) -> FloatArray:
+        """``tasks`` with the free machines replaced by the repair MILP's solution ``x``."""
+        is_free = np.zeros(self.num_machines, dtype=bool)
+        is_free[free] = True
+        pairs = np.flatnonzero(is_free[self.pair_machine])
+        repaired = tasks.copy()
+        repaired[:, free] = 0.0
+        np.add.at(repaired, (self.pair_tenant[pairs], self.pair_machine[pairs]), np.round(x[: len(pairs)]))
+        return repaired

@@ -27,6 +27,8 @@ from solver.backends import Backend
 
 PATTERN_SHARE = 0.5  # of the time left after the LP bisection, for the pattern search
 PATTERN_BUDGET_S = 60.0  # its budget when there is no time limit
+LNS_SHARE = 0.6  # of the time left after the pattern search, for the neighbourhood search
+LNS_BUDGET_S = 60.0  # its budget when there is no time limit
 
 
 @dataclass
@@ -197,6 +199,18 @@ def _max_min_by_levels(
         if found.value > value(best) * (1 + 1e-12):
             best = found.tasks
             next_level = int(np.searchsorted(levels, value(best), side="right"))
+        # 2b. Neighbourhood search from there: level by level, a few machines re-packed at a time.
+        if not close_enough() and value(best) < float(levels[above - 1]) * (1 - 1e-12):
+            from solver.drfh_lns import search_neighbourhoods
+
+            left = remaining()
+            lifted = search_neighbourhoods(model, backend, best, levels[:above],
+                                           LNS_SHARE * left if left else LNS_BUDGET_S)  # fmt: skip
+            solves += lifted.repairs
+            solve_s += lifted.solve_s
+            if lifted.value > value(best) * (1 + 1e-12):
+                best = model.canonical(lifted.tasks)
+                next_level = int(np.searchsorted(levels, value(best), side="right"))
     while status == "optimal" and next_level < above:
         if close_enough():
             status = "feasible"

@@ -21,6 +21,7 @@ from models.solution import Allocation
 from models.types import Instance, ServerClass, Tenant
 from solver.backends import get_backend, installed_backends
 from solver.drfh_int import solve_drfh_int
+from solver.drfh_lns import search_neighbourhoods
 from solver.drfh_patterns import search_patterns
 from solver.heuristics.flat import first_fit
 
@@ -165,3 +166,46 @@ def test_pattern_search_never_loses_f_and_verifies(seed: int) -> None:
     assert found.value == pytest.approx(_f(instance, found.tasks), rel=1e-12)
     assert verify_allocation(instance, Allocation(found.tasks, "machine", integral=True)).ok
     assert found.value <= _plain_milp_f(instance) * (1 + 1e-9)  # never above the true optimum
+
+
+def _levels(instance: Instance, model: DrfhIntModel, top: float) -> np.ndarray:
+    """Every value f can take up to ``top``: k tasks' weighted share of some player."""
+    players = model.players
+    step = instance.dominant_demand[players] / instance.weights[players]
+    return np.unique(np.concatenate([s * np.arange(1, math.floor(top / s) + 1) for s in step]))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_repair_warm_start_is_feasible_and_measures_the_shortfall(seed: int) -> None:
+    instance = _random_instance(seed, classes=3, tenants=5)
+    model = DrfhIntModel.build_pairs(instance)
+    tasks = first_fit(instance).tasks
+    players = model.players
+    step = instance.dominant_demand[players] / instance.weights[players]
+    required = np.minimum(np.floor(instance.task_caps[players] + 1e-9), tasks.sum(axis=1)[players] + 2)
+    free = np.array([0, model.num_machines - 1])
+    lp, warm = model.build_repair(required, tasks, free)
+    assert lp.max_violation(warm) <= 1e-9
+    shortfall = np.maximum(required - tasks.sum(axis=1)[players], 0.0)
+    assert np.allclose(warm[-len(players):], shortfall)
+    assert np.array_equal(model.apply_repair(tasks, free, warm), tasks)  # the warm start changes nothing
+    assert lp.evaluate(warm) <= float(step @ shortfall) / step.max() + 1e-12  # the task reward only lowers it
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_neighbourhood_search_reaches_the_optimum_when_it_frees_every_machine(seed: int) -> None:
+    # Six machines or fewer: every neighbourhood is the whole cluster, so each repair is the exact level
+    # problem and the search climbs to the optimal f.
+    instance = _random_instance(seed + 20, classes=2, tenants=4)
+    model = DrfhIntModel.build_pairs(instance)
+    assert model.num_machines <= 8
+    start = first_fit(instance).tasks
+    low = _f(instance, start)
+    if not math.isfinite(low):
+        pytest.skip("everybody is satisfied by the start")
+    optimum = _plain_milp_f(instance)
+    levels = _levels(instance, model, 1.5 * optimum)
+    found = search_neighbourhoods(model, get_backend("highs"), start, levels[levels > low], 3.0)
+    assert found.value == pytest.approx(optimum, rel=1e-9)
+    assert found.value == pytest.approx(_f(instance, found.tasks), rel=1e-12)
+    assert verify_allocation(instance, Allocation(found.tasks, "machine", integral=True)).ok
