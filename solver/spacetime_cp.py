@@ -57,7 +57,7 @@ from models.dag import adjacency, longest_paths, topological_order
 from models.solution import SCHEDULE_OBJECTIVES, Result, Schedule, Status
 from models.spacetime import placement_fits
 from models.types import Instance, InstanceError
-from solver.dag.warmstart import heuristic_starts, priority_rules, serial_sgs
+from solver.dag.warmstart import WARM_HEURISTICS, heuristic_starts, priority_rules, serial_sgs
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -197,11 +197,13 @@ def _objective_weights(flat: FlatTasks, objective: str, alpha: float) -> tuple[F
     return alpha * flat.weight, (1 - alpha) * total
 
 
-# Above this the simulated heuristics cost more than they save as hints (measured under load: all four
-# take about 50 s on a 36,000-task TPC-H mix, Carbyne alone 330 s on 190,000 tasks); below it they are
-# the warm start that keeps CP-SAT at least as good as every heuristic (5,669 tasks: CP-SAT found no
-# solution of its own in 20 s, so the result is the hint).
+# Up to this many tasks every simulated heuristic is a candidate hint: that is what keeps CP-SAT at least as
+# good as each of them (5,669 tasks: CP-SAT found no solution of its own in 20 s, so the result is the
+# hint). Beyond it all four cost more than they save (about 50 s on a 36,000-task TPC-H mix, Carbyne alone
+# 330 s on 190,000 tasks), so only SJF, the cheapest (3.5-8 s on 45,000 tasks) and on TPC-H mixes the
+# best of them for avg JCT, is run; without it a 45,000-task mix fell back on a list schedule 39% worse.
 HEURISTIC_HINT_TASKS = 40_000
+LARGE_HINT_HEURISTICS = ("sjf",)
 
 
 def _value(start: IntArray, flat: FlatTasks, scaled: _Scaled, objective: str, alpha: float) -> float:
@@ -315,8 +317,9 @@ def solve_spacetime_cp(
                          scaled.release, flat.edges, priority, scaled.machine_capacity.astype(np.float64), fits)
         for rule, priority in priority_rules(flat.stage_job, tail.astype(np.int64), scaled.release, flat.weight).items()
     }  # fmt: skip
-    if scaled.time_exact and scaled.demand_exact and flat.task_stage.size <= HEURISTIC_HINT_TASKS:
-        found.update(heuristic_starts(instance, scaled.tick, placement))
+    if scaled.time_exact and scaled.demand_exact:
+        names = WARM_HEURISTICS if flat.task_stage.size <= HEURISTIC_HINT_TASKS else LARGE_HINT_HEURISTICS
+        found.update(heuristic_starts(instance, scaled.tick, placement, names))
     candidates = {}
     for rule, start_machine in found.items():
         if start_machine is not None and _meets(start_machine[0], flat, scaled, deadline):

@@ -129,7 +129,7 @@ def priority_rules(stage_job: IntArray, tail: IntArray, release: IntArray, weigh
 
 
 def heuristic_starts(
-    instance: Instance, step: float, placement: str = "pooled"
+    instance: Instance, step: float, placement: str = "pooled", names: tuple[str, ...] = WARM_HEURISTICS
 ) -> dict[str, tuple[IntArray, IntArray]]:
     """Start steps and machines (flat task order) of the event-driven heuristics' schedules.
 
@@ -143,7 +143,7 @@ def heuristic_starts(
     offset = np.concatenate([[0], np.cumsum(counts)])[:-1].astype(np.int64)
     machine_offset = np.concatenate([[0], np.cumsum(instance.counts)])[:-1]
     found: dict[str, tuple[IntArray, IntArray]] = {}
-    for name in WARM_HEURISTICS:
+    for name in names:
         schedule, _ = run_policy(instance, name, placement=placement)
         steps = schedule.start / step
         if not np.allclose(steps, np.round(steps), atol=1e-6):
