@@ -233,3 +233,17 @@ def test_longest_paths_by_hand() -> None:
 
     head, tail = longest_paths(*adjacency(4, [(0, 1), (0, 2), (1, 3), (2, 3)]), [2, 5, 1, 4])
     assert head.tolist() == [0, 2, 2, 7] and tail.tolist() == [11, 9, 5, 4]
+
+
+def test_serial_sgs_finds_fits_beyond_its_first_scan_window() -> None:
+    # One machine of capacity 1: a 300-step task, then 3 one-step tasks of a second stage released at 0
+    # go after it one by one (the scan starts in a 64-step window and must move on without skipping).
+    from solver.dag.warmstart import serial_sgs
+
+    starts, machines = serial_sgs(
+        stage_job=np.array([0, 1]), tasks=np.array([1, 3]), duration=np.array([300, 1]),
+        demand=np.array([[1.0], [1.0]]), release=np.array([0, 0]), edges=np.zeros((0, 2), dtype=np.int64),
+        priority=np.array([0.0, 1.0]), capacity=np.array([[1.0]]),
+    ) or (None, None)  # fmt: skip
+    assert starts is not None and machines is not None
+    assert starts.tolist() == [0, 300, 301, 302] and machines.tolist() == [0, 0, 0, 0]

@@ -101,13 +101,10 @@ def serial_sgs(
         for k in range(int(tasks[stage])):
             t, machine = earliest, int(fitting[0])
             if d > 0 and np.any(need > 0):
-                room = np.all(usage[earliest:, fitting] + need <= limit[fitting], axis=2)  # (steps, machines)
-                blocked = np.concatenate([np.zeros((1, fitting.size), dtype=np.int64), np.cumsum(~room, axis=0)])
-                free = (blocked[d:] - blocked[:-d]) == 0
-                first_free = np.where(free.any(axis=0), free.argmax(axis=0), np.iinfo(np.int64).max)
-                choice = int(np.argmin(first_free))
-                t, machine = earliest + int(first_free[choice]), int(fitting[choice])
+                t, machine = _earliest_fit(usage, limit, need, d, earliest, fitting)
                 usage[t : t + d, machine] += need
+                # The profile only fills up, so the stage's next (identical) task cannot start earlier.
+                earliest = t
             starts[first[stage] + k] = t
             machines[first[stage] + k] = machine
             end = max(end, t + d)
@@ -117,6 +114,30 @@ def serial_sgs(
             if not missing[child]:
                 eligible.add(child)
     return starts, machines
+
+
+def _earliest_fit(
+    usage: FloatArray, limit: FloatArray, need: FloatArray, duration: int, earliest: int, fitting: IntArray
+) -> tuple[int, int]:
+    """Earliest step from ``earliest`` at which one of the ``fitting`` machines has room for ``need`` during
+    ``duration`` steps, and the lowest such machine. The profile is scanned in windows that double, so a
+    task that fits soon costs a short scan instead of one over the whole horizon."""
+    span = usage.shape[0]
+    window = max(4 * duration, 64)
+    while True:
+        stop = min(span, earliest + window + duration)
+        room = np.all(usage[earliest:stop, fitting] + need <= limit[fitting], axis=2)  # (steps, machines)
+        blocked = np.concatenate([np.zeros((1, fitting.size), dtype=np.int64), np.cumsum(~room, axis=0)])
+        free = (blocked[duration:] - blocked[:-duration]) == 0
+        if free.any():
+            first_free = np.where(free.any(axis=0), free.argmax(axis=0), np.iinfo(np.int64).max)
+            choice = int(np.argmin(first_free))
+            return earliest + int(first_free[choice]), int(fitting[choice])
+        if stop == span:  # cannot happen: the profile is long enough for every task one after another
+            raise RuntimeError("serial_sgs: the task fits nowhere before the end of the profile")
+        # Nothing in this window: start the next one where a fit could still begin (the windows overlap
+        # by the task's duration, so no start is skipped).
+        earliest, window = stop - duration + 1, 2 * window
 
 
 def priority_rules(stage_job: IntArray, tail: IntArray, release: IntArray, weight: FloatArray) -> dict[str, FloatArray]:
