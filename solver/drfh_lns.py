@@ -7,8 +7,10 @@ target the lowest level above f, free a handful of machines (a repair MILP of ``
 re-packs them with every other machine kept), and minimise the target's total shortfall. A
 neighbourhood that lowers the shortfall is kept; once it reaches zero the target is met and the next
 level becomes the target. Machines with free room in the resources the short tenants need are drawn
-more often, the rest at random; the neighbourhood grows while nothing improves. Like the pattern
-search, this proves nothing: it only hands the level search a better allocation.
+more often, the rest at random; the neighbourhood grows while nothing improves, and the search stops
+when the largest ones stop helping too, or when the whole cluster re-packed exactly still falls short
+(then the target is out of reach). Like the pattern search, it proves nothing: it only hands the level
+search a better allocation.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from solver.backends import Backend
 
 SMALLEST, LARGEST = 8, 32  # machines freed per neighbourhood
 REPAIR_LIMIT_S = 2.0  # per repair MILP
-PATIENCE = 6  # repairs without progress before the neighbourhood grows
+PATIENCE = 6  # repairs without progress before the neighbourhood grows (or, at the largest, the search stops)
 
 
 @dataclass
@@ -95,11 +97,15 @@ def search_neighbourhoods(
         solve_s += outcome.solve_s
         candidate = work if outcome.x is None else model.apply_repair(work, free, outcome.x)
         after = shortfall(candidate, need)
+        if count == model.num_machines and outcome.status == "optimal" and after > 0:
+            break  # the whole cluster re-packed exactly still falls short: no allocation reaches the target
         if after <= current + 1e-12:
             work = candidate  # equal shortfall too: a sideways move to a different packing
         stale = 0 if after < current - 1e-12 else stale + 1
         if value(work) > value(best) * (1 + 1e-12):
             best = work
         if stale >= PATIENCE:
+            if count >= min(LARGEST, model.num_machines):
+                break  # the largest neighbourhoods stopped helping too
             size, stale = min(2 * size, LARGEST), 0
     return NeighbourhoodSearch(best, value(best), repairs, solve_s, gained)
