@@ -69,6 +69,27 @@ class DrfhIntModel:
         """Tenants that can run at least one task: the ones leximin ranks."""
         return np.unique(self.pair_tenant)
 
+    @property
+    def player_caps(self) -> FloatArray:
+        """Whole-task cap of every player (inf when unbounded)."""
+        return np.floor(self.instance.task_caps[self.players] + 1e-9)
+
+    @property
+    def player_step(self) -> FloatArray:
+        """Weighted dominant share of one task of every player: f only takes multiples of these."""
+        instance = self.instance
+        return np.asarray(instance.dominant_demand[self.players] / instance.weights[self.players])
+
+    def max_min_value(self, tasks: FloatArray) -> float:
+        """f of a task matrix: the smallest weighted share of a player below its cap (inf if none is)."""
+        counts = tasks.sum(axis=1)[self.players]
+        hungry = counts < self.player_caps
+        return float((counts * self.player_step)[hungry].min()) if hungry.any() else math.inf
+
+    def required(self, level: float) -> FloatArray:
+        """Tasks every player needs for ``f >= level``: enough to reach the level, or its whole cap."""
+        return np.asarray(np.minimum(self.player_caps, np.ceil(level / self.player_step - 1e-9)))
+
     def tasks(self, x: FloatArray) -> FloatArray:
         """Task matrix (tenants, machines) from the pair block of a solution vector."""
         counts = np.zeros((len(self.instance.tenants), self.num_machines))
@@ -202,16 +223,14 @@ class DrfhIntModel:
         local = np.full(len(instance.tenants), -1)
         local[players] = np.arange(len(players))
         num_res = len(instance.resources)
-        is_free = np.zeros(self.num_machines, dtype=bool)
-        is_free[free] = True
-        pairs = np.flatnonzero(is_free[self.pair_machine])
+        pairs = self._pairs_on(free)
         tenant, machine = self.pair_tenant[pairs], self.pair_machine[pairs]
         slot = np.full(self.num_machines, -1)
         slot[free] = np.arange(len(free))
         counts = tasks.sum(axis=1)[players]
         kept = counts - tasks[players][:, free].sum(axis=1)  # tasks on the machines that stay
-        caps = np.floor(instance.task_caps[players] + 1e-9)
-        step = instance.dominant_demand[players] / instance.weights[players]
+        caps = self.player_caps
+        step = self.player_step
         unit = step / step.max()
 
         builder = LPBuilder(sense="min", name="drfh_int_repair")
@@ -238,10 +257,14 @@ class DrfhIntModel:
 
     def apply_repair(self, tasks: FloatArray, free: IntArray, x: FloatArray) -> FloatArray:
         """``tasks`` with the free machines replaced by the repair MILP's solution ``x``."""
-        is_free = np.zeros(self.num_machines, dtype=bool)
-        is_free[free] = True
-        pairs = np.flatnonzero(is_free[self.pair_machine])
+        pairs = self._pairs_on(free)
         repaired = tasks.copy()
         repaired[:, free] = 0.0
         np.add.at(repaired, (self.pair_tenant[pairs], self.pair_machine[pairs]), np.round(x[: len(pairs)]))
         return repaired
+
+    def _pairs_on(self, machines: IntArray) -> IntArray:
+        """Indices of the pairs on ``machines``, in pair order (the repair MILP's column order)."""
+        chosen = np.zeros(self.num_machines, dtype=bool)
+        chosen[machines] = True
+        return np.flatnonzero(chosen[self.pair_machine])

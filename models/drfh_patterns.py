@@ -42,8 +42,7 @@ class PatternModel:
     def from_model(cls, base: DrfhIntModel) -> PatternModel:
         instance = base.instance
         players = base.players
-        caps = np.floor(instance.task_caps[players] + 1e-9)
-        step = instance.dominant_demand[players] / instance.weights[players]
+        caps, step = base.player_caps, base.player_step
         demand = instance.demand[players]
         capacity = instance.capacity
         positive = demand[:, None, :] > 0

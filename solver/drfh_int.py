@@ -63,15 +63,11 @@ def solve_drfh_int(
     players = model.players
     tasks = np.zeros((len(instance.tenants), model.num_machines)) if start is None else model.canonical(start)
     deadline = None if time_limit is None else time.perf_counter() + time_limit
-    caps = np.floor(instance.task_caps[players] + 1e-9)
+    caps = model.player_caps
+    max_min_value = model.max_min_value
 
     def remaining() -> float | None:
         return None if deadline is None else max(deadline - time.perf_counter(), 0.01)
-
-    def max_min_value(candidate: FloatArray) -> float:
-        counts = candidate.sum(axis=1)[players]
-        hungry = counts < caps
-        return float(model.shares(candidate)[hungry].min()) if hungry.any() else math.inf
 
     started = time.perf_counter()
     max_min_tasks, max_min_status, solves, solve_s, bound = _max_min_by_levels(
@@ -131,14 +127,8 @@ def _max_min_by_levels(
     the levels above it one by one; reaching the top level proves f.
     """
     instance = model.instance
-    players = model.players
-    caps = np.floor(instance.task_caps[players] + 1e-9)
-    step = instance.dominant_demand[players] / instance.weights[players]  # share of one more task
-
-    def value(tasks: FloatArray) -> float:
-        counts = tasks.sum(axis=1)[players]
-        hungry = counts < caps
-        return float((counts * step)[hungry].min()) if hungry.any() else math.inf
+    caps, step = model.player_caps, model.player_step
+    value = model.max_min_value
 
     best, low = start, value(start)
     high = level_bound if level_bound is not None else 1.0 / float(instance.weights.min()) + 1.0
@@ -156,7 +146,7 @@ def _max_min_by_levels(
     status: Status = "optimal"
 
     def level_model(level: float) -> LinearProgram:
-        return model.build_level(np.minimum(caps, np.ceil(level / step - 1e-9)))
+        return model.build_level(model.required(level))
 
     # 1. Bisect on the LP relaxations (cheap): levels[above:] are infeasible even fractionally.
     below, above = 0, len(levels)

@@ -15,7 +15,6 @@ search a better allocation.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 
@@ -44,20 +43,12 @@ def search_neighbourhoods(
     """Best allocation found within ``budget`` seconds; ``levels`` are f's candidate values, ascending."""
     instance = model.instance
     players = model.players
-    caps = np.floor(instance.task_caps[players] + 1e-9)
-    step = instance.dominant_demand[players] / instance.weights[players]
+    step = model.player_step
+    value, required = model.max_min_value, model.required
     capacity = instance.capacity[instance.machine_class()]  # (machines, resources)
     demand = instance.demand[players]
     rng = np.random.default_rng(seed)
     deadline = time.perf_counter() + budget
-
-    def value(tasks: FloatArray) -> float:
-        counts = tasks.sum(axis=1)[players]
-        hungry = counts < caps
-        return float((counts * step)[hungry].min()) if hungry.any() else math.inf
-
-    def required(level: float) -> FloatArray:
-        return np.asarray(np.minimum(caps, np.ceil(level / step - 1e-9)))
 
     def shortfall(tasks: FloatArray, need: FloatArray) -> float:
         return float(step @ np.maximum(need - tasks.sum(axis=1)[players], 0.0))

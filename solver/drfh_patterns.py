@@ -11,7 +11,6 @@ it only if it raises f. Nothing here proves a bound: the proof stays with the le
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 
@@ -51,17 +50,12 @@ def search_patterns(
     """
     patterns_model = PatternModel.from_model(model)
     players = patterns_model.players
-    caps, step = patterns_model.caps, patterns_model.step
     deadline = time.perf_counter() + budget
 
     def left() -> float:
         return max(deadline - time.perf_counter(), 0.0)
 
-    def value(tasks: FloatArray) -> float:
-        counts = tasks.sum(axis=1)[players]
-        hungry = counts < caps
-        return float((counts * step)[hungry].min()) if hungry.any() else math.inf
-
+    value = model.max_min_value
     best, best_value = start, value(start)
     low = best_value
     patterns, pattern_class = patterns_model.machine_patterns(start)

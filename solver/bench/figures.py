@@ -30,13 +30,13 @@ import numpy as np
 import pandas as pd
 
 from solver.bench.report import (
-    _markdown_table,
-    _number,
-    _panels,
-    _percent,
-    _save,
+    fmt_num,
+    fmt_pct,
+    markdown_table,
+    panels,
     plot_scaling,
     plot_tradeoff,
+    save_png,
     scaling_fits,
     tradeoff_table,
 )
@@ -113,7 +113,7 @@ def drfh_section(frame: pd.DataFrame, folder: Path, prefix: str = "") -> list[st
              "over the instances); utilisation is the fraction of each resource allocated, mean over "
              "instances. Slot schedulers cut the largest machine into k equal slots; a task takes one slot if "
              "it fits.", ""]  # fmt: skip
-    panels: list[tuple[str, pd.DataFrame]] = []
+    by_grid: list[tuple[str, pd.DataFrame]] = []
     for grid in grids:
         group = frame[frame["grid"] == grid].copy()
         group["label"] = group.apply(_slot_label, axis=1)
@@ -126,13 +126,13 @@ def drfh_section(frame: pd.DataFrame, folder: Path, prefix: str = "") -> list[st
             ratio = rows_of["f_ratio"]
             means = {c: float(_numeric(rows_of, c).mean()) for c in utilisation}
             summary.append({"label": label, **means})
-            rows.append([f"`{label}`", _number(ratio.mean()), _number(ratio.min()),
+            rows.append([f"`{label}`", fmt_num(ratio.mean()), fmt_num(ratio.min()),
                          *[f"{100 * means[c]:.1f}%" for c in utilisation],
-                         _number(float(_numeric(rows_of, "solve_s").median())),
+                         fmt_num(float(_numeric(rows_of, "solve_s").median())),
                          f"{int(rows_of['verified'].astype(bool).sum())}/{len(rows_of)}"])  # fmt: skip
         header = ["method", "f / drfh (mean)", "f / drfh (worst)", *[f"{c[5:]} util." for c in utilisation],
                   "solve s (median)", "verified"]  # fmt: skip
-        lines += [f"**{_grid_caption(group)}**", "", *_markdown_table(header, rows), ""]
+        lines += [f"**{_grid_caption(group)}**", "", *markdown_table(header, rows), ""]
         slots = [s for s in summary if str(s["label"]).startswith("slots")]
         if slots and {"util_cpu", "util_mem"} <= set(utilisation):
             best = max(slots, key=lambda s: s["util_cpu"] + s["util_mem"])
@@ -140,14 +140,14 @@ def drfh_section(frame: pd.DataFrame, folder: Path, prefix: str = "") -> list[st
                       f"{100 * best['util_mem']:.1f}% memory; the DRFH paper's best slot count reached "
                       f"{100 * DRFH_PAPER_BEST_SLOTS['cpu']:.1f}% CPU and {100 * DRFH_PAPER_BEST_SLOTS['mem']:.1f}% "
                       "memory on the Google trace.", ""]  # fmt: skip
-        panels.append((grid, pd.DataFrame(summary)))
-    _plot_utilisation(panels, folder / FILES["drfh"])
+        by_grid.append((grid, pd.DataFrame(summary)))
+    _plot_utilisation(by_grid, folder / FILES["drfh"])
     return [*lines, f"![DRFH against the heuristics]({prefix}{FILES['drfh']})", ""]
 
 
-def _plot_utilisation(panels: Sequence[tuple[str, pd.DataFrame]], path: Path) -> None:
-    figure, axes = _panels(len(panels), min(2, len(panels)), width=6.0)
-    for axis, (grid, summary) in zip(axes, panels, strict=True):
+def _plot_utilisation(by_grid: Sequence[tuple[str, pd.DataFrame]], path: Path) -> None:
+    figure, axes = panels(len(by_grid), min(2, len(by_grid)), width=6.0)
+    for axis, (grid, summary) in zip(axes, by_grid, strict=True):
         columns = [c for c in summary.columns if c.startswith("util_")]
         width = 0.8 / max(1, len(columns))
         positions = np.arange(len(summary))
@@ -159,7 +159,7 @@ def _plot_utilisation(panels: Sequence[tuple[str, pd.DataFrame]], path: Path) ->
         axis.set_ylim(0, 105)
         axis.set_title(grid, fontsize=10)
         axis.legend(fontsize=8)
-    _save(figure, path, "utilisation per resource: exact DRFH and the heuristics (mean over instances)")
+    save_png(figure, path, "utilisation per resource: exact DRFH and the heuristics (mean over instances)")
 
 
 # --- figure 2: H-DRF -----------------------------------------------------------------------------------
@@ -184,13 +184,13 @@ def hdrf_section(frame: pd.DataFrame, folder: Path, prefix: str = "") -> list[st
             violations = _numeric(rows_of, "guarantee_violations")
             starving = _numeric(rows_of, "starving_time").fillna(0.0)
             summary.append({"method": method, "violations": violations.mean(), "starving": starving.mean()})
-            rows.append([f"`{method}`", f"{int((violations == 0).sum())}/{len(rows_of)}", _number(violations.mean()),
-                         _number(_numeric(rows_of, "min_share_guarantee").mean()), _number(starving.mean()),
-                         _number(float(_numeric(rows_of, "solve_s").median())),
+            rows.append([f"`{method}`", f"{int((violations == 0).sum())}/{len(rows_of)}", fmt_num(violations.mean()),
+                         fmt_num(_numeric(rows_of, "min_share_guarantee").mean()), fmt_num(starving.mean()),
+                         fmt_num(float(_numeric(rows_of, "solve_s").median())),
                          f"{int(rows_of['verified'].astype(bool).sum())}/{len(rows_of)}"])  # fmt: skip
-        lines += [f"**{_grid_caption(group)}**", "", *_markdown_table(header, rows), ""]
+        lines += [f"**{_grid_caption(group)}**", "", *markdown_table(header, rows), ""]
         summaries.append((grid, pd.DataFrame(summary)))
-    figure, axes = _panels(2 * len(summaries), 2, width=5.0, height=3.2)
+    figure, axes = panels(2 * len(summaries), 2, width=5.0, height=3.2)
     for index, (grid, summary) in enumerate(summaries):
         for column, (key, label) in enumerate((("violations", "nodes below guarantee"),
                                                ("starving", "starving time"))):  # fmt: skip
@@ -198,7 +198,7 @@ def hdrf_section(frame: pd.DataFrame, folder: Path, prefix: str = "") -> list[st
             axis.bar(summary["method"], summary[key], color="tab:red" if key == "starving" else "tab:blue")
             axis.set_title(f"{grid}: {label}", fontsize=10)
             axis.tick_params(axis="x", labelrotation=30, labelsize=8)
-    _save(figure, folder / FILES["hdrf"], "share-guarantee violations and starvation (mean over instances)")
+    save_png(figure, folder / FILES["hdrf"], "share-guarantee violations and starvation (mean over instances)")
     return [*lines, f"![H-DRF against the heuristics]({prefix}{FILES['hdrf']})", ""]
 
 
@@ -257,11 +257,11 @@ def carbyne_section(frame: pd.DataFrame, folder: Path, prefix: str = "") -> list
             late, total = _numeric(rows_of, "late").sum(), _numeric(rows_of, "jobs").sum()
             proven = "" if not bool(rows_of["exact"].iloc[0]) else (
                 f" ({int((rows_of['status'] == 'optimal').sum())}/{len(rows_of)} proven)")
-            rows.append([f"`{method}`{proven}", _number(rows_of["jct_ratio"].mean()),
-                         _number(rows_of["makespan_ratio"].mean()), _percent(_numeric(rows_of, "gap").mean()),
-                         _number(_numeric(rows_of, "jain").mean()), f"{int(late)}/{int(total)}",
-                         _number(float(_numeric(rows_of, "solve_s").median()))])  # fmt: skip
-        lines += [f"**{_grid_caption(frame[frame['grid'] == grid])}**", "", *_markdown_table(header, rows), ""]
+            rows.append([f"`{method}`{proven}", fmt_num(rows_of["jct_ratio"].mean()),
+                         fmt_num(rows_of["makespan_ratio"].mean()), fmt_pct(_numeric(rows_of, "gap").mean()),
+                         fmt_num(_numeric(rows_of, "jain").mean()), f"{int(late)}/{int(total)}",
+                         fmt_num(float(_numeric(rows_of, "solve_s").median()))])  # fmt: skip
+        lines += [f"**{_grid_caption(frame[frame['grid'] == grid])}**", "", *markdown_table(header, rows), ""]
         numbers = carbyne_headline(group)
         if numbers["jct"] is not None:
             headline_rows.append([f"`{grid}`", str(numbers["instances"]), f"{numbers['jct']:.2f}x",
@@ -273,7 +273,7 @@ def carbyne_section(frame: pd.DataFrame, folder: Path, prefix: str = "") -> list
                   f"{CARBYNE_PAPER['jct']}x, makespan {CARBYNE_PAPER['makespan']}x; Carbyne's Jain index within "
                   f"{CARBYNE_PAPER['jain_drop']} of DRF's), measured per instance here (geometric means; "
                   "Jain drop = DRF's index minus Carbyne's):", "",
-                  *_markdown_table(["grid", "instances", "DRF / Carbyne avg JCT", "DRF / Carbyne makespan",
+                  *markdown_table(["grid", "instances", "DRF / Carbyne avg JCT", "DRF / Carbyne makespan",
                                     "Jain drop (mean)", "Jain drop (worst)", "Carbyne faster"], headline_rows),
                   ""]  # fmt: skip
     plot_tradeoff(jobs, folder / FILES["carbyne"])
@@ -301,11 +301,11 @@ def scaling_section(frame: pd.DataFrame, folder: Path, prefix: str = "") -> list
         seconds = _numeric(group, "solve_s")
         small, large = size.min(), size.max()
         rows.append([f"`{fit.method}`", str(fit.backend), f"`{fit.grid}`", str(fit.size_label),
-                     f"{_number(small, 4)} - {_number(large, 4)}",
-                     f"{_number(seconds[size == small].median())} - {_number(seconds[size == large].median())}",
-                     f"{int((group['status'] == 'optimal').sum())}/{len(group)}", _number(fit.exponent)])  # fmt: skip
+                     f"{fmt_num(small, 4)} - {fmt_num(large, 4)}",
+                     f"{fmt_num(seconds[size == small].median())} - {fmt_num(seconds[size == large].median())}",
+                     f"{int((group['status'] == 'optimal').sum())}/{len(group)}", fmt_num(fit.exponent)])  # fmt: skip
     header = ["method", "backend", "grid", "size", "sizes", "median solve s", "proven", "slope"]
-    return [*lines, *_markdown_table(header, rows), "",
+    return [*lines, *markdown_table(header, rows), "",
             f"![solve time against size]({prefix}{FILES['scaling']})", ""]
 
 

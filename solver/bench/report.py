@@ -37,19 +37,19 @@ GAP_NOTE = (
 _PLOTS = {"gap": "gap_cdf.png", "scaling": "scaling.png", "tradeoff": "tradeoff.png"}
 
 
-def _number(value: Any, digits: int = 3) -> str:
+def fmt_num(value: Any, digits: int = 3) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "inf" if isinstance(value, float) and math.isinf(value) else "-"
     return f"{value:.{digits}g}"
 
 
-def _percent(value: Any) -> str:
+def fmt_pct(value: Any) -> str:
     if value is None or not np.isfinite(value):
         return "-"
     return "0.0%" if abs(value) < 5e-4 else f"{100 * value:+.1f}%"  # no "-0.0%" for solver noise
 
 
-def _markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return lines + ["| " + " | ".join(row) + " |" for row in rows]
 
@@ -119,12 +119,12 @@ def _grid_section(grid: str, frame: pd.DataFrame) -> list[str]:
         solve = pd.to_numeric(group["solve_s"], errors="coerce").dropna()
         rows.append([f"`{method}`", str(backend), "yes" if bool(group["exact"].iloc[0]) else "no", str(len(group)),
                      _statuses(group["status"]), f"{int(group['verified'].astype(bool).sum())}/{len(group)}",
-                     _percent(gaps.mean() if len(gaps) else None), _percent(gaps.median() if len(gaps) else None),
-                     _percent(worst), _number(solve.median() if len(solve) else None),
-                     _number(_max(group, "peak_rss_mb"), 4),
-                     *[_percent(_mean(group, column)) if column.endswith("gap") else _number(_mean(group, column))
+                     fmt_pct(gaps.mean() if len(gaps) else None), fmt_pct(gaps.median() if len(gaps) else None),
+                     fmt_pct(worst), fmt_num(solve.median() if len(solve) else None),
+                     fmt_num(_max(group, "peak_rss_mb"), 4),
+                     *[fmt_pct(_mean(group, column)) if column.endswith("gap") else fmt_num(_mean(group, column))
                        for _, column in extra]])  # fmt: skip
-    return [*lines, "", *_markdown_table(header, rows), ""]
+    return [*lines, "", *markdown_table(header, rows), ""]
 
 
 def _max(frame: pd.DataFrame, column: str) -> float | None:
@@ -164,8 +164,8 @@ def _scaling_section(fits: pd.DataFrame) -> list[str]:
     lines += ["Least-squares slope of log(solve time) on log(size) over the runs that proved optimality: "
               "time grows as size^exponent.", "", f"![solve time against size]({_PLOTS['scaling']})", ""]  # fmt: skip
     rows = [[f"`{r.grid}`", str(r.family), f"`{r.method}`", str(r.backend), str(r.size_label),
-             f"{r.fitted_runs}/{r.runs}", _number(r.exponent)] for r in usable.itertuples()]  # fmt: skip
-    return [*lines, *_markdown_table(["grid", "family", "method", "backend", "size", "fitted runs", "exponent"], rows),
+             f"{r.fitted_runs}/{r.runs}", fmt_num(r.exponent)] for r in usable.itertuples()]  # fmt: skip
+    return [*lines, *markdown_table(["grid", "family", "method", "backend", "size", "fitted runs", "exponent"], rows),
             ""]  # fmt: skip
 
 
@@ -195,11 +195,11 @@ def _tradeoff_section(jobs: pd.DataFrame) -> list[str]:
     for (grid, method), group in jobs.groupby(["grid", "method"], sort=False):
         late = pd.to_numeric(group["late"], errors="coerce").sum()
         total = pd.to_numeric(group["jobs"], errors="coerce").sum()
-        rows.append([f"`{grid}`", f"`{method}`", str(group["instance_key"].nunique()), _number(_mean(group, "jain")),
-                     _number(_mean(group, "jct_ratio")), _number(_mean(group, "makespan_ratio")),
+        rows.append([f"`{grid}`", f"`{method}`", str(group["instance_key"].nunique()), fmt_num(_mean(group, "jain")),
+                     fmt_num(_mean(group, "jct_ratio")), fmt_num(_mean(group, "makespan_ratio")),
                      f"{int(late)}/{int(total)}"])  # fmt: skip
     header = ["grid", "method", "instances", "Jain (mean)", "avg JCT / best", "makespan / best", "late / jobs"]
-    return [*lines, *_markdown_table(header, rows), ""]
+    return [*lines, *markdown_table(header, rows), ""]
 
 
 # --- plots ---------------------------------------------------------------------------------------------
@@ -214,7 +214,7 @@ def _pyplot() -> Any:
     return plt
 
 
-def _panels(count: int, columns: int, width: float = 5.0, height: float = 3.6) -> tuple[Any, list[Any]]:
+def panels(count: int, columns: int, width: float = 5.0, height: float = 3.6) -> tuple[Any, list[Any]]:
     plt = _pyplot()
     rows = math.ceil(count / columns)
     figure, axes = plt.subplots(rows, columns, figsize=(width * columns, height * rows), squeeze=False)
@@ -224,7 +224,7 @@ def _panels(count: int, columns: int, width: float = 5.0, height: float = 3.6) -
     return figure, flat[:count]
 
 
-def _save(figure: Any, path: Path, title: str) -> None:
+def save_png(figure: Any, path: Path, title: str) -> None:
     """Title the figure, lay it out below the title, write it as a PNG and free it."""
     figure.suptitle(title, fontsize=11)
     height = figure.get_figheight()
@@ -239,7 +239,7 @@ def plot_gap_cdf(frame: pd.DataFrame, path: Path) -> bool:
     grids = list(dict.fromkeys(heuristics["grid"]))
     if not grids:
         return False
-    figure, axes = _panels(len(grids), min(2, len(grids)))
+    figure, axes = panels(len(grids), min(2, len(grids)))
     for axis, grid in zip(axes, grids, strict=True):
         group = heuristics[heuristics["grid"] == grid]
         for method, rows in group.groupby("method", sort=False):
@@ -254,7 +254,7 @@ def plot_gap_cdf(frame: pd.DataFrame, path: Path) -> bool:
         axis.set_ylabel("fraction of instances")
         axis.set_ylim(0, 1.02)
         axis.legend(fontsize=8)
-    _save(figure, path, "gap of every heuristic to the exact reference, per grid")
+    save_png(figure, path, "gap of every heuristic to the exact reference, per grid")
     return True
 
 
@@ -265,7 +265,7 @@ def plot_scaling(frame: pd.DataFrame, fits: pd.DataFrame, path: Path) -> bool:
     grids = list(dict.fromkeys(fits.loc[fits["sizes"] >= 2, "grid"]))
     if not grids:
         return False
-    figure, axes = _panels(len(grids), min(2, len(grids)))
+    figure, axes = panels(len(grids), min(2, len(grids)))
     for axis, grid in zip(axes, grids, strict=True):
         for fit in fits[(fits["grid"] == grid) & (fits["sizes"] >= 2)].itertuples():
             rows = frame[(frame["grid"] == grid) & (frame["method"] == fit.method) & (frame["backend"] == fit.backend)]
@@ -285,7 +285,7 @@ def plot_scaling(frame: pd.DataFrame, fits: pd.DataFrame, path: Path) -> bool:
         axis.set_xlabel(str(fits.loc[fits["grid"] == grid, "size_label"].iloc[0]))
         axis.set_ylabel("solve time (s)")
         axis.legend(fontsize=8)
-    _save(figure, path, "solve time against size (o: proven optimal, fitted; x: stopped by the time limit)")
+    save_png(figure, path, "solve time against size (o: proven optimal, fitted; x: stopped by the time limit)")
     return True
 
 
@@ -310,7 +310,7 @@ def plot_tradeoff(jobs: pd.DataFrame, path: Path) -> bool:
     pairs = (("jct_ratio", "jain", "avg JCT / best", "Jain index"),
              ("makespan_ratio", "jain", "makespan / best", "Jain index"),
              ("jct_ratio", "makespan_ratio", "avg JCT / best", "makespan / best"))  # fmt: skip
-    figure, axes = _panels(3 * len(grids), 3, width=4.4, height=3.6)
+    figure, axes = panels(3 * len(grids), 3, width=4.4, height=3.6)
     markers = "osD^vP*Xh<>"
     for row, grid in enumerate(grids):
         group = jobs[jobs["grid"] == grid]
@@ -326,7 +326,7 @@ def plot_tradeoff(jobs: pd.DataFrame, path: Path) -> bool:
             axis.set_ylabel(y_label)
             axis.set_title(grid if column == 1 else "", fontsize=10)
         axes[3 * row].legend(fontsize=7)
-    _save(figure, path, "fairness, JCT and makespan of every method (large: mean over instances)")
+    save_png(figure, path, "fairness, JCT and makespan of every method (large: mean over instances)")
     return True
 
 
