@@ -22,11 +22,11 @@ import numpy as np
 
 from benchmarks._common import data_dir_or_none, parser, peak_rss_mib, save, timed
 from models.check import verify_allocation
-from models.drfh import DrfhModel, UnitGrouping
 from models.generators import google_instance
-from models.solution import Allocation
+from models.result import Allocation
 from models.types import Instance
-from solver.drfh import PlainRounds, progressive_filling, solve_drfh, unit_tasks
+from solver.drfh.filling import PlainRounds, progressive_filling, solve_drfh, unit_tasks
+from solver.drfh.model import DrfhModel, UnitGrouping
 
 
 def _fast(instance: Instance) -> dict[str, Any]:

@@ -30,10 +30,10 @@ from models.check.hierarchy import demanding_nodes, guaranteed_nodes, node_share
 from models.generators import random_tree_instance
 from models.io import load_instance
 from models.metrics import guarantee_ratio
-from models.solution import Allocation
+from models.result import Allocation
 from models.types import Instance
 from solver.api import solve
-from solver.hdrf import solve_hdrf
+from solver.hdrf.water_filling import solve_hdrf
 
 FIG10 = Path(__file__).resolve().parents[1] / "instances" / "hdrf_fig10.yaml"
 SHAPES = ((2, 3), (4, 4), (6, 5))  # (depth, resources)

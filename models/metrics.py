@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.solution import Allocation, FloatArray
+from models.result import Allocation, FloatArray
 from models.types import Instance
 
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from models.metrics import jain_index
-from models.solution import FloatArray, Schedule, job_completion
+from models.result import FloatArray, Schedule, job_completion
 from models.types import Instance
 
 

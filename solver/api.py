@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from models.check import verify_allocation
-from models.solution import Allocation, Result
+from models.result import Allocation, Result
 from models.types import Instance, InstanceError
 from solver.backends import DEFAULT_BACKEND, get_backend
 
@@ -46,7 +46,7 @@ class Method:
 
 
 def _run_drfh(instance: Instance, options: SolveOptions, pooled: bool = False) -> Result:
-    from solver.drfh import solve_drfh, unit_tasks
+    from solver.drfh.filling import solve_drfh, unit_tasks
 
     target = instance.pooled() if pooled else instance
     backend = get_backend(options.backend)
@@ -75,7 +75,7 @@ def _run_drfh(instance: Instance, options: SolveOptions, pooled: bool = False) -
 
 
 def _run_drfh_int(instance: Instance, options: SolveOptions) -> Result:
-    from solver.drfh_int import solve_drfh_int
+    from solver.drfh.int_search import solve_drfh_int
 
     backend = get_backend(options.backend)
     started = time.perf_counter()
@@ -84,7 +84,7 @@ def _run_drfh_int(instance: Instance, options: SolveOptions) -> Result:
     lp_bound = lp_report.min_weighted_share if lp_report is not None and lp_result.status == "optimal" else None
     # Warm start from the better of the two placement heuristics (by f, the compared objective).
     from models.metrics import min_weighted_share
-    from solver.heuristics.flat import best_fit, first_fit
+    from solver.drfh.heuristics import best_fit, first_fit
 
     starts = [heuristic(instance) for heuristic in (best_fit, first_fit)]
     start = max(starts, key=lambda allocation: min_weighted_share(instance, allocation))
@@ -121,7 +121,7 @@ def _pooled(instance: Instance, placement: str) -> bool:
 
 
 def _run_hdrf(instance: Instance, options: SolveOptions) -> Result:
-    from solver.hdrf import solve_hdrf
+    from solver.hdrf.water_filling import solve_hdrf
 
     pooled = _pooled(instance, options.placement)
     backend = get_backend(options.backend)
@@ -171,14 +171,14 @@ def _heuristic(name: str, function: Callable[[Instance], Allocation]) -> Callabl
 
 
 def _slots(instance: Instance, options: SolveOptions) -> Result:
-    from solver.heuristics.flat import slots
+    from solver.drfh.heuristics import slots
 
     return _heuristic("slots", lambda inst: slots(inst, options.slots))(instance, options)
 
 
 def _lazy(function_name: str) -> Callable[[Instance], Allocation]:
     def call(instance: Instance) -> Allocation:
-        from solver.heuristics import flat
+        from solver.drfh import heuristics as flat
 
         function: Callable[[Instance], Allocation] = getattr(flat, function_name)
         return function(instance)
@@ -187,14 +187,14 @@ def _lazy(function_name: str) -> Callable[[Instance], Allocation]:
 
 
 def _simulated(policy: str) -> Callable[[Instance, SolveOptions], Result]:
-    """A hierarchical scheduler run as a discrete-event simulation (``solver.heuristics.hsim``).
+    """A hierarchical scheduler run as a discrete-event simulation (``solver.hdrf.hsim``).
 
     ``options.extra`` carries the simulation settings (``horizon``, ``seed``, ``duration``, ``mean``,
     ``warmup``, ``starvation_after``, ``samples``; ``reference=False`` skips the static H-DRF distance).
     """
 
     def run(instance: Instance, options: SolveOptions) -> Result:
-        from solver.heuristics.hsim import SimOptions, hsim_result
+        from solver.hdrf.hsim import SimOptions, hsim_result
 
         settings = SimOptions.from_extra(options.extra, options.slots)
         return hsim_result(instance, policy, settings, use_reference=bool(options.extra.get("reference", True)))
@@ -211,7 +211,7 @@ def _job_placement(options: SolveOptions) -> str:
 
 def _run_spacetime_cp(instance: Instance, options: SolveOptions) -> Result:
     """CP-SAT space-time packing; ``extra`` may carry ``alpha``, ``fair_completion``, ``workers``, ``seed``."""
-    from solver.spacetime_cp import solve_spacetime_cp
+    from solver.spacetime.cp import solve_spacetime_cp
 
     return solve_spacetime_cp(
         instance,
@@ -228,7 +228,7 @@ def _run_spacetime_cp(instance: Instance, options: SolveOptions) -> Result:
 def _run_spacetime(instance: Instance, options: SolveOptions) -> Result:
     """Time-indexed MILP; ``extra`` may carry ``alpha``, ``fair_completion``, ``fair_cap`` (default True),
     ``servers_model`` (``auto``/``class``/``machine``, with ``placement='servers'``)."""
-    from solver.spacetime import solve_spacetime
+    from solver.spacetime.milp import solve_spacetime
 
     return solve_spacetime(
         instance,
@@ -245,7 +245,7 @@ def _run_spacetime(instance: Instance, options: SolveOptions) -> Result:
 
 
 def _dag_heuristic(name: str) -> Callable[[Instance, SolveOptions], Result]:
-    """A DAG-job heuristic run in the event-driven simulator (``solver.dag``).
+    """A DAG-job heuristic run in the event-driven simulator (``solver.spacetime``).
 
     ``extra``: ``altruism``, ``reverse_order``, ``seed`` (carbyne), ``fair_completion=False`` (skip T_k),
     ``fair_time_limit``, ``cp_max_tasks``, ``fair_margin``, ``attach_fair`` (default True: T_k goes on the
@@ -253,7 +253,7 @@ def _dag_heuristic(name: str) -> Callable[[Instance, SolveOptions], Result]:
     """
 
     def run(instance: Instance, options: SolveOptions) -> Result:
-        from solver.dag import run_heuristic
+        from solver.spacetime.policies import run_heuristic
 
         result = run_heuristic(instance, name, dict(options.extra), options.time_limit,
                                placement=_job_placement(options))  # fmt: skip

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from models.io import instance_to_dict, load_instance
-from models.solution import Result
+from models.result import Result
 from models.types import Instance, InstanceError
 
 EXIT_OK, EXIT_SOLVER, EXIT_INPUT = 0, 1, 2
@@ -240,7 +240,7 @@ def _command_solve(args: argparse.Namespace) -> int:
 
 def _command_check(args: argparse.Namespace) -> int:
     from models.check import verify_allocation
-    from models.solution import allocation_from_json
+    from models.result import allocation_from_json
 
     instance = load_instance(args.path)
     try:
@@ -296,7 +296,7 @@ def _report_check(args: argparse.Namespace, summary: dict[str, Any], headline: s
 def _check_schedule(args: argparse.Namespace, instance: Instance, data: dict[str, Any]) -> int:
     """Re-verify a saved schedule and compare its saved makespan, avg JCT and completions."""
     from models.check import verify_schedule
-    from models.solution import schedule_from_json
+    from models.result import schedule_from_json
 
     try:
         schedule = schedule_from_json(instance, data)
@@ -340,9 +340,9 @@ def _command_validate(args: argparse.Namespace) -> int:
 def _command_export(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from models.drfh import DrfhModel, UnitGrouping
-    from models.drfh_int import DrfhIntModel
-    from solver.drfh import level_upper_bound
+    from solver.drfh.filling import level_upper_bound
+    from solver.drfh.int_model import DrfhIntModel
+    from solver.drfh.model import DrfhModel, UnitGrouping
 
     instance = load_instance(args.path)
     if args.method in ("drfh", "drf"):

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from models.solution import Result, Schedule
+from models.result import Result, Schedule
 from models.types import Instance
 
 

@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from models.lp import LinearProgram, LPBuilder
 from solver.backends import BackendUnavailable, get_backend, installed_backends
 from solver.backends.base import FloatArray, SolveOutcome
+from solver.lp import LinearProgram, LPBuilder
 
 INF = math.inf
 TOL = 1e-6

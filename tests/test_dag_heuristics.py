@@ -9,12 +9,13 @@ from hypothesis import strategies as st
 
 from models.check import verify_schedule
 from models.generators import random_dag_jobs, tpch_jobs
+from models.result import Schedule, job_completion
 from models.schedule_metrics import avg_jct, late_jobs, p95_jct, schedule_metrics, slowdown, windowed_jain
-from models.solution import Schedule, job_completion
 from models.types import Instance, Job, ServerClass, Stage
 from solver.api import METHODS, solve
-from solver.dag import DagJobs, drf_shares, fair_completion_times, pack
-from solver.dag.policies import HEURISTICS, run_policy
+from solver.spacetime.engine import DagJobs, pack
+from solver.spacetime.fairshare import drf_shares, fair_completion_times
+from solver.spacetime.policies import HEURISTICS, run_policy
 
 
 def _instance(capacity: list[float], jobs: list[Job], resources: tuple[str, ...] = ("cpu",)) -> Instance:
@@ -238,7 +239,7 @@ def test_longest_paths_by_hand() -> None:
 def test_serial_sgs_finds_fits_beyond_its_first_scan_window() -> None:
     # One machine of capacity 1: a 300-step task, then 3 one-step tasks of a second stage released at 0
     # go after it one by one (the scan starts in a 64-step window and must move on without skipping).
-    from solver.dag.warmstart import serial_sgs
+    from solver.spacetime.warmstart import serial_sgs
 
     starts, machines = serial_sgs(
         stage_job=np.array([0, 1]), tasks=np.array([1, 3]), duration=np.array([300, 1]),

@@ -17,13 +17,13 @@ import pytest
 
 from models.check import envy_free, pareto_optimal, verify_allocation
 from models.generators import google_instance, random_small
-from models.lp import LinearProgram
-from models.solution import Allocation, Result
+from models.result import Allocation, Result
 from models.types import Instance, ServerClass, Tenant
 from solver.api import METHODS, solve
 from solver.backends import SolveOutcome, installed_backends
 from solver.backends.ortools import OrToolsBackend
-from solver.drfh import solve_drfh, unit_tasks
+from solver.drfh.filling import solve_drfh, unit_tasks
+from solver.lp import LinearProgram
 
 TOL = 1e-6
 PDLP_TOL = 1e-5

@@ -14,16 +14,16 @@ import numpy as np
 import pytest
 
 from models.check import verify_allocation
-from models.drfh_int import DrfhIntModel
-from models.drfh_patterns import PatternModel
-from models.lp import LPBuilder
-from models.solution import Allocation
+from models.result import Allocation
 from models.types import Instance, ServerClass, Tenant
 from solver.backends import get_backend, installed_backends
-from solver.drfh_int import solve_drfh_int
-from solver.drfh_lns import search_neighbourhoods
-from solver.drfh_patterns import search_patterns
-from solver.heuristics.flat import first_fit
+from solver.drfh.heuristics import first_fit
+from solver.drfh.int_model import DrfhIntModel
+from solver.drfh.int_search import solve_drfh_int
+from solver.drfh.lns import search_neighbourhoods
+from solver.drfh.patterns import search_patterns
+from solver.drfh.patterns_model import PatternModel
+from solver.lp import LPBuilder
 
 
 def _random_instance(seed: int, classes: int = 2, tenants: int = 4) -> Instance:

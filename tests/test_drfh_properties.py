@@ -26,7 +26,7 @@ from models.check import (
     truthful,
     verify_allocation,
 )
-from models.solution import Allocation, Result
+from models.result import Allocation, Result
 from models.types import Instance, ServerClass, Tenant
 from solver.api import METHODS, solve
 

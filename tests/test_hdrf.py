@@ -13,8 +13,8 @@ from models.io import instance_from_dict
 from models.types import Hierarchy, HierarchyNode, Instance, ServerClass, Tenant
 from solver.api import solve
 from solver.backends import installed_backends
-from solver.hdrf import solve_hdrf
-from solver.hdrf_reference import hdrf_epsilon
+from solver.hdrf.reference import hdrf_epsilon
+from solver.hdrf.water_filling import solve_hdrf
 
 
 def leaf(name: str, demand: dict[str, float], weight: float = 1.0, **more: Any) -> dict[str, Any]:

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.solution import Allocation
+from models.result import Allocation
 from models.types import Instance, ServerClass, Tenant
-from solver.heuristics._filling import TOL, weighted_units
-from solver.heuristics.flat import best_fit, first_fit, per_server_drf, slots
+from solver.drfh.greedy import TOL, weighted_units
+from solver.drfh.heuristics import best_fit, first_fit, per_server_drf, slots
 
 Heuristic = Callable[[Instance], Allocation]
 HEURISTICS: dict[str, Heuristic] = {

@@ -28,14 +28,14 @@ from models.hierarchy import tree_of
 from models.io import instance_from_dict, load_instance
 from models.types import Instance
 from solver.api import METHODS, solve
-from solver.heuristics.hpolicies import HierarchicalPolicy
-from solver.heuristics.hsim import SimOptions, hsim_result, simulate
+from solver.hdrf.hsim import SimOptions, hsim_result, simulate
+from solver.hdrf.policies import HierarchicalPolicy
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"
 
 
 def _hdrf_shares(instance: Instance) -> np.ndarray:
-    hdrf = pytest.importorskip("solver.hdrf", reason="static H-DRF (solver.hdrf) is not available")
+    hdrf = pytest.importorskip("solver.hdrf.water_filling", reason="static H-DRF is not available")
     return np.asarray(hdrf.hdrf_shares(instance))
 
 

@@ -14,15 +14,15 @@ import yaml
 
 from models.check import verify_schedule
 from models.io import instance_from_dict
-from models.solution import Schedule, schedule_from_json
-from models.spacetime import SlotData, build_spacetime, objective_coefficients, order_machines_by_load
+from models.result import Schedule, schedule_from_json
 from models.types import Instance, InstanceError
 from solver.api import METHODS, solve
 from solver.backends import get_backend, installed_backends
 from solver.cli import main
-from solver.dag.policies import HEURISTICS, run_policy
-from solver.dag.warmstart import priority_rules, serial_sgs
-from solver.spacetime import solve_spacetime
+from solver.spacetime.milp import solve_spacetime
+from solver.spacetime.model import SlotData, build_spacetime, objective_coefficients, order_machines_by_load
+from solver.spacetime.policies import HEURISTICS, run_policy
+from solver.spacetime.warmstart import priority_rules, serial_sgs
 
 TWO_JOBS = Path(__file__).resolve().parents[1] / "instances" / "dag_two_jobs.yaml"
 NO_CAP = {"fair_cap": False}

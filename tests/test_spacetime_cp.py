@@ -13,7 +13,7 @@ import pytest
 
 from models.check import verify_schedule
 from models.io import instance_from_dict, load_instance
-from models.solution import Schedule, schedule_from_json
+from models.result import Schedule, schedule_from_json
 from models.types import Instance, InstanceError
 from solver.api import solve
 from solver.cli import main
@@ -249,10 +249,10 @@ def test_never_worse_than_the_heuristics_even_when_stopped_early(
     """
     from ortools.sat.python import cp_model
 
-    import solver.spacetime_cp
+    import solver.spacetime.cp
 
     if large:
-        monkeypatch.setattr(solver.spacetime_cp, "HEURISTIC_HINT_TASKS", 0)
+        monkeypatch.setattr(solver.spacetime.cp, "HEURISTIC_HINT_TASKS", 0)
 
     from models.generators import random_dag_jobs
 
@@ -267,7 +267,7 @@ def test_never_worse_than_the_heuristics_even_when_stopped_early(
     instance = random_dag_jobs(seed, jobs=6, stages_range=(3, 5))
     result = solve(instance, "spacetime-cp", objective="avg-jct")
     assert result.verified and result.objective is not None
-    for method in solver.spacetime_cp.LARGE_HINT_HEURISTICS if large else ("carbyne", "drf-dag", "tetris", "sjf"):
+    for method in solver.spacetime.cp.LARGE_HINT_HEURISTICS if large else ("carbyne", "drf-dag", "tetris", "sjf"):
         heuristic = solve(instance, method, objective="avg-jct")
         assert heuristic.objective is not None
         assert result.objective <= heuristic.objective + 1e-9, (method, result.objective, heuristic.objective)

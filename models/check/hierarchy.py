@@ -35,7 +35,7 @@ from models.check.report import (
     _vector,
 )
 from models.hierarchy import Tree, tree_of
-from models.solution import Allocation, FloatArray
+from models.result import Allocation, FloatArray
 from models.types import Instance
 
 # ----------------------------------------------------------------------------------------------

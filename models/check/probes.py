@@ -23,7 +23,7 @@ from models.check.report import (
     _tenant_index,
     _vector,
 )
-from models.solution import Allocation, FloatArray
+from models.result import Allocation, FloatArray
 from models.types import Instance
 
 # ----------------------------------------------------------------------------------------------

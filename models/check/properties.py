@@ -23,7 +23,7 @@ from models.check.report import (
     _row_chunks,
     _task_slack,
 )
-from models.solution import Allocation, FloatArray, unit_capacity, unit_names
+from models.result import Allocation, FloatArray, unit_capacity, unit_names
 from models.types import Instance
 
 # ----------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from models.solution import Allocation, FloatArray
+from models.result import Allocation, FloatArray
 from models.types import Instance
 
 BoolArray = npt.NDArray[np.bool_]

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from models.check.report import ABS_TOL, _fmt, _truncate
-from models.solution import (
+from models.result import (
     FloatArray,
     IntArray,
     Schedule,

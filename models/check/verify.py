@@ -21,7 +21,7 @@ from models.check.report import (
     _utilisation,
     _vector,
 )
-from models.solution import Allocation, FloatArray, unit_capacity, unit_names
+from models.result import Allocation, FloatArray, unit_capacity, unit_names
 from models.types import Instance
 
 

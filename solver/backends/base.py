@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from models.lp import LinearProgram
-from models.solution import Status
+from models.result import Status
+from solver.lp import LinearProgram
 
 FloatArray = npt.NDArray[np.float64]
 

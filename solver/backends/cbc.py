@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from models.lp import LinearProgram
-from models.solution import Status
+from models.result import Status
 from solver.backends.base import Backend, BackendUnavailable, Capabilities, FloatArray, SolveOutcome
+from solver.lp import LinearProgram
 
 # A caller's deadline may already have passed; CBC is never handed a negative "-sec".
 _MIN_TIME_LIMIT = 1e-3

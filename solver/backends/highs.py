@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from models.lp import LinearProgram
-from models.solution import Status
+from models.result import Status
 from solver.backends.base import Backend, Capabilities, FloatArray, SolveOutcome
+from solver.lp import LinearProgram
 
 _INF = 1e30  # HiGHS treats |value| >= 1e20 as infinite; numpy inf must be translated
 

@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from models.lp import LinearProgram
-from models.solution import Status
+from models.result import Status
 from solver.backends.base import Backend, BackendUnavailable, Capabilities, FloatArray, SolveOutcome
+from solver.lp import LinearProgram
 
 ALGORITHMS = ("glop", "pdlp", "scip")
 _LP_ONLY = ("glop", "pdlp")

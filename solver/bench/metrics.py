@@ -12,13 +12,13 @@ Hierarchies, in addition
     (``naive-hdrf``, ``dynamic-hdrf``, ``hslots``) report the placement at the horizon as their
     allocation; for them ``avg_min_share_guarantee`` and ``avg_guarantee_violations`` are the same two
     numbers for their time-averaged shares after warm-up (as a pooled allocation), and ``starving_time``
-    is the total length of the starvation episodes of ``solver.heuristics.hmetrics``.
+    is the total length of the starvation episodes of ``solver.hdrf.sim_metrics``.
 DAG jobs
     ``avg_jct`` (weighted), ``p95_jct``, ``makespan``, ``jain`` (``models.schedule_metrics.windowed_jain``
     with one window per instance: 1/20 of a lower bound on its makespan, the larger of the longest
     release + critical path and the busiest resource's total work over capacity, so every method of an
     instance is measured on the same windows), ``late``: jobs finishing after their fair completion
-    time ``T_k`` (the ``T_k`` the result carries, else ``solver.dag.fair_completion_times``), ``jobs``.
+    time ``T_k`` (the ``T_k`` the result carries, else ``solver.spacetime.fair_completion_times``), ``jobs``.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from models.dag import adjacency, topological_order
-from models.solution import Allocation, Result
+from models.result import Allocation, Result
 from models.types import Instance
 
 #: Jain windows per makespan lower bound.
@@ -96,7 +96,7 @@ def _fair_completion(instance: Instance, result: Result, time_limit: float | Non
     carried = result.extra.get("fair_completion")
     if isinstance(carried, dict):
         return np.array([math.inf if carried.get(j.name) is None else float(carried[j.name]) for j in instance.jobs])
-    from solver.dag import fair_completion_times
+    from solver.spacetime.fairshare import fair_completion_times
 
     limit = FAIR_TIME_LIMIT if time_limit is None else min(FAIR_TIME_LIMIT, time_limit)
     return np.asarray(fair_completion_times(instance, time_limit=limit).completion, dtype=np.float64)

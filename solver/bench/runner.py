@@ -47,9 +47,9 @@ STATUS_TIMEOUT, STATUS_MEMORY, STATUS_CRASHED = "task_timeout", "task_memory", "
 HARNESS_STATUSES = (STATUS_TIMEOUT, STATUS_MEMORY, STATUS_CRASHED)
 #: Modules the forkserver imports once, so that forked tasks start with them loaded.
 PRELOAD = ("solver.bench.child", "solver.bench.runner", "models.generators", "models.io", "models.psplib",
-           "solver.drfh", "solver.drfh_int", "solver.hdrf", "solver.heuristics.flat", "solver.heuristics.hsim",
-           "solver.dag", "solver.spacetime", "solver.spacetime_cp", "solver.backends.highs",
-           "solver.backends.ortools", "highspy", "ortools.sat.python.cp_model")  # fmt: skip
+           "solver.drfh.filling", "solver.drfh.int_search", "solver.hdrf.water_filling", "solver.drfh.heuristics",
+           "solver.hdrf.hsim", "solver.spacetime.policies", "solver.spacetime.milp", "solver.spacetime.cp",
+           "solver.backends.highs", "solver.backends.ortools", "highspy", "ortools.sat.python.cp_model")  # fmt: skip
 MESSAGE_CHARS = 500
 LOG_TAIL_LINES = 5
 #: Set on Ctrl-C: supervisors kill their children instead of waiting for them.

@@ -42,7 +42,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from models.solution import SCHEDULE_OBJECTIVES
+from models.result import SCHEDULE_OBJECTIVES
 from solver.api import METHODS, SolveOptions
 from solver.backends import BACKEND_NAMES, DEFAULT_BACKEND
 from solver.bench.families import FAMILIES, ParamError

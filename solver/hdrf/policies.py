@@ -1,4 +1,4 @@
-"""Hierarchical scheduling policies for the discrete-event simulation in ``solver.heuristics.hsim``.
+"""Hierarchical scheduling policies for the discrete-event simulation in ``solver.hdrf.hsim``.
 
 A policy answers one question, many thousands of times per run: given how many tasks every leaf
 runs and which leaves could launch a task right now, which leaf launches next? All three policies

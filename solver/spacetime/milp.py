@@ -1,14 +1,14 @@
-"""``spacetime``: exact space-time packing of DAG jobs with the time-indexed MILP of ``models.spacetime``.
+"""``spacetime``: exact space-time packing of DAG jobs with the time-indexed MILP of ``solver.spacetime.model``.
 
 Steps
 -----
-1. Heuristic schedules in slots (:mod:`solver.dag.warmstart`): serial list scheduling (stage by stage,
+1. Heuristic schedules in slots (:mod:`solver.spacetime.warmstart`): serial list scheduling (stage by stage,
    each task at the earliest slot where precedence, release and a machine's capacity allow) under two
    priority rules -- longest remaining critical path first, and whole jobs shortest-first -- plus the DAG
    heuristics ``carbyne``, ``sjf``, ``drf-dag``, ``tetris`` when their starts fall on whole slots. All are
    feasible per machine (the pool is one machine). The best one that meets the fair caps wins.
 2. Completion bounds: its objective value ``V`` bounds the optimum, which yields a per-job bound on
-   ``C_k`` (``models.spacetime.completion_upper``) and so the horizon: it never cuts off an optimum. Without
+   ``C_k`` (``solver.spacetime.model.completion_upper``) and so the horizon: it never cuts off an optimum. Without
    a feasible heuristic the horizon is the last release plus every task's duration (always valid).
 3. The MILP is built over those windows and warm-started from the heuristic schedule (HiGHS
    ``setSolution``; CBC and SCIP MIP starts) when the backend supports it.
@@ -21,9 +21,9 @@ Every task must run on one machine it fits, and no machine may be overloaded; th
 task's server class and machine, and the checker verifies every machine. ``servers_model``:
 
 * ``'auto'`` (default): solve the compact *class-aggregated* MILP (one capacity unit per server class,
-  ``count x capacity``; a relaxation when a class has several machines, see ``models.spacetime``), then
+  ``count x capacity``; a relaxation when a class has several machines, see ``solver.spacetime.model``), then
   place its time-table on machines -- first fit in start order, else the exact assignment MILP
-  (``models.spacetime.build_assignment``). If that works, the schedule is feasible per machine and the
+  (``solver.spacetime.model.build_assignment``). If that works, the schedule is feasible per machine and the
   relaxation's bound is a valid bound, so ``optimal`` is a per-machine optimum. If no placement exists,
   the per-machine MILP is solved with the remaining time (warm-started from the best list schedule) and
   the relaxation's bound is kept when it is the better one. Under a time limit the relaxation gets
@@ -36,7 +36,7 @@ Warm starts and horizons stay valid for either placement because every heuristic
 machine; for the per-machine model identical machines are relabelled by load to satisfy its symmetry rows.
 
 Fair caps ``C_k <= T_k``: ``fair_completion`` given explicitly (job name -> T_k), else, unless
-``fair_cap=False``, the fair-share baseline :func:`solver.dag.fair_completion_times` (pooled shares, the
+``fair_cap=False``, the fair-share baseline :func:`solver.spacetime.fair_completion_times` (pooled shares, the
 same promise for either placement), computed within ``FAIR_BUDGET_SHARE`` of the time limit.
 """
 
@@ -50,8 +50,11 @@ from typing import Any
 
 import numpy as np
 
-from models.solution import Result, Schedule, Status
-from models.spacetime import (
+from models.result import Result, Schedule, Status
+from models.types import Instance, InstanceError
+from solver.backends import Backend, SolveOutcome, get_backend
+from solver.spacetime.fairshare import FAIR_BUDGET_SHARE
+from solver.spacetime.model import (
     FIT_TOL,
     FloatArray,
     IntArray,
@@ -65,10 +68,7 @@ from models.spacetime import (
     objective_in_slots,
     order_machines_by_load,
 )
-from models.types import Instance, InstanceError
-from solver.backends import Backend, SolveOutcome, get_backend
-from solver.dag.fairshare import FAIR_BUDGET_SHARE
-from solver.dag.warmstart import heuristic_starts, priority_rules, serial_sgs
+from solver.spacetime.warmstart import heuristic_starts, priority_rules, serial_sgs
 
 SERVERS_MODELS = ("auto", "class", "machine")
 #: Seconds below which the per-machine MILP is not started after the relaxation (it could not even load).
@@ -94,11 +94,11 @@ def _heuristics(instance: Instance, data: SlotData) -> dict[str, tuple[IntArray,
 
 
 def _fair_baseline(instance: Instance, budget: float | None) -> tuple[FloatArray, str]:
-    """The fair-share baseline's ``T_k`` (:func:`solver.dag.fair_completion_times`) within ``budget`` seconds."""
-    from solver.dag import fair_completion_times
+    """The fair-share baseline's ``T_k`` (:func:`solver.spacetime.fair_completion_times`) within ``budget`` seconds."""
+    from solver.spacetime.fairshare import fair_completion_times
 
     fair = fair_completion_times(instance, budget=budget)
-    return fair.completion, "fair caps C_k <= T_k from solver.dag.fair_completion_times"
+    return fair.completion, "fair caps C_k <= T_k from solver.spacetime.fair_completion_times"
 
 
 def _fair_array(instance: Instance, fair: Any) -> FloatArray | None:

@@ -37,9 +37,9 @@ import numpy as np
 import numpy.typing as npt
 
 from models.dag import longest_paths, topological_order
-from models.solution import Schedule
-from models.spacetime import placement_fits
+from models.result import Schedule
 from models.types import Instance, InstanceError
+from solver.spacetime.model import placement_fits
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]

@@ -24,12 +24,12 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from models.drfh import DrfhModel, UnitGrouping
-from models.solution import Status
+from models.result import Status
 from models.types import Instance
 from solver.backends import Backend
 from solver.backends.base import SolveOutcome
 from solver.backends.highs import HighsBackend, HighsSession
+from solver.drfh.model import DrfhModel, UnitGrouping
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -304,7 +304,7 @@ def solve_drfh(
     'aggregate' (certify the pooled-groups relaxation, falling back to column generation) or 'auto',
     which picks 'aggregate' when the merged instance has many distinct units.
     """
-    from solver.colgen import ColumnGenerationRounds, solve_by_aggregation  # colgen imports this module
+    from solver.drfh.colgen import ColumnGenerationRounds, solve_by_aggregation  # colgen imports this module
 
     started = time.perf_counter()
     model = DrfhModel(instance, UnitGrouping.merge_identical(instance))

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.drfh_int import BoolArray, DrfhIntModel, FloatArray, IntArray
-from models.lp import LinearProgram, LPBuilder
+from solver.drfh.int_model import BoolArray, DrfhIntModel, FloatArray, IntArray
+from solver.lp import LinearProgram, LPBuilder
 
 
 @dataclass(frozen=True)

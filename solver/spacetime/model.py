@@ -56,7 +56,7 @@ every task to run on a single machine that it fits, and no machine to be overloa
   machine this is a *relaxation* of per-machine packing: tasks never straddle classes, but within a class
   the aggregate may fragment across machines (two 3-CPU tasks and one 2-CPU task fit 2 x 4 CPUs in
   aggregate, not on two 4-CPU machines). Its optimum is a lower bound; it is a per-machine optimum
-  only when its time-table can be assigned to machines (``solver.spacetime`` tries, and the checker
+  only when its time-table can be assigned to machines (``solver.spacetime.milp`` tries, and the checker
   verifies the machines). With one machine per class it is exact.
 * ``per_machine=True``: one unit per machine, so capacity rows are per machine and the model is exact.
   Identical machines make every schedule appear ``count!`` times; rows ``load(m) >= load(m + 1)`` for
@@ -73,16 +73,16 @@ import numpy as np
 import numpy.typing as npt
 
 from models.dag import adjacency, longest_paths
-from models.lp import Block, LinearProgram, LPBuilder
-from models.solution import SCHEDULE_OBJECTIVES
+from models.result import SCHEDULE_OBJECTIVES
 from models.types import Instance, InstanceError
+from solver.lp import Block, LinearProgram, LPBuilder
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
 _EPS = 1e-9
-#: Relative slack when deciding whether a task's demand fits a capacity (as ``solver.dag.engine.EPS``).
+#: Relative slack when deciding whether a task's demand fits a capacity (as ``solver.spacetime.engine.EPS``).
 FIT_TOL = 1e-9
 
 

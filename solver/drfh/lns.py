@@ -3,7 +3,7 @@
 The max-min objective only moves when every tenant below the next level gains a task at once, and
 near the LP's top the machines are packed to within a hair of capacity, so a single move rarely helps
 and the full level MILP is too large to settle. A large-neighbourhood search works between the two:
-target the lowest level above f, free a handful of machines (a repair MILP of ``models.drfh_int``
+target the lowest level above f, free a handful of machines (a repair MILP of ``solver.drfh.int_model``
 re-packs them with every other machine kept), and minimise the target's total shortfall. A
 neighbourhood that lowers the shortfall is kept; once it reaches zero the target is met and the next
 level becomes the target. Machines with free room in the resources the short tenants need are drawn
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.drfh_int import DrfhIntModel, FloatArray
 from solver.backends import Backend
+from solver.drfh.int_model import DrfhIntModel, FloatArray
 
 SMALLEST, LARGEST = 8, 32  # machines freed per neighbourhood
 REPAIR_LIMIT_S = 2.0  # per repair MILP

@@ -31,13 +31,13 @@ present from the start and the promise is exactly Carbyne's.
 ``M_k`` is the optimum of a small RCPSP (one job, barriers, renewable capacity ``A_k * C``):
 
 * lower bound: ``max(critical path, max_r resource-time_r / capacity_r)``;
-* upper bound: the best of two list schedules (:func:`solver.dag.engine.pack`);
+* upper bound: the best of two list schedules (:func:`solver.spacetime.engine.pack`);
 * if they meet, ``M_k`` is exact (``method = 'bound'``); otherwise, for jobs of at most ``cp_max_tasks``
   tasks, a minimal CP-SAT RCPSP model (:func:`_cp_makespan`; 2 workers, ``time_limit`` seconds, horizon
   = the list schedule's makespan) is solved: ``'cp-optimal'`` is exact, ``'cp-time_limit'`` keeps the
   better of CP's incumbent and the list schedule (a valid, possibly loose promise); bigger jobs, and
   durations not on a decimal grid of at most 6 digits, keep the list schedule (``'list'``).
-  ``solver.spacetime_cp`` is not reused: its SGS warm start sizes its tick profile by the sum of
+  ``solver.spacetime.cp`` is not reused: its SGS warm start sizes its tick profile by the sum of
   *stage* durations, which is too short when a stage's tasks must run in several waves (IndexError).
 * If a single task of the job does not fit ``A_k * C`` the job cannot run on its share at all:
   ``T_k = inf`` (no promise, ``method = 'no-fit'``).
@@ -62,7 +62,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from models.types import Instance
-from solver.dag.engine import EPS, DagJobs, FloatArray, pack
+from solver.spacetime.engine import EPS, DagJobs, FloatArray, pack
 
 #: Share of a method's ``time_limit`` its fair completion times may take (the rest is the method's own).
 FAIR_BUDGET_SHARE = 0.5
@@ -196,7 +196,7 @@ def _cp_makespan(
 
     A minimal RCPSP model (one fixed-size interval per task, tasks of a stage ordered by start, a stage-end
     variable per stage, barriers, one cumulative per resource), used instead of
-    ``solver.spacetime_cp`` so that ``T_k`` needs no more than this. ``None`` when the data is not on a
+    ``solver.spacetime.cp`` so that ``T_k`` needs no more than this. ``None`` when the data is not on a
     decimal grid of at most 6 digits, or CP-SAT finds nothing in time.
     """
     from ortools.sat.python import cp_model

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from models.lp import LinearProgram, LPBuilder
 from models.types import Instance
+from solver.lp import LinearProgram, LPBuilder
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]

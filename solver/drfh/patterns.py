@@ -1,6 +1,6 @@
 """drfh-int's pattern search: a strong allocation for the max-min objective from aggregated machines.
 
-Column generation solves the configuration LP of ``models.drfh_patterns`` (identical machines merged,
+Column generation solves the configuration LP of ``solver.drfh.patterns_model`` (identical machines merged,
 one integer per class and packing pattern): the master gives each player a price, and a small knapsack
 per class finds the pattern worth most at those prices. Then the pattern MILP over the pool picks how
 many machines of each class use each pattern: first over the starting allocation's own patterns (a
@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.drfh_int import DrfhIntModel, FloatArray
-from models.drfh_patterns import PatternModel
 from solver.backends import Backend
+from solver.drfh.int_model import DrfhIntModel, FloatArray
+from solver.drfh.patterns_model import PatternModel
 
 
 @dataclass

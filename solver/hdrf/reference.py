@@ -14,7 +14,7 @@ round robin, least recently served first. That makes the ε → 0 limit exist, a
 exact method implements.
 
 This is deliberately the naive, obviously-correct loop (one Python step per ε of dominant share) so
-that it shares no code with the event-driven ``solver.hdrf``; tests check that the two agree within
+that it shares no code with the event-driven ``solver.hdrf.water_filling``; tests check that the two agree within
 O(ε) on random hierarchies.
 """
 

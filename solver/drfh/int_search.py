@@ -1,9 +1,9 @@
 """Indivisible-task DRFH: the max-min objective by discrete levels, then exact leximin.
 
 First the max-min objective ``f`` (the level every unsatisfied tenant reaches) is maximised and proven
-by a search over the values it can take (see ``models.drfh_int``); that is the number heuristics are
+by a search over the values it can take (see ``solver.drfh.int_model``); that is the number heuristics are
 compared with. LPs bound it from above; a pattern search with identical machines aggregated
-(``solver.drfh_patterns``) lifts the heuristic's f, and feasibility MILPs climb the levels left.
+(``solver.drfh.patterns``) lifts the heuristic's f, and feasibility MILPs climb the levels left.
 Then leximin refines it: step ``k`` maximises the sum of the ``k`` smallest weighted shares while
 keeping the earlier sums, warm-started from the previous tasks. A leximin allocation also maximises
 ``f``. When the time limit cuts the refinement short, the answer is the best allocation found so far
@@ -19,11 +19,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from models.drfh_int import DrfhIntModel, FloatArray
-from models.lp import LinearProgram
-from models.solution import Status
+from models.result import Status
 from models.types import Instance
 from solver.backends import Backend
+from solver.drfh.int_model import DrfhIntModel, FloatArray
+from solver.lp import LinearProgram
 
 PATTERN_SHARE = 0.5  # of the time left after the LP bisection, for the pattern search
 PATTERN_BUDGET_S = 60.0  # its budget when there is no time limit
@@ -179,7 +179,7 @@ def _max_min_by_levels(
         and value(best) < float(levels[above - 1]) * (1 - 1e-12)
         and not close_enough()
     ):
-        from solver.drfh_patterns import search_patterns
+        from solver.drfh.patterns import search_patterns
 
         left = remaining()
         found = search_patterns(model, backend, best, float(levels[above - 1]), PATTERN_SHARE * left if left else
@@ -191,7 +191,7 @@ def _max_min_by_levels(
             next_level = int(np.searchsorted(levels, value(best), side="right"))
         # 2b. Neighbourhood search from there: level by level, a few machines re-packed at a time.
         if not close_enough() and value(best) < float(levels[above - 1]) * (1 - 1e-12):
-            from solver.drfh_lns import search_neighbourhoods
+            from solver.drfh.lns import search_neighbourhoods
 
             left = remaining()
             lifted = search_neighbourhoods(model, backend, best, levels[:above],

@@ -1,7 +1,7 @@
 """The DAG-job heuristics: ``carbyne``, ``drf-dag``, ``tetris``, ``sjf``, all run in one event-driven simulator.
 
 Every policy is a work-conserving list scheduler: at every event it launches runnable tasks, in its own
-order, while they fit the free capacity (:mod:`solver.dag.engine`). Policies decide on pooled quantities
+order, while they fit the free capacity (:mod:`solver.spacetime.engine`). Policies decide on pooled quantities
 (shares, alignment with the cluster's free capacity); with ``placement='servers'`` the engine puts each
 launched task on a machine it fits (best fit), so a task that fits no machine's free room waits.
 
@@ -16,7 +16,7 @@ launched task on a machine it fits (best fit), so a task that fits no machine's 
 * ``carbyne`` (Grandl et al. OSDI'16) -- at every event:
 
   1. DRF shares ``A_k`` over the active jobs' aggregate resource-time vectors
-     (:func:`solver.dag.fairshare.drf_shares`, re-run when a job is released or finishes).
+     (:func:`solver.spacetime.fairshare.drf_shares`, re-run when a job is released or finishes).
   2. Each job plans on its share ``A_k * C``: a forward list schedule of its remaining DAG (its running
      tasks included) gives its due date ``D_k = t + F_k``; its not-yet-launched tasks are then reverse
      packed on ``A_k * C`` (the DAG reversed, list-scheduled backwards from ``D_k``, longest path to a
@@ -42,10 +42,10 @@ from typing import Any
 
 import numpy as np
 
-from models.solution import Result, Schedule
+from models.result import Result, Schedule
 from models.types import Instance
-from solver.dag.engine import EPS, DagJobs, FloatArray, IntArray, Packed, Sim, pack, simulate
-from solver.dag.fairshare import FAIR_BUDGET_SHARE, FairShare, drf_shares, fair_completion_times
+from solver.spacetime.engine import EPS, DagJobs, FloatArray, IntArray, Packed, Sim, pack, simulate
+from solver.spacetime.fairshare import FAIR_BUDGET_SHARE, FairShare, drf_shares, fair_completion_times
 
 HEURISTICS = ("carbyne", "drf-dag", "tetris", "sjf")
 

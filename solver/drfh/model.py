@@ -19,8 +19,8 @@ import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
-from models.lp import LinearProgram, LPBuilder
 from models.types import Instance
+from solver.lp import LinearProgram, LPBuilder
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]

@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from models.types import Instance
-from solver.dag.engine import FloatArray, IntArray
+from solver.spacetime.engine import FloatArray, IntArray
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -158,7 +158,7 @@ def heuristic_starts(
     globally (classes in order, then the number within the class; ``0`` for the pooled cluster). Their
     schedules are often better than the list schedules on multi-job mixes (Carbyne, SJF).
     """
-    from solver.dag.policies import run_policy
+    from solver.spacetime.policies import run_policy
 
     counts = [len(job.stages) for job in instance.jobs]
     offset = np.concatenate([[0], np.cumsum(counts)])[:-1].astype(np.int64)

@@ -19,9 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.drfh import DrfhModel, UnitGrouping
 from solver.backends.highs import HighsSession
-from solver.drfh import (
+from solver.drfh.filling import (
     FillingResult,
     FloatArray,
     IntArray,
@@ -31,6 +30,7 @@ from solver.drfh import (
     level_upper_bound,
     progressive_filling,
 )
+from solver.drfh.model import DrfhModel, UnitGrouping
 
 _PRICE_TOL = 1e-9
 

@@ -1,7 +1,7 @@
 """Hierarchical schedulers over time: a discrete-event simulation of ``naive-hdrf``, ``dynamic-hdrf``
 and ``hslots`` (Bhattacharya et al., SoCC'13).
 
-Static H-DRF (``solver.hdrf``) says what every leaf of an organisation tree should hold; a real
+Static H-DRF (``solver.hdrf.water_filling``) says what every leaf of an organisation tree should hold; a real
 scheduler only ever decides which waiting task to launch when resources free up. This module runs
 such schedulers on an instance and measures what each leaf actually gets:
 
@@ -12,7 +12,7 @@ such schedulers on an instance and measures what each leaf actually gets:
   such machine takes them. ``hslots`` instead cuts every machine into equal slots and places a task
   in the first free slot.
 - Events are task completions, kept in a heap; there is no time step. At time 0 and whenever tasks
-  finish, the policy (``solver.heuristics.hpolicies``) launches tasks one at a time until no leaf
+  finish, the policy (``solver.hdrf.policies``) launches tasks one at a time until no leaf
   can launch.
 
 Metrics, integrated exactly over the piecewise-constant state: every leaf's time-averaged global
@@ -45,10 +45,10 @@ import numpy as np
 import numpy.typing as npt
 
 from models.hierarchy import tree_of
-from models.solution import Allocation, Result
+from models.result import Allocation, Result
 from models.types import Instance
-from solver.heuristics.hmetrics import ShareMeter, Starvation
-from solver.heuristics.hpolicies import POLICIES, HierarchicalPolicy
+from solver.hdrf.policies import POLICIES, HierarchicalPolicy
+from solver.hdrf.sim_metrics import ShareMeter, Starvation
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -286,7 +286,7 @@ def simulate(
         Servers (expanded into machines; pool it first for the single-server setting) and a
         hierarchy whose leaves are the tenants; without a hierarchy the tenants form a flat tree.
     policy : {"naive-hdrf", "dynamic-hdrf", "hslots"}
-        The scheduler (see ``solver.heuristics.hpolicies``).
+        The scheduler (see ``solver.hdrf.policies``).
     options : SimOptions, optional
         Horizon, seed, durations, warm-up, starvation threshold, slots.
     reference : ndarray, shape (tenants,), optional
@@ -393,9 +393,9 @@ def simulate(
 
 
 def _reference(instance: Instance) -> tuple[FloatArray | None, str]:
-    """Static H-DRF shares from ``solver.hdrf`` when it is available, else None and why not."""
+    """Static H-DRF shares from ``solver.hdrf.water_filling`` when it is available, else None and why not."""
     try:
-        from solver.hdrf import hdrf_shares
+        from solver.hdrf.water_filling import hdrf_shares
     except ImportError as error:  # the exact static method is optional for the simulation
         return None, f"no static H-DRF reference: {error}"
     return np.asarray(hdrf_shares(instance), dtype=np.float64), ""

@@ -1,7 +1,7 @@
 """Static H-DRF computed exactly by event-driven water-filling over the org tree.
 
 The allocation is the limit, as the step goes to zero, of the paper's progressive filling
-(Bhattacharya et al., SoCC'13, Algorithm 1; ``solver.hdrf_reference`` is that ε-algorithm): descend
+(Bhattacharya et al., SoCC'13, Algorithm 1; ``solver.hdrf.reference`` is that ε-algorithm): descend
 from the root to the demanding child with the lowest weighted dominant share, give the leaf reached a
 sliver of dominant share, block every leaf that needs a saturated resource or holds its task cap.
 A node's consumption is the sum of its leaves'; its dominant share the largest component over the
@@ -28,7 +28,7 @@ the tree's depth levels, so trees of 100,000 leaves are cheap.
 
 On heterogeneous servers (``pooled=False``) the allocation must also be placeable: leaf shares are
 global dominant shares as in DRFH and every phase asks an LP how far the growth can go with the
-machines' capacities (``models.drfh.DrfhModel``, identical machines merged). When the LP stops short
+machines' capacities (``solver.drfh.model.DrfhModel``, identical machines merged). When the LP stops short
 of the next event, the leaves that cannot grow at all with everybody else kept at their shares are
 blocked, which is what saturation means on one pool; a probe LP per growing leaf decides that.
 """
@@ -44,12 +44,12 @@ import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
-from models.drfh import DrfhModel, UnitGrouping
 from models.hierarchy import Tree, tree_of
-from models.solution import Status, UnitKind
+from models.result import Status, UnitKind
 from models.types import Instance
 from solver.backends import Backend
 from solver.backends.highs import HighsBackend, HighsSession
+from solver.drfh.model import DrfhModel, UnitGrouping
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]

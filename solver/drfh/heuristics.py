@@ -2,7 +2,7 @@
 
 Every heuristic places whole tasks on individual machines (server classes expanded into machines, in
 ``Instance.machine_names`` order) and returns an integral ``Allocation`` of kind ``"machine"``. All of
-them honour tenant weights and task caps (see ``solver.heuristics._filling`` for the shared
+them honour tenant weights and task caps (see ``solver.drfh.greedy`` for the shared
 conventions: keys, whole caps, fit tolerance).
 
 - ``first_fit`` / ``best_fit``: progressive filling on the weighted *global* dominant share (DRFH's
@@ -17,9 +17,9 @@ import heapq
 
 import numpy as np
 
-from models.solution import Allocation
+from models.result import Allocation
 from models.types import Instance
-from solver.heuristics._filling import (
+from solver.drfh.greedy import (
     TOL,
     FlatSetup,
     FloatArray,

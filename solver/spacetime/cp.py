@@ -34,7 +34,7 @@ Integer scaling (CP-SAT is integral)
 * Objective coefficients (``alpha * w_k`` and ``(1 - alpha) * sum w``) are scaled the same way.
 
 Horizon: for ``makespan`` it is the makespan of the best warm start -- two serial schedule-generation
-(SSGS) list schedules and the event-driven heuristics (:mod:`solver.dag.warmstart`), which also
+(SSGS) list schedules and the event-driven heuristics (:mod:`solver.spacetime.warmstart`), which also
 warm-start CP-SAT through hints; for ``avg-jct`` and ``mix`` it is ``max release + sum of durations``,
 valid because some optimal schedule is semi-active (every task starts at its release or at another
 task's end) and so ends by then. Every warm start is built per machine for ``servers`` (a pooled
@@ -54,10 +54,10 @@ import numpy as np
 import numpy.typing as npt
 
 from models.dag import adjacency, longest_paths, topological_order
-from models.solution import SCHEDULE_OBJECTIVES, Result, Schedule, Status
-from models.spacetime import placement_fits
+from models.result import SCHEDULE_OBJECTIVES, Result, Schedule, Status
 from models.types import Instance, InstanceError
-from solver.dag.warmstart import WARM_HEURISTICS, heuristic_starts, priority_rules, serial_sgs
+from solver.spacetime.model import placement_fits
+from solver.spacetime.warmstart import WARM_HEURISTICS, heuristic_starts, priority_rules, serial_sgs
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
