@@ -50,7 +50,7 @@ def _solve_one(path: str, time_limit: float, workers: int) -> dict[str, Any]:
     started = time.perf_counter()
     instance = load_psplib(path)
     result = solve(instance, "spacetime-cp", time_limit=time_limit, objective="makespan",
-                   extra={"workers": workers, "seed": 0})
+                   workers=workers, seed=0)
     return {
         "status": result.status,
         "makespan": result.objective,

@@ -1,19 +1,25 @@
-"""One result type for exact and heuristic methods alike, and its JSON form (the CLI contract)."""
+"""What every method returns: the allocation or schedule it found, its status, bound and timings.
+
+``Allocation`` (tasks per tenant and placement unit) and ``Schedule`` (start, end and place of every task)
+are the two shapes an answer takes; ``Result`` wraps either with the method's status, proven bound and
+timings. Exact, heuristic and simulated methods return the same ``Result``; ``solver.api.solve`` builds
+the final one after ``models.check`` has re-verified the answer and recomputed its objective. A
+``Result`` is frozen: nothing changes it after it is built. Its JSON view is in :mod:`models.view`.
+"""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-import numpy.typing as npt
 
-from models.types import Instance, InstanceError
+from models.types import FloatArray, Instance, InstanceError, IntArray
 
-FloatArray = npt.NDArray[np.float64]
 Status = Literal["optimal", "feasible", "infeasible", "unbounded", "time_limit", "error"]
 UnitKind = Literal["class", "machine", "pool"]
+#: Statuses that promise an answer (an allocation or a schedule) in the result.
+SOLUTION_STATUSES = ("optimal", "feasible", "time_limit")
 
 
 @dataclass(frozen=True)
@@ -61,7 +67,6 @@ def unit_capacity(instance: Instance, kind: UnitKind) -> FloatArray:
     return instance.capacity[instance.machine_class()]
 
 
-IntArray = npt.NDArray[np.int64]
 #: Objectives of schedule results (``SolveOptions.objective`` / ``--objective``).
 SCHEDULE_OBJECTIVES = ("makespan", "avg-jct", "mix")
 
@@ -165,255 +170,45 @@ def objective_value(makespan: float, avg_jct: float, objective: str, alpha: floa
     raise ValueError(f"unknown objective {objective!r}; choose from {', '.join(SCHEDULE_OBJECTIVES)}")
 
 
-def schedule_json(instance: Instance, schedule: Schedule) -> dict[str, Any]:
-    """``makespan``, ``avg_jct``, ``jobs: {name: {completion, fair_completion}}`` and ``tasks``.
-
-    With a per-server placement every task also names its ``server`` (class) and ``machine`` (number
-    within the class).
-    """
-    completion = job_completion(instance, schedule)
-    numbers = schedule_objectives(instance, completion)
-    fair = schedule.fair_completion
-    jobs = {
-        job.name: {
-            "completion": float(completion[k]),
-            "fair_completion": None if fair is None or k >= fair.size else _finite(float(fair[k])),
-        }
-        for k, job in enumerate(instance.jobs)
-    }
-
-    def stage_name(job: int, stage: int) -> str | int:
-        if 0 <= job < len(instance.jobs) and 0 <= stage < len(instance.jobs[job].stages):
-            return instance.jobs[job].stages[stage].name
-        return stage
-
-    tasks = [
-        {
-            "job": instance.jobs[j].name if 0 <= j < len(instance.jobs) else j,
-            "stage": stage_name(j, s),
-            "index": i,
-            "start": _plain(b),
-            "end": _plain(e),
-        }
-        for j, s, i, b, e in zip(
-            schedule.job.tolist(), schedule.stage.tolist(), schedule.index.tolist(),
-            schedule.start.tolist(), schedule.end.tolist(), strict=True,
-        )
-    ]  # fmt: skip
-    if schedule.server is not None and schedule.machine is not None:
-        names = [server.name for server in instance.servers]
-        for row, server, machine in zip(tasks, schedule.server.tolist(), schedule.machine.tolist(), strict=True):
-            row["server"] = names[server] if 0 <= server < len(names) else server
-            row["machine"] = machine
-    return {"makespan": numbers["makespan"], "avg_jct": numbers["avg_jct"], "jobs": jobs, "tasks": tasks}
-
-
-def schedule_from_json(instance: Instance, data: dict[str, Any]) -> Schedule:
-    """Rebuild a ``Schedule`` from a saved result (``tasks`` and ``jobs.*.fair_completion``).
-
-    Job, stage and server names are resolved against the instance; unknown names raise ``InstanceError``.
-    When any task names a ``server``, the schedule carries a placement and tasks without one are marked
-    unplaced (``-1``). Duplicates, missing tasks, unplaced tasks, machine numbers out of range and
-    infeasible times are left for :func:`models.check.verify_schedule`.
-    """
-    job_index = {job.name: k for k, job in enumerate(instance.jobs)}
-    stage_index = [{stage.name: s for s, stage in enumerate(job.stages)} for job in instance.jobs]
-    server_index = {server.name: c for c, server in enumerate(instance.servers)}
-    rows = data.get("tasks")
-    if not isinstance(rows, list):
-        raise InstanceError("a schedule result needs a 'tasks' list", "tasks")
-    columns: dict[str, list[Any]] = {"job": [], "stage": [], "index": [], "start": [], "end": []}
-    servers: list[int] = []
-    machines: list[int] = []
-    for position, row in enumerate(rows):
-        field_name = f"tasks[{position}]"
-        if not isinstance(row, dict):
-            raise InstanceError("each task must be an object", field_name)
-        missing = [key for key in columns if key not in row]
-        if missing:
-            raise InstanceError(f"missing {missing}", field_name)
-        if row["job"] not in job_index:
-            raise InstanceError(f"unknown job {row['job']!r}", f"{field_name}.job")
-        job = job_index[row["job"]]
-        if str(row["stage"]) not in stage_index[job]:
-            raise InstanceError(f"job {row['job']!r} has no stage {row['stage']!r}", f"{field_name}.stage")
-        try:
-            values = [int(row["index"]), float(row["start"]), float(row["end"])]
-        except (TypeError, ValueError):
-            raise InstanceError("index, start and end must be numbers", field_name) from None
-        columns["job"].append(job)
-        columns["stage"].append(stage_index[job][str(row["stage"])])
-        for key, value in zip(("index", "start", "end"), values, strict=True):
-            columns[key].append(value)
-        server, machine = row.get("server"), row.get("machine", -1)
-        if server is None:  # unplaced (the checker reports it if the schedule has a placement at all)
-            server, machine = -1, -1
-        elif not isinstance(server, str) or server not in server_index:
-            raise InstanceError(f"unknown server {server!r}", f"{field_name}.server")
-        elif not isinstance(machine, int) or isinstance(machine, bool):
-            raise InstanceError(f"machine must be a whole number, got {machine!r}", f"{field_name}.machine")
-        else:
-            server = server_index[server]
-        servers.append(server)
-        machines.append(machine)
-    fair = np.full(len(instance.jobs), np.inf)
-    saved_jobs = data.get("jobs") or {}
-    for name, entry in saved_jobs.items() if isinstance(saved_jobs, dict) else ():
-        if name not in job_index:
-            raise InstanceError(f"unknown job {name!r}", f"jobs.{name}")
-        saved = entry.get("fair_completion") if isinstance(entry, dict) else None
-        if saved is not None:
-            fair[job_index[name]] = float(saved)
-    return Schedule(
-        np.array(columns["job"], dtype=np.int64),
-        np.array(columns["stage"], dtype=np.int64),
-        np.array(columns["index"], dtype=np.int64),
-        np.array(columns["start"], dtype=np.float64),
-        np.array(columns["end"], dtype=np.float64),
-        fair if np.isfinite(fair).any() else None,
-        *((np.array(servers, dtype=np.int64), np.array(machines, dtype=np.int64)) if max(servers, default=-1) >= 0
-          else (None, None)),
-    )  # fmt: skip
-
-
-@dataclass
+@dataclass(frozen=True)
 class Result:
-    """What every method returns; ``verified`` and the recomputed numbers come from ``models.check``."""
+    """What every method returns; ``verified`` and the recomputed numbers come from ``models.check``.
+
+    Attributes
+    ----------
+    status
+        ``optimal`` only when the gap to ``bound`` is zero; ``time_limit`` when a limit stopped the method
+        (with its best answer, if any); ``infeasible``/``unbounded``/``error`` carry no answer.
+    objective
+        Recomputed from the answer by the checker, never read back from a solver (``solver_objective``
+        is the solver's own number, reported beside it).
+    bound
+        The best proven bound of ``objective`` (upper for maximised objectives, lower for minimised ones).
+    build_s, solve_s, wall_s
+        Model building, solver time and the whole call (build, solve and verification).
+    warnings
+        Things the user should know about the input or the answer (e.g. a tenant whose task fits nowhere).
+    """
 
     status: Status
     method: str
     backend: str
-    objective: float | None = None  # recomputed from the solution, never read back from a solver
+    objective: float | None = None
     bound: float | None = None
     gap: float | None = None
     build_s: float = 0.0
     solve_s: float = 0.0
+    wall_s: float = 0.0
     verified: bool = False
     allocation: Allocation | None = None
     solver_objective: float | None = None
     message: str = ""
-    violations: list[str] = field(default_factory=list)
+    violations: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
     schedule: Schedule | None = None  # DAG-job methods: task start/end times
+    warnings: tuple[str, ...] = ()
 
-    def to_json(self, instance: Instance) -> dict[str, Any]:
-        """The CLI JSON contract: common keys, then the allocation view and/or the schedule view."""
-        data: dict[str, Any] = {
-            "status": self.status,
-            "method": self.method,
-            "backend": self.backend,
-            "objective": _finite(self.objective),
-            "bound": _finite(self.bound),
-            "gap": _finite(self.gap),
-            "build_s": round(self.build_s, 6),
-            "solve_s": round(self.solve_s, 6),
-            "verified": self.verified,
-            "solver_objective": _finite(self.solver_objective),
-            "instance": instance.name,
-        }
-        if self.message:
-            data["message"] = self.message
-        if self.violations:
-            data["violations"] = list(self.violations)
-        if self.allocation is not None:
-            data.update(allocation_json(instance, self.allocation))
-        if self.schedule is not None:
-            data.update(schedule_json(instance, self.schedule))
-        data.update({key: _plain(value) for key, value in self.extra.items()})
-        return data
-
-
-def _finite(value: float | None) -> float | None:
-    return None if value is None or not math.isfinite(value) else float(value)
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return [_plain(v) for v in value.tolist()]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-def allocation_json(instance: Instance, allocation: Allocation) -> dict[str, Any]:
-    """``tenants`` (tasks, dominant share, allocation, per-unit tasks) and cluster utilisation."""
-    from models.metrics import dominant_shares, utilisation
-
-    names = allocation.unit_names(instance)
-    shares = dominant_shares(instance, allocation)
-    totals = allocation.tenant_tasks
-    tenants: dict[str, Any] = {}
-    for i, tenant in enumerate(instance.tenants):
-        amounts = totals[i] * instance.demand[i]
-        row = allocation.tasks[i]
-        tenants[tenant.name] = {
-            "tasks": _number(totals[i]),
-            "dominant_share": float(shares[i]),
-            "weighted_share": float(shares[i] / tenant.weight),
-            "allocation": {r: float(a) for r, a in zip(instance.resources, amounts, strict=True)},
-            "per_server": {names[u]: _number(row[u]) for u in np.flatnonzero(row > 0)},
-        }
-    used = utilisation(instance, allocation)
-    data: dict[str, Any] = {
-        "unit_kind": allocation.kind,
-        "integral": allocation.integral,
-        "tenants": tenants,
-        "utilisation": {r: float(u) for r, u in zip(instance.resources, used, strict=True)},
-    }
-    if instance.hierarchy is not None:
-        data["nodes"] = nodes_json(instance, allocation)
-    return data
-
-
-def nodes_json(instance: Instance, allocation: Allocation) -> dict[str, Any]:
-    """Every tree node: parent, weight, guarantee, dominant share and resource amounts (preorder)."""
-    from models.check.hierarchy import demanding_nodes, node_shares
-    from models.hierarchy import tree_of
-
-    tree = tree_of(instance)
-    consumption, share = node_shares(instance, allocation, tree=tree)
-    guarantee = tree.guarantees(demanding_nodes(instance, allocation.kind, allocation.integral, tree=tree))
-    amounts = consumption * instance.total_capacity
-    nodes: dict[str, Any] = {}
-    for index in tree.preorder():
-        parent = int(tree.parent[index])
-        nodes[tree.names[index]] = {
-            "parent": tree.names[parent] if parent >= 0 else None,
-            "depth": int(tree.depth[index]),
-            "leaf": bool(tree.is_leaf[index]),
-            "weight": float(tree.weight[index]),
-            "guarantee": float(guarantee[index]),
-            "dominant_share": float(share[index]),
-            "allocation": {r: float(a) for r, a in zip(instance.resources, amounts[index], strict=True)},
-        }
-    return nodes
-
-
-def _number(value: float) -> float | int:
-    rounded = round(float(value))
-    return int(rounded) if abs(value - rounded) < 1e-9 else float(value)
-
-
-def allocation_from_json(instance: Instance, data: dict[str, Any]) -> Allocation:
-    """Rebuild an ``Allocation`` from a saved result, validating names against the instance."""
-    kind = data.get("unit_kind", "class")
-    if kind not in ("class", "machine", "pool"):
-        raise InstanceError(f"unknown unit kind {kind!r}", "unit_kind")
-    names = unit_names(instance, kind)
-    index = {name: position for position, name in enumerate(names)}
-    tenant_index = {t.name: position for position, t in enumerate(instance.tenants)}
-    tasks = np.zeros((len(instance.tenants), len(names)))
-    for tenant_name, entry in (data.get("tenants") or {}).items():
-        if tenant_name not in tenant_index:
-            raise InstanceError(f"unknown tenant {tenant_name!r}", f"tenants.{tenant_name}")
-        for unit, count in (entry.get("per_server") or {}).items():
-            if unit not in index:
-                raise InstanceError(f"unknown server {unit!r}", f"tenants.{tenant_name}.per_server.{unit}")
-            tasks[tenant_index[tenant_name], index[unit]] = float(count)
-    return Allocation(tasks, kind, bool(data.get("integral", False)))
+    @property
+    def has_answer(self) -> bool:
+        """Whether the result carries an allocation or a schedule."""
+        return self.allocation is not None or self.schedule is not None

@@ -20,6 +20,7 @@ import yaml
 from models.io import instance_to_dict, load_instance
 from models.result import Result
 from models.types import Instance, InstanceError
+from models.view import result_json
 
 EXIT_OK, EXIT_SOLVER, EXIT_INPUT = 0, 1, 2
 
@@ -46,7 +47,7 @@ def _footer(result: Result) -> list[str]:
 
 def _format_schedule(instance: Instance, result: Result) -> str:
     """Schedule results: makespan, avg JCT, bound, gap and a short per-job completion table."""
-    data = result.to_json(instance)
+    data = result_json(instance, result)
     lines = [
         f"{instance.name}: method {result.method} (backend {result.backend}) -> {result.status}, "
         f"verified {'yes' if result.verified else 'NO'}",
@@ -89,7 +90,7 @@ def _format_table(instance: Instance, result: Result) -> str:
     lines.append("  " + "   ".join(f"{name} {value:.6g}" for name, value in numbers if value is not None))
     lines.append(f"  build {result.build_s:.3f} s, solve {result.solve_s:.3f} s")
     if result.allocation is not None:
-        data = result.to_json(instance)
+        data = result_json(instance, result)
         resources = list(instance.resources)
         header = ["tenant", "weight", "tasks", "dom.share", *resources, "servers"]
         rows = []
@@ -190,6 +191,7 @@ def _stdout_to_stderr(active: bool) -> Iterator[None]:
 def _command_solve(args: argparse.Namespace) -> int:
     from solver.api import solve
     from solver.backends import BackendUnavailable
+    from solver.registry import OptionError
 
     instance = load_instance(args.path)
     options: dict[str, Any] = {}
@@ -205,24 +207,27 @@ def _command_solve(args: argparse.Namespace) -> int:
         options["placement"] = args.placement
     if args.objective:
         options["objective"] = args.objective
-    simulation = {key: getattr(args, key) for key in ("horizon", "seed") if getattr(args, key) is not None}
-    if simulation:  # simulated hierarchical schedulers (naive-hdrf, dynamic-hdrf, hslots)
-        options["extra"] = simulation
+    if args.seed is not None:
+        options["seed"] = args.seed
+    if args.horizon is not None:  # simulated hierarchical schedulers (naive-hdrf, dynamic-hdrf, hslots)
+        options["extra"] = {"horizon": args.horizon}
     if args.alpha is not None:  # space-time methods, objective 'mix'
-        options.setdefault("extra", {})["alpha"] = args.alpha
-    if args.no_fair_cap:  # spacetime: drop the C_k <= T_k fair completion caps
-        options.setdefault("extra", {})["fair_cap"] = False
+        options["alpha"] = args.alpha
+    if args.no_fair_cap:  # exact DAG methods: drop the C_k <= T_k fair completion caps
+        options["fair_cap"] = False
     try:
         with _stdout_to_stderr(args.json):
             result = solve(instance, args.method, backend=args.backend, time_limit=args.time_limit, **options)
+    except OptionError as error:
+        return _fail(str(error), EXIT_INPUT)
     except BackendUnavailable as error:
         return _fail(str(error), EXIT_SOLVER)
     if args.json:
-        print(json.dumps(result.to_json(instance)))
+        print(json.dumps(result_json(instance, result)))
     else:
         print(_format_table(instance, result))
     if args.output:
-        Path(args.output).write_text(json.dumps(result.to_json(instance), indent=1))
+        Path(args.output).write_text(json.dumps(result_json(instance, result), indent=1))
     if args.plot:
         from solver.plot import PlotUnavailable, plot_schedule
 
@@ -240,7 +245,7 @@ def _command_solve(args: argparse.Namespace) -> int:
 
 def _command_check(args: argparse.Namespace) -> int:
     from models.check import verify_allocation
-    from models.result import allocation_from_json
+    from models.view import allocation_from_json
 
     instance = load_instance(args.path)
     try:
@@ -296,7 +301,7 @@ def _report_check(args: argparse.Namespace, summary: dict[str, Any], headline: s
 def _check_schedule(args: argparse.Namespace, instance: Instance, data: dict[str, Any]) -> int:
     """Re-verify a saved schedule and compare its saved makespan, avg JCT and completions."""
     from models.check import verify_schedule
-    from models.result import schedule_from_json
+    from models.view import schedule_from_json
 
     try:
         schedule = schedule_from_json(instance, data)
@@ -384,16 +389,17 @@ def _command_generate(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from solver.api import METHODS
-    from solver.backends import BACKEND_NAMES, DEFAULT_BACKEND
+    from solver.backends import BACKEND_NAMES
+    from solver.registry import method_names
 
     parser = argparse.ArgumentParser(prog="fairpack", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
     solve = commands.add_parser("solve", help="solve an instance file and verify the result")
     solve.add_argument("path")
-    solve.add_argument("--method", default="drfh", choices=list(METHODS))
-    solve.add_argument("--backend", default=DEFAULT_BACKEND, choices=list(BACKEND_NAMES))
+    solve.add_argument("--method", default="drfh", choices=method_names())
+    solve.add_argument("--backend", default=None, choices=list(BACKEND_NAMES),
+                       help="solver backend (default: the method's own; `fairpack methods` lists them)")
     solve.add_argument("--time-limit", type=float, default=None, help="seconds")
     solve.add_argument("--algorithm", help="backend variant: highs simplex|ipm|pdlp, ortools glop|pdlp|scip")
     solve.add_argument("--strategy", choices=["auto", "plain", "colgen", "aggregate"], help="drfh LP strategy")

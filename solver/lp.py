@@ -16,7 +16,8 @@ import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
-FloatArray = npt.NDArray[np.float64]
+from models.types import FloatArray
+
 Sense = Literal["min", "max"]
 
 

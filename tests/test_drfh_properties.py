@@ -28,6 +28,7 @@ from models.check import (
 )
 from models.result import Allocation, Result
 from models.types import Instance, ServerClass, Tenant
+from models.view import result_json
 from solver.api import METHODS, solve
 
 HEURISTICS = ("first-fit", "best-fit", "slots", "per-server-drf")  # all integral, per machine
@@ -130,7 +131,7 @@ def test_every_method_verifies_and_reports_consistent_json(instance: Instance) -
         usage = alloc(result).tasks.T @ instance.demand
         capacity = alloc(result).unit_capacity(instance)
         assert np.all(usage <= capacity * (1 + TOL) + 1e-9), method
-        data = result.to_json(instance)
+        data = result_json(instance, result)
         for i, tenant in enumerate(instance.tenants):
             entry = data["tenants"][tenant.name]
             assert entry["tasks"] == pytest.approx(tasks[i], abs=TOL)

@@ -27,6 +27,7 @@ from models.generators import random_tree_instance
 from models.hierarchy import tree_of
 from models.io import instance_from_dict, load_instance
 from models.types import Instance
+from models.view import result_json
 from solver.api import METHODS, solve
 from solver.hdrf.hsim import SimOptions, hsim_result, simulate
 from solver.hdrf.policies import HierarchicalPolicy
@@ -81,13 +82,13 @@ def fig10() -> Instance:
 
 
 def test_fig10_naive_starves_the_cpu_leaf_dynamic_does_not(fig10: Instance) -> None:
-    extra = {"horizon": 100.0, "warmup": 10.0, "seed": 3}
-    naive = solve(fig10, "naive-hdrf", extra=extra)
-    dynamic = solve(fig10, "dynamic-hdrf", extra=extra)
+    extra = {"horizon": 100.0, "warmup": 10.0}
+    naive = solve(fig10, "naive-hdrf", seed=3, extra=extra)
+    dynamic = solve(fig10, "dynamic-hdrf", seed=3, extra=extra)
     for result in (naive, dynamic):
         assert result.status == "feasible" and result.backend == "none"
         assert result.verified, result.violations
-        json.dumps(result.to_json(fig10))  # the whole extra block is JSON-serialisable
+        json.dumps(result_json(fig10, result))  # the whole extra block is JSON-serialisable
     # n1,2 holds every GPU, so naive H-DRF sees n1 at share 1 and gives every freed CPU to n2,1.
     assert naive.extra["time_averaged_shares"]["n1,1"] < 0.01
     assert naive.extra["time_averaged_shares"]["n2,1"] > 0.99

@@ -13,8 +13,9 @@ import pytest
 
 from models.check import verify_schedule
 from models.io import instance_from_dict, load_instance
-from models.result import Schedule, schedule_from_json
+from models.result import Schedule
 from models.types import Instance, InstanceError
+from models.view import result_json, schedule_from_json
 from solver.api import solve
 from solver.cli import main
 
@@ -96,8 +97,8 @@ def test_two_jobs_by_hand() -> None:
     assert by_makespan.objective == pytest.approx(4.5)
     assert by_jct.objective == pytest.approx(2.5)
     # The two objectives pick different schedules: each is strictly worse on the other's objective.
-    makespan_view = by_makespan.to_json(instance)
-    jct_view = by_jct.to_json(instance)
+    makespan_view = result_json(instance, by_makespan)
+    jct_view = result_json(instance, by_jct)
     assert makespan_view["avg_jct"] == pytest.approx(17 / 6)
     assert jct_view["makespan"] == pytest.approx(5.5)
     assert jct_view["jobs"]["short"]["completion"] == pytest.approx(1.5)
@@ -105,11 +106,11 @@ def test_two_jobs_by_hand() -> None:
     assert solve(instance, "spacetime-cp", time_limit=10).objective == pytest.approx(2.5)
     # mix = alpha * avg JCT + (1 - alpha) * makespan is no worse than either pure optimum's schedule.
     for alpha in (0.2, 0.5, 0.9):
-        mixed = solve(instance, "spacetime-cp", time_limit=10, objective="mix", extra={"alpha": alpha})
+        mixed = solve(instance, "spacetime-cp", time_limit=10, objective="mix", alpha=alpha)
         assert mixed.status == "optimal" and mixed.verified
         for other in (makespan_view, jct_view):
             assert mixed.objective <= alpha * other["avg_jct"] + (1 - alpha) * other["makespan"] + 1e-9
-    mixed = solve(instance, "spacetime-cp", time_limit=10, objective="mix", extra={"alpha": 0.5})
+    mixed = solve(instance, "spacetime-cp", time_limit=10, objective="mix", alpha=0.5)
     assert mixed.objective == pytest.approx(0.5 * 17 / 6 + 0.5 * 4.5)
 
 
@@ -120,7 +121,7 @@ def test_fair_completion_deadlines() -> None:
                     extra={"fair_completion": {"long": 4.5}})  # fmt: skip
     assert bounded.status == "optimal" and bounded.verified
     assert bounded.objective == pytest.approx(17 / 6)
-    data = bounded.to_json(instance)
+    data = result_json(instance, bounded)
     assert data["jobs"]["long"] == {"completion": 4.5, "fair_completion": 4.5}
     assert data["jobs"]["short"]["fair_completion"] is None
     impossible = solve(instance, "spacetime-cp", time_limit=10, extra={"fair_completion": {"long": 3.5}})

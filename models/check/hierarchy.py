@@ -24,7 +24,6 @@ import numpy as np
 from models.check.probes import random_misreports, runnable_tasks
 from models.check.properties import pareto_optimal
 from models.check.report import (
-    BoolArray,
     PropertyCheck,
     Solver,
     _as_allocation,
@@ -35,8 +34,8 @@ from models.check.report import (
     _vector,
 )
 from models.hierarchy import Tree, tree_of
-from models.result import Allocation, FloatArray
-from models.types import Instance
+from models.result import Allocation
+from models.types import BoolArray, FloatArray, Instance
 
 # ----------------------------------------------------------------------------------------------
 # Node shares and the share guarantee

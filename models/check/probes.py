@@ -23,8 +23,8 @@ from models.check.report import (
     _tenant_index,
     _vector,
 )
-from models.result import Allocation, FloatArray
-from models.types import Instance
+from models.result import Allocation
+from models.types import FloatArray, Instance
 
 # ----------------------------------------------------------------------------------------------
 # Truthfulness

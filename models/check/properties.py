@@ -23,8 +23,8 @@ from models.check.report import (
     _row_chunks,
     _task_slack,
 )
-from models.result import Allocation, FloatArray, unit_capacity, unit_names
-from models.types import Instance
+from models.result import Allocation, unit_capacity, unit_names
+from models.types import FloatArray, Instance
 
 # ----------------------------------------------------------------------------------------------
 # Envy-freeness

@@ -14,12 +14,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
-from models.result import Allocation, FloatArray
-from models.types import Instance
+from models.result import Allocation
+from models.types import FloatArray, Instance
 
-BoolArray = npt.NDArray[np.bool_]
 #: ``Instance -> Allocation`` (or an object with ``.allocation``, such as ``Result``).
 Solver = Callable[[Instance], Any]
 

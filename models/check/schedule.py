@@ -21,15 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from models.check.report import ABS_TOL, _fmt, _truncate
-from models.result import (
-    FloatArray,
-    IntArray,
-    Schedule,
-    job_completion,
-    objective_value,
-    schedule_objectives,
-)
-from models.types import Instance
+from models.result import Schedule, job_completion, objective_value, schedule_objectives
+from models.types import FloatArray, Instance, IntArray
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ from models.check.report import (
     _utilisation,
     _vector,
 )
-from models.result import Allocation, FloatArray, unit_capacity, unit_names
-from models.types import Instance
+from models.result import Allocation, unit_capacity, unit_names
+from models.types import FloatArray, Instance
 
 
 def verify_allocation(

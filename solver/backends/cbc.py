@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from models.result import Status
-from solver.backends.base import Backend, BackendUnavailable, Capabilities, FloatArray, SolveOutcome
+from models.types import FloatArray
+from solver.backends.base import Backend, BackendUnavailable, SolveOutcome
 from solver.lp import LinearProgram
 
 # A caller's deadline may already have passed; CBC is never handed a negative "-sec".
@@ -131,20 +132,6 @@ class CbcBackend(Backend):
     """
 
     name = "cbc"
-    capabilities = Capabilities(lp=True, milp=True, duals=True, incremental=False, warm_start=True)
-
-    @classmethod
-    def available(cls) -> bool:
-        try:
-            import pulp  # noqa: F401
-        except ImportError:
-            return False
-        try:
-            with _quiet():
-                _command(None, mip=True, warm=False)
-        except BackendUnavailable:
-            return False
-        return True
 
     def solve(
         self,
@@ -174,7 +161,7 @@ class CbcBackend(Backend):
         """
         import pulp
 
-        if algorithm not in (None, "cbc"):
+        if (algorithm or self.algorithm) not in (None, "cbc"):
             raise ValueError(f"the cbc backend has no algorithm {algorithm!r}")
         crossed = np.flatnonzero(lp.col_lower > lp.col_upper)
         if crossed.size:

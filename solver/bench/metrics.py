@@ -14,7 +14,7 @@ Hierarchies, in addition
     numbers for their time-averaged shares after warm-up (as a pooled allocation), and ``starving_time``
     is the total length of the starvation episodes of ``solver.hdrf.sim_metrics``.
 DAG jobs
-    ``avg_jct`` (weighted), ``p95_jct``, ``makespan``, ``jain`` (``models.schedule_metrics.windowed_jain``
+    ``avg_jct`` (weighted), ``p95_jct``, ``makespan``, ``jain`` (``models.metrics.windowed_jain``
     with one window per instance: 1/20 of a lower bound on its makespan, the larger of the longest
     release + critical path and the busiest resource's total work over capacity, so every method of an
     instance is measured on the same windows), ``late``: jobs finishing after their fair completion
@@ -104,7 +104,7 @@ def _fair_completion(instance: Instance, result: Result, time_limit: float | Non
 
 def schedule_metrics(instance: Instance, result: Result, time_limit: float | None = None) -> dict[str, Any]:
     """``avg_jct``, ``p95_jct``, ``makespan``, ``jain``, ``late``, ``jobs`` of a schedule result."""
-    from models.schedule_metrics import schedule_metrics as measure
+    from models.metrics import schedule_metrics as measure
 
     assert result.schedule is not None
     window = max(makespan_lower_bound(instance) / JAIN_WINDOWS, 1e-9)

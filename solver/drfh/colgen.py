@@ -15,21 +15,14 @@ the optimum instead of from nothing.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from solver.backends.highs import HighsSession
-from solver.drfh.filling import (
-    FillingResult,
-    FloatArray,
-    IntArray,
-    PlainRounds,
-    RoundOutcome,
-    _SessionRounds,
-    level_upper_bound,
-    progressive_filling,
-)
+from models.types import FloatArray, IntArray
+from solver.backends import Backend
+from solver.budget import Budget
+from solver.drfh.filling import FillingResult, RoundOutcome, SessionRounds, level_upper_bound, progressive_filling
 from solver.drfh.model import DrfhModel, UnitGrouping
 
 _PRICE_TOL = 1e-9
@@ -88,7 +81,7 @@ class CoarseSolution:
         return np.asarray(self.group_share.sum(axis=1))
 
 
-def coarse_solution(model: DrfhModel, target_groups: int = 64) -> CoarseSolution:
+def coarse_solution(model: DrfhModel, backend: Backend, budget: Budget, target_groups: int = 64) -> CoarseSolution:
     """Solve the pooled-groups relaxation exactly (small: groups x tenants columns)."""
     units = model.units
     labels = cluster_units(units.capacity / units.machines[:, None], target_groups)
@@ -97,7 +90,7 @@ def coarse_solution(model: DrfhModel, target_groups: int = 64) -> CoarseSolution
     np.add.at(group_capacity, labels, units.capacity)
     group_machines = np.bincount(labels, weights=units.machines, minlength=num_groups).astype(np.int64)
     coarse = DrfhModel(model.instance, UnitGrouping(labels, group_capacity, group_machines))
-    filled = progressive_filling(coarse, PlainRounds(coarse))
+    filled = progressive_filling(coarse, SessionRounds.all_columns(coarse, backend, budget))
     share = np.zeros((model.num_tenants, num_groups))
     np.add.at(share, (filled.pair_tenants, filled.pair_units), filled.pair_shares)
     return CoarseSolution(labels, filled, share)
@@ -217,20 +210,21 @@ def initial_columns(model: DrfhModel, coarse: CoarseSolution) -> tuple[IntArray,
     return pairs[:, 0].astype(np.int64), pairs[:, 1].astype(np.int64)
 
 
-class ColumnGenerationRounds(_SessionRounds):
+class ColumnGenerationRounds(SessionRounds):
     """Round solver that prices all pairs but keeps only the useful ones in the HiGHS model."""
 
     def __init__(
         self,
         model: DrfhModel,
-        time_limit: float | None = None,
+        backend: Backend,
+        budget: Budget,
         algorithm: str | None = None,
         max_new_columns: int | None = None,
         coarse: CoarseSolution | None = None,
     ) -> None:
-        tenants, units = initial_columns(model, coarse or coarse_solution(model))
+        tenants, units = initial_columns(model, coarse or coarse_solution(model, backend, budget))
         lp = model.build(tenants, units, level_upper_bound(model))
-        super().__init__(model, HighsSession(lp, time_limit, algorithm), tenants, units)
+        super().__init__(model, backend.session(lp, budget.remaining(), algorithm), tenants, units)
         self._usable = model.usable
         self._in_master = np.zeros_like(self._usable)
         self._in_master[tenants, units] = True
@@ -254,8 +248,7 @@ class ColumnGenerationRounds(_SessionRounds):
             if len(new_tenants) == 0:
                 break
             self._add(new_tenants, new_units)
-        outcome.solve_s = total_s
-        return self._outcome(outcome)
+        return self._outcome(replace(outcome, solve_s=total_s))
 
     def _price(self, duals: FloatArray) -> tuple[IntArray, IntArray]:
         """Pairs with a positive reduced cost, best per unit and per tenant, at most max_new_columns."""
@@ -300,7 +293,7 @@ class ColumnGenerationRounds(_SessionRounds):
 
 
 def solve_by_aggregation(
-    model: DrfhModel, time_limit: float | None = None, algorithm: str | None = None
+    model: DrfhModel, backend: Backend, budget: Budget, algorithm: str | None = None
 ) -> FillingResult:
     """Exact DRFH on many distinct units: solve the pooled-groups relaxation, then certify it.
 
@@ -311,8 +304,8 @@ def solve_by_aggregation(
     feasible). Otherwise we fall back to progressive filling with column generation, keeping the
     columns found so far.
     """
-    coarse = coarse_solution(model)
-    rounds = ColumnGenerationRounds(model, time_limit, algorithm, coarse=coarse)
+    coarse = coarse_solution(model, backend, budget)
+    rounds = ColumnGenerationRounds(model, backend, budget, algorithm, coarse=coarse)
     target = coarse.shares
     caps = model.share_caps()
     coefficient = np.where(target > 0, target, 0.0)
@@ -331,5 +324,5 @@ def solve_by_aggregation(
         return FillingResult(outcome.status, np.zeros(model.num_tenants), np.zeros(model.num_tenants), 0.0, 0,
                              rounds.lp_solves, outcome.solve_s, message=outcome.message)  # fmt: skip
     result = progressive_filling(model, rounds)
-    result.message = f"relaxation not attainable (t = {outcome.level:.9f}); filled with column generation"
-    return result
+    message = f"relaxation not attainable (t = {outcome.level:.9f}); filled with column generation"
+    return replace(result, message=message)

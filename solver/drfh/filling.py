@@ -17,23 +17,17 @@ so the probe reaches ``B[k]`` exactly when the true requirement at ``B[k]`` is f
 from __future__ import annotations
 
 import math
-import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
-import numpy.typing as npt
 
 from models.result import Status
-from models.types import Instance
+from models.types import FloatArray, IntArray
 from solver.backends import Backend
-from solver.backends.base import SolveOutcome
-from solver.backends.highs import HighsBackend, HighsSession
-from solver.drfh.model import DrfhModel, UnitGrouping
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
-BoolArray = npt.NDArray[np.bool_]
+from solver.backends.base import Session, SolveOutcome
+from solver.budget import Budget
+from solver.drfh.model import DrfhModel
 
 _REL = 1e-9  # relative tolerance for level comparisons
 _DUAL = 1e-9  # a level-row dual above this (times the tenant's weight) freezes the tenant
@@ -93,13 +87,25 @@ class _Rounds:
         return self.tenants, self.units, np.maximum(self._x[n + 1 :], 0.0)
 
 
-class _SessionRounds(_Rounds):
-    """Round solvers built on an incremental HiGHS session (bounds and coefficients change in place)."""
+class SessionRounds(_Rounds):
+    """A round solver on a backend session: bounds and coefficients change in place between rounds.
 
-    def __init__(self, model: DrfhModel, session: HighsSession, tenants: IntArray, units: IntArray) -> None:
+    On HiGHS the session keeps its basis, so a round is a warm re-solve; other backends rebuild and
+    solve the LP afresh each round (``solver.backends.base.RebuildSession``).
+    """
+
+    def __init__(self, model: DrfhModel, session: Session, tenants: IntArray, units: IntArray) -> None:
         super().__init__(model, tenants, units)
         self.session = session
         self._coefficient = model.instance.weights.copy()
+
+    @classmethod
+    def all_columns(cls, model: DrfhModel, backend: Backend, budget: Budget, algorithm: str | None = None
+                    ) -> SessionRounds:  # fmt: skip
+        """Every usable (tenant, unit) column in one model."""
+        tenants, units = model.all_pairs()
+        lp = model.build(tenants, units, level_upper_bound(model))
+        return cls(model, backend.session(lp, budget.remaining(), algorithm), tenants, units)
 
     def _apply(self, coefficient: FloatArray, lower: FloatArray, upper: FloatArray) -> None:
         n = self.model.num_tenants
@@ -115,47 +121,9 @@ class _SessionRounds(_Rounds):
         t_upper = level_upper_bound(self.model) if on.any() else 0.0
         self.session.set_column_bounds(np.array([n]), np.array([0.0]), np.array([t_upper]))
 
-
-class PlainRounds(_SessionRounds):
-    """Every usable (tenant, unit) column in one HiGHS model, re-solved from its last basis."""
-
-    def __init__(self, model: DrfhModel, time_limit: float | None = None, algorithm: str | None = None) -> None:
-        tenants, units = model.all_pairs()
-        lp = model.build(tenants, units, level_upper_bound(model))
-        super().__init__(model, HighsSession(lp, time_limit, algorithm), tenants, units)
-
     def solve_round(self, coefficient: FloatArray, lower: FloatArray, upper: FloatArray) -> RoundOutcome:
         self._apply(coefficient, lower, upper)
         return self._outcome(self.session.solve())
-
-
-class RebuildRounds(_Rounds):
-    """For backends without incremental solves: rebuild and solve the full LP every time."""
-
-    def __init__(
-        self, model: DrfhModel, backend: Backend, time_limit: float | None = None, algorithm: str | None = None
-    ) -> None:
-        super().__init__(model, *model.all_pairs())
-        self.backend = backend
-        self.algorithm = algorithm
-        self.base = model.build(self.tenants, self.units, level_upper_bound(model))
-        self.deadline = None if time_limit is None else time.perf_counter() + time_limit
-
-    def solve_round(self, coefficient: FloatArray, lower: FloatArray, upper: FloatArray) -> RoundOutcome:
-        n = self.model.num_tenants
-        base = self.base
-        on = coefficient > 0
-        col_lower, col_upper = base.col_lower.copy(), base.col_upper.copy()
-        col_lower[:n], col_upper[:n] = lower, upper
-        col_upper[n] = level_upper_bound(self.model) if on.any() else 0.0
-        row_lower = base.row_lower.copy()
-        rows = self.model.level_rows()
-        row_lower[rows] = np.where(on, 0.0, -math.inf)
-        matrix = base.matrix.tolil()
-        matrix[rows[on], n] = -coefficient[on][:, None]
-        lp = replace(base, matrix=matrix.tocsr(), row_lower=row_lower, col_lower=col_lower, col_upper=col_upper)
-        remaining = None if self.deadline is None else max(self.deadline - time.perf_counter(), 1e-3)
-        return self._outcome(self.backend.solve(lp, time_limit=remaining, algorithm=self.algorithm))
 
 
 @dataclass
@@ -289,43 +257,3 @@ def unit_tasks(model: DrfhModel, result: FillingResult) -> FloatArray:
     share = model.share_per_task
     np.add.at(tasks, (result.pair_tenants, result.pair_units), result.pair_shares / share[result.pair_tenants])
     return tasks
-
-
-def solve_drfh(
-    instance: Instance,
-    backend: Backend | None = None,
-    time_limit: float | None = None,
-    strategy: str = "auto",
-    algorithm: str | None = None,
-) -> tuple[DrfhModel, FillingResult, float]:
-    """Build and solve DRFH; returns the model, the filling result and the build time.
-
-    ``strategy`` is 'plain' (all columns), 'colgen' (progressive filling with column generation),
-    'aggregate' (certify the pooled-groups relaxation, falling back to column generation) or 'auto',
-    which picks 'aggregate' when the merged instance has many distinct units.
-    """
-    from solver.drfh.colgen import ColumnGenerationRounds, solve_by_aggregation  # colgen imports this module
-
-    started = time.perf_counter()
-    model = DrfhModel(instance, UnitGrouping.merge_identical(instance))
-    backend = backend or HighsBackend()
-    chosen = strategy
-    if strategy == "auto":
-        chosen = "aggregate" if backend.capabilities.incremental and model.units.num_units > 200 else "plain"
-    if chosen in ("colgen", "aggregate") and not backend.capabilities.incremental:
-        raise ValueError(f"column generation needs an incremental backend, not {backend.name}")
-    if chosen == "aggregate":
-        build_s = time.perf_counter() - started
-        return model, solve_by_aggregation(model, time_limit, algorithm), build_s
-    rounds: RoundSolver
-    if chosen == "colgen":
-        if not backend.capabilities.incremental:
-            raise ValueError(f"column generation needs an incremental backend, not {backend.name}")
-        rounds = ColumnGenerationRounds(model, time_limit, algorithm)
-    elif backend.capabilities.incremental:
-        rounds = PlainRounds(model, time_limit, algorithm)
-    else:
-        rounds = RebuildRounds(model, backend, time_limit, algorithm)
-    build_s = time.perf_counter() - started
-    result = progressive_filling(model, rounds)
-    return model, result, build_s

@@ -17,13 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
-from models.types import Instance
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
-BoolArray = npt.NDArray[np.bool_]
+from models.types import BoolArray, FloatArray, Instance, IntArray
 
 TOL = 1e-10  # relative to a machine's capacity; well inside the 1e-9 a checker allows
 

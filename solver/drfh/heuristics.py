@@ -18,18 +18,8 @@ import heapq
 import numpy as np
 
 from models.result import Allocation
-from models.types import Instance
-from solver.drfh.greedy import (
-    TOL,
-    FlatSetup,
-    FloatArray,
-    IntArray,
-    dense_counts,
-    grant_order,
-    prepare,
-    progressive_fill,
-    weighted_units,
-)
+from models.types import FloatArray, Instance, IntArray
+from solver.drfh.greedy import TOL, FlatSetup, dense_counts, grant_order, prepare, progressive_fill, weighted_units
 
 __all__ = ["best_fit", "first_fit", "per_server_drf", "slots"]
 

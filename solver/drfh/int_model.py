@@ -23,14 +23,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
-from models.types import Instance
+from models.types import FloatArray, Instance, IntArray
 from solver.lp import LinearProgram, LPBuilder
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
-BoolArray = npt.NDArray[np.bool_]
 
 
 def _symmetry_load(tenants: IntArray, count: int) -> FloatArray:

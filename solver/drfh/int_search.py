@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from models.result import Status
-from models.types import Instance
+from models.types import FloatArray, Instance
 from solver.backends import Backend
-from solver.drfh.int_model import DrfhIntModel, FloatArray
+from solver.budget import Budget
+from solver.drfh.int_model import DrfhIntModel
 from solver.lp import LinearProgram
 
 PATTERN_SHARE = 0.5  # of the time left after the LP bisection, for the pattern search
@@ -31,7 +31,7 @@ LNS_SHARE = 0.6  # of the time left after the pattern search, for the neighbourh
 LNS_BUDGET_S = 60.0  # its budget when there is no time limit
 
 
-@dataclass
+@dataclass(frozen=True)
 class IntegerFilling:
     status: Status
     tasks: FloatArray  # (tenants, machines)
@@ -48,7 +48,7 @@ class IntegerFilling:
 def solve_drfh_int(
     instance: Instance,
     backend: Backend,
-    time_limit: float | None = None,
+    budget: Budget | None = None,
     level_bound: float | None = None,
     start: FloatArray | None = None,
     relative_gap: float = 0.0,
@@ -59,162 +59,179 @@ def solve_drfh_int(
     (tenants x machines), e.g. the best heuristic's, whose f is the bottom. With ``relative_gap`` > 0
     the search stops once f is within that fraction of its proven upper bound (no leximin refinement).
     """
+    budget = budget or Budget()
     model = DrfhIntModel.build_pairs(instance)
-    players = model.players
     tasks = np.zeros((len(instance.tenants), model.num_machines)) if start is None else model.canonical(start)
-    deadline = None if time_limit is None else time.perf_counter() + time_limit
-    caps = model.player_caps
-    max_min_value = model.max_min_value
-
-    def remaining() -> float | None:
-        return None if deadline is None else max(deadline - time.perf_counter(), 0.01)
-
     started = time.perf_counter()
-    max_min_tasks, max_min_status, solves, solve_s, bound = _max_min_by_levels(
-        model, backend, tasks, level_bound, remaining, relative_gap
-    )
-    best_f = max_min_value(max_min_tasks)
-    overall: Status = "time_limit" if max_min_status == "time_limit" else max_min_status
+    search = LevelSearch(model, backend, budget, tasks, level_bound, relative_gap)
+    search.run()
+    best_f = model.max_min_value(search.best)
     result = IntegerFilling(
-        overall, max_min_tasks, 0, solves, solve_s, bound,
-        max_min_status, time.perf_counter() - started, best_f,
+        search.status, search.best, 0, search.solves, search.solve_s, search.proven_bound(),
+        search.status, time.perf_counter() - started, best_f,
     )  # fmt: skip
-    if max_min_status == "feasible":
-        result.message = f"f within {relative_gap:.2%} of its proven bound {bound:.6g}; no leximin refinement"
-        return result
-    if max_min_status != "optimal":
-        result.message = "max-min search stopped at the time limit; no leximin refinement"
-        return result
+    if search.status == "feasible":
+        bound = result.first_bound
+        return replace(result, message=f"f within {relative_gap:.2%} of its proven bound {bound:.6g}; "
+                                       "no leximin refinement")  # fmt: skip
+    if search.status != "optimal":
+        return replace(result, message="max-min search stopped at the time limit; no leximin refinement")
+    return _leximin(model, backend, budget, result)
+
+
+def _leximin(model: DrfhIntModel, backend: Backend, budget: Budget, result: IntegerFilling) -> IntegerFilling:
+    """Leximin steps from the max-min optimum: step k maximises the sum of the k smallest weighted shares."""
+    players, caps, max_min_value = model.players, model.player_caps, model.max_min_value
+    best_f = max_min_value(result.tasks)
     achieved: list[float] = []
-    tasks = max_min_tasks
+    tasks = result.tasks
     for step in range(1, len(players) + 1):
         if np.all(tasks.sum(axis=1)[players] >= caps):
             break  # everybody holds its cap: the sorted vector is final
-        outcome = backend.solve(model.build(step, np.array(achieved)), remaining(), warm_start=model.start(tasks, step))
-        result.milp_solves += 1
-        result.solve_s += outcome.solve_s
+        outcome = backend.solve(model.build(step, np.array(achieved)), budget.remaining(),
+                                warm_start=model.start(tasks, step))  # fmt: skip
+        result = replace(result, milp_solves=result.milp_solves + 1, solve_s=result.solve_s + outcome.solve_s)
         if outcome.x is None or outcome.status != "optimal":
-            result.status = "time_limit" if outcome.status in ("time_limit", "feasible") else outcome.status
-            result.message = (
-                f"leximin step {step} stopped ({outcome.message or outcome.status}); exact up to step {step - 1}"
-            )
+            status: Status = "time_limit" if outcome.status in ("time_limit", "feasible") else outcome.status
+            result = replace(result, status=status, message=f"leximin step {step} stopped "
+                             f"({outcome.message or outcome.status}); exact up to step {step - 1}")  # fmt: skip
             if outcome.x is not None and max_min_value(model.tasks(outcome.x)) >= best_f * (1 - 1e-12):
                 tasks = model.tasks(outcome.x)
             break
         tasks = model.tasks(outcome.x)
         achieved.append(float(np.sort(model.shares(tasks))[:step].sum()))
-        result.steps = step
+        result = replace(result, steps=step)
     # Leximin keeps f; guard against round-off in the incumbent handed back on a time limit.
-    result.tasks = tasks if max_min_value(tasks) >= best_f * (1 - 1e-9) else max_min_tasks
-    return result
+    return replace(result, tasks=tasks if max_min_value(tasks) >= best_f * (1 - 1e-9) else result.tasks)
 
 
-def _max_min_by_levels(
-    model: DrfhIntModel,
-    backend: Backend,
-    start: FloatArray,
-    level_bound: float | None,
-    remaining: Callable[[], float | None],
-    relative_gap: float = 0.0,
-) -> tuple[FloatArray, Status, int, float, float | None]:
-    """Largest f over integral allocations, by binary search over the discrete candidate levels.
+class LevelSearch:
+    """The largest f over integral allocations, by a search over its discrete candidate levels.
 
-    Returns (tasks, status, solves, solve seconds, proven upper bound on f); status ``feasible``
-    means f is within ``relative_gap`` of the proven bound and the search stopped there. Candidates lie strictly
-    between the start's f and the LP's f; a level is infeasible if the LP relaxation with rounded-up
-    task counts is (cheap, and usually decisive). Below the top level those LPs leave open, the
-    pattern search raises the start (``PATTERN_SHARE`` of the time left), then feasibility MILPs settle
-    the levels above it one by one; reaching the top level proves f.
+    Candidates lie strictly between the start's f and the LP's f. The phases share one budget:
+
+    1. :meth:`bisect_relaxations` -- a level is infeasible if the LP relaxation with rounded-up task counts
+       is (cheap, and usually decisive): ``levels[above:]`` are out even fractionally;
+    2. :meth:`lift_by_patterns` -- the pattern search (identical machines aggregated) raises the start
+       (``PATTERN_SHARE`` of the time left);
+    3. :meth:`lift_by_neighbourhoods` -- re-packs a few machines at a time (``LNS_SHARE`` of what is left);
+    4. :meth:`climb` -- feasibility MILPs settle the levels left one by one; reaching the top proves f.
+
+    ``status`` ends ``optimal`` (f proven), ``feasible`` (within ``relative_gap`` of the proven bound, stopped
+    there) or ``time_limit``.
     """
-    instance = model.instance
-    caps, step = model.player_caps, model.player_step
-    value = model.max_min_value
 
-    best, low = start, value(start)
-    high = level_bound if level_bound is not None else 1.0 / float(instance.weights.min()) + 1.0
-    candidates = []
-    for c, cap in zip(step, caps, strict=True):
-        if not math.isfinite(low) or c <= 0:
-            break  # everybody is satisfied already: nothing to search
-        first = math.floor(low / c) + 1
-        last = min(math.floor(high * (1 + 1e-9) / c), cap - 1 if math.isfinite(cap) else math.inf)
-        if last >= first:
-            candidates.append(c * np.arange(first, last + 1))
-    levels = np.unique(np.concatenate(candidates)) if candidates else np.zeros(0)
-    levels = levels[levels > low * (1 + 1e-12)]
-    solves, solve_s = 0, 0.0
-    status: Status = "optimal"
+    def __init__(self, model: DrfhIntModel, backend: Backend, budget: Budget, start: FloatArray,
+                 level_bound: float | None, relative_gap: float = 0.0) -> None:  # fmt: skip
+        self.model, self.backend, self.budget, self.relative_gap = model, backend, budget, relative_gap
+        self.value = model.max_min_value
+        self.best = start
+        self.low = self.value(start)
+        self.levels = self._candidates(level_bound)
+        self.above = len(self.levels)  # levels[above:] are proven infeasible
+        self.next_level = 0  # levels below next_level are reached by best
+        self.solves, self.solve_s = 0, 0.0
+        self.status: Status = "optimal"
 
-    def level_model(level: float) -> LinearProgram:
-        return model.build_level(model.required(level))
+    def _candidates(self, level_bound: float | None) -> FloatArray:
+        instance, low = self.model.instance, self.low
+        high = level_bound if level_bound is not None else 1.0 / float(instance.weights.min()) + 1.0
+        candidates = []
+        for c, cap in zip(self.model.player_step, self.model.player_caps, strict=True):
+            if not math.isfinite(low) or c <= 0:
+                break  # everybody is satisfied already: nothing to search
+            first = math.floor(low / c) + 1
+            last = min(math.floor(high * (1 + 1e-9) / c), cap - 1 if math.isfinite(cap) else math.inf)
+            if last >= first:
+                candidates.append(c * np.arange(first, last + 1))
+        levels = np.unique(np.concatenate(candidates)) if candidates else np.zeros(0)
+        return levels[levels > low * (1 + 1e-12)]
 
-    # 1. Bisect on the LP relaxations (cheap): levels[above:] are infeasible even fractionally.
-    below, above = 0, len(levels)
-    while below < above:
-        middle = (below + above) // 2
-        lp = level_model(float(levels[middle]))
-        relaxed = backend.solve(replace(lp, integrality=np.zeros_like(lp.integrality)), remaining())
-        solves += 1
-        solve_s += relaxed.solve_s
-        if relaxed.status == "infeasible":
-            above = middle
-        elif relaxed.status == "optimal":
-            below = middle + 1
-        else:
-            status = "time_limit"
-            break
+    def run(self) -> None:
+        self.bisect_relaxations()
+        if self._open():
+            self.lift_by_patterns()
+        if self._open():
+            self.lift_by_neighbourhoods()
+        self.climb()
 
-    # 3. Climb from the best f so far (after the pattern search of step 2) with feasibility MILPs,
-    #    level by level: they prove the small instances; near the LP's top on large ones they are hard.
-    def close_enough() -> bool:
-        top = float(levels[above - 1]) if above > 0 else low
-        return relative_gap > 0 and value(best) >= (1 - relative_gap) * top
+    def _count(self, seconds: float, solves: int = 1) -> None:
+        self.solves += solves
+        self.solve_s += seconds
 
-    next_level = 0
-    # 2. Pattern search (identical machines aggregated): lifts the heuristic's f (on the 100 x 20
-    #    benchmark, half or more of the way to the LP's top level); reaching that level proves f.
-    if (
-        status == "optimal"
-        and above > 0
-        and value(best) < float(levels[above - 1]) * (1 - 1e-12)
-        and not close_enough()
-    ):
+    def _level_model(self, level: float) -> LinearProgram:
+        return self.model.build_level(self.model.required(level))
+
+    def _top(self) -> float:
+        return float(self.levels[self.above - 1]) if self.above > 0 else self.low
+
+    def _close_enough(self) -> bool:
+        return self.relative_gap > 0 and self.value(self.best) >= (1 - self.relative_gap) * self._top()
+
+    def _open(self) -> bool:
+        """Whether levels above the best f may still be reachable and worth a search."""
+        return (self.status == "optimal" and self.above > 0 and not self._close_enough()
+                and self.value(self.best) < self._top() * (1 - 1e-12))  # fmt: skip
+
+    def _adopt(self, tasks: FloatArray) -> None:
+        if self.value(tasks) > self.value(self.best) * (1 + 1e-12):
+            self.best = tasks
+            self.next_level = int(np.searchsorted(self.levels, self.value(tasks), side="right"))
+
+    def bisect_relaxations(self) -> None:
+        below = 0
+        while below < self.above:
+            middle = (below + self.above) // 2
+            lp = self._level_model(float(self.levels[middle]))
+            relaxed = self.backend.solve(replace(lp, integrality=np.zeros_like(lp.integrality)),
+                                         self.budget.remaining())  # fmt: skip
+            self._count(relaxed.solve_s)
+            if relaxed.status == "infeasible":
+                self.above = middle
+            elif relaxed.status == "optimal":
+                below = middle + 1
+            else:
+                self.status = "time_limit"
+                return
+
+    def lift_by_patterns(self) -> None:
+        """On the 100 x 20 benchmark this lifts the heuristic's f half or more of the way to the LP's top."""
         from solver.drfh.patterns import search_patterns
 
-        left = remaining()
-        found = search_patterns(model, backend, best, float(levels[above - 1]), PATTERN_SHARE * left if left else
-                                PATTERN_BUDGET_S)  # fmt: skip
-        solves += found.solves
-        solve_s += found.solve_s
-        if found.value > value(best) * (1 + 1e-12):
-            best = found.tasks
-            next_level = int(np.searchsorted(levels, value(best), side="right"))
-        # 2b. Neighbourhood search from there: level by level, a few machines re-packed at a time.
-        if not close_enough() and value(best) < float(levels[above - 1]) * (1 - 1e-12):
-            from solver.drfh.lns import search_neighbourhoods
+        part = self.budget.part(PATTERN_SHARE) if self.budget.limited else Budget.of(PATTERN_BUDGET_S)
+        found = search_patterns(self.model, self.backend, self.best, self._top(), part)
+        self._count(found.solve_s, found.solves)
+        self._adopt(found.tasks)
 
-            left = remaining()
-            lifted = search_neighbourhoods(model, backend, best, levels[:above],
-                                           LNS_SHARE * left if left else LNS_BUDGET_S)  # fmt: skip
-            solves += lifted.repairs
-            solve_s += lifted.solve_s
-            if lifted.value > value(best) * (1 + 1e-12):
-                best = model.canonical(lifted.tasks)
-                next_level = int(np.searchsorted(levels, value(best), side="right"))
-    while status == "optimal" and next_level < above:
-        if close_enough():
-            status = "feasible"
-            break
-        outcome = backend.solve(level_model(float(levels[next_level])), remaining())
-        solves += 1
-        solve_s += outcome.solve_s
-        if outcome.status == "infeasible":
-            above = next_level
-        elif outcome.x is not None and outcome.status in ("optimal", "feasible"):
-            best = model.tasks(outcome.x)
-            next_level = max(next_level + 1, int(np.searchsorted(levels, value(best), side="right")))
-        else:
-            status = "time_limit"
-    # Finished: f is proven. Stopped: f cannot reach levels[above], so the next level down bounds it.
-    proven = value(best) if status == "optimal" else (float(levels[above - 1]) if above > 0 else value(best))
-    return best, status, solves, solve_s, proven
+    def lift_by_neighbourhoods(self) -> None:
+        from solver.drfh.lns import search_neighbourhoods
+
+        part = self.budget.part(LNS_SHARE) if self.budget.limited else Budget.of(LNS_BUDGET_S)
+        lifted = search_neighbourhoods(self.model, self.backend, self.best, self.levels[: self.above], part)
+        self._count(lifted.solve_s, lifted.repairs)
+        self._adopt(self.model.canonical(lifted.tasks))
+
+    def climb(self) -> None:
+        """Feasibility MILPs level by level: they prove small instances; near the LP's top on large ones they
+        are hard."""
+        while self.status == "optimal" and self.next_level < self.above:
+            if self._close_enough():
+                self.status = "feasible"
+                return
+            outcome = self.backend.solve(self._level_model(float(self.levels[self.next_level])),
+                                         self.budget.remaining())  # fmt: skip
+            self._count(outcome.solve_s)
+            if outcome.status == "infeasible":
+                self.above = self.next_level
+            elif outcome.x is not None and outcome.status in ("optimal", "feasible"):
+                self.best = self.model.tasks(outcome.x)
+                reached = int(np.searchsorted(self.levels, self.value(self.best), side="right"))
+                self.next_level = max(self.next_level + 1, reached)
+            else:
+                self.status = "time_limit"
+
+    def proven_bound(self) -> float:
+        """Finished: f itself. Stopped: f cannot reach ``levels[above]``, so the next level down bounds it."""
+        if self.status == "optimal":
+            return self.value(self.best)
+        return float(self.levels[self.above - 1]) if self.above > 0 else self.value(self.best)

@@ -15,13 +15,14 @@ search a better allocation.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
+from models.types import FloatArray
 from solver.backends import Backend
-from solver.drfh.int_model import DrfhIntModel, FloatArray
+from solver.budget import Budget
+from solver.drfh.int_model import DrfhIntModel
 
 SMALLEST, LARGEST = 8, 32  # machines freed per neighbourhood
 REPAIR_LIMIT_S = 2.0  # per repair MILP
@@ -38,9 +39,9 @@ class NeighbourhoodSearch:
 
 
 def search_neighbourhoods(
-    model: DrfhIntModel, backend: Backend, start: FloatArray, levels: FloatArray, budget: float, seed: int = 0
+    model: DrfhIntModel, backend: Backend, start: FloatArray, levels: FloatArray, budget: Budget, seed: int = 0
 ) -> NeighbourhoodSearch:
-    """Best allocation found within ``budget`` seconds; ``levels`` are f's candidate values, ascending."""
+    """Best allocation found within ``budget`` (a limited one); ``levels`` are f's candidate values, ascending."""
     instance = model.instance
     players = model.players
     step = model.player_step
@@ -48,7 +49,6 @@ def search_neighbourhoods(
     capacity = instance.capacity[instance.machine_class()]  # (machines, resources)
     demand = instance.demand[players]
     rng = np.random.default_rng(seed)
-    deadline = time.perf_counter() + budget
 
     def shortfall(tasks: FloatArray, need: FloatArray) -> float:
         return float(step @ np.maximum(need - tasks.sum(axis=1)[players], 0.0))
@@ -58,7 +58,7 @@ def search_neighbourhoods(
     best = work = start
     target = int(np.searchsorted(levels, value(start) * (1 + 1e-12), side="right"))
     repairs, solve_s, gained, stale, size = 0, 0.0, 0, 0, SMALLEST
-    while target < len(levels) and time.perf_counter() < deadline:
+    while target < len(levels) and not budget.expired():
         need = required(float(levels[target]))
         current = shortfall(work, need)
         if current <= 0:
@@ -79,7 +79,7 @@ def search_neighbourhoods(
         drawn = rng.choice(model.num_machines, size=count // 2, replace=False, p=weight / weight.sum())
         rest = np.setdiff1d(np.arange(model.num_machines), drawn)
         free = np.sort(np.concatenate([drawn, rng.choice(rest, size=count - count // 2, replace=False)]))
-        left = deadline - time.perf_counter()
+        left = budget.left()
         if left <= 0.05:
             break
         lp, warm = model.build_repair(need, work, free)

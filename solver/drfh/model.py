@@ -19,11 +19,8 @@ import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
-from models.types import Instance
+from models.types import FloatArray, Instance, IntArray
 from solver.lp import LinearProgram, LPBuilder
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,14 @@ it only if it raises f. Nothing here proves a bound: the proof stays with the le
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
+from models.types import FloatArray
 from solver.backends import Backend
-from solver.drfh.int_model import DrfhIntModel, FloatArray
+from solver.budget import Budget
+from solver.drfh.int_model import DrfhIntModel
 from solver.drfh.patterns_model import PatternModel
 
 
@@ -42,18 +43,17 @@ def search_patterns(
     backend: Backend,
     start: FloatArray,
     top: float,
-    budget: float,
+    budget: Budget,
 ) -> PatternSearch:
-    """Best allocation found within ``budget`` seconds by pattern column generation and pattern MILPs.
+    """Best allocation found within ``budget`` (a limited one) by pattern column generation and pattern MILPs.
 
     ``start`` is a feasible task matrix (tenants x machines) and ``top`` a proven upper bound on f.
     """
     patterns_model = PatternModel.from_model(model)
     players = patterns_model.players
-    deadline = time.perf_counter() + budget
 
     def left() -> float:
-        return max(deadline - time.perf_counter(), 0.0)
+        return max(budget.left(), 0.0)
 
     value = model.max_min_value
     best, best_value = start, value(start)
@@ -66,8 +66,8 @@ def search_patterns(
     known = {(int(c), p.tobytes()) for c, p in zip(pattern_class, patterns, strict=True)}
 
     # 1. Column generation on the configuration LP, within about a third of the budget.
-    generation_end = time.perf_counter() + budget / 3
-    while backend.capabilities.duals and time.perf_counter() < generation_end:
+    generation = budget.part(1 / 3)
+    while "duals" in backend.capabilities() and not generation.expired():
         outcome = backend.solve(patterns_model.build_master(patterns, pattern_class, low, top, integer=False), left())
         solves += 1
         solve_s += outcome.solve_s
@@ -82,7 +82,7 @@ def search_patterns(
             break
         added = 0
         for class_index in range(classes):
-            remaining = min(1.0, generation_end - time.perf_counter())
+            remaining = min(1.0, generation.left())
             if remaining <= 0:
                 break
             priced = backend.solve(patterns_model.build_pricing(class_index, prices / scale), remaining)

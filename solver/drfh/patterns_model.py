@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solver.drfh.int_model import BoolArray, DrfhIntModel, FloatArray, IntArray
+from models.types import BoolArray, FloatArray, IntArray
+from solver.drfh.int_model import DrfhIntModel
 from solver.lp import LinearProgram, LPBuilder
 
 

@@ -42,17 +42,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from models.hierarchy import tree_of
 from models.result import Allocation, Result
-from models.types import Instance
+from models.types import BoolArray, FloatArray, Instance
 from solver.hdrf.policies import POLICIES, HierarchicalPolicy
 from solver.hdrf.sim_metrics import ShareMeter, Starvation
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
-BoolArray = npt.NDArray[np.bool_]
 
 __all__ = ["POLICIES", "SimOptions", "Starvation", "Trace", "hsim_result", "simulate"]
 

@@ -19,13 +19,9 @@ each level stored contiguously by parent so that every per-parent aggregate is o
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 
 from models.hierarchy import Tree
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
-BoolArray = npt.NDArray[np.bool_]
+from models.types import BoolArray, FloatArray, IntArray
 
 POLICIES: tuple[str, ...] = ("naive-hdrf", "dynamic-hdrf", "hslots")
 

@@ -21,11 +21,8 @@ O(ε) on random hierarchies.
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 
-from models.types import Instance
-
-FloatArray = npt.NDArray[np.float64]
+from models.types import FloatArray, Instance
 
 
 def hdrf_epsilon(instance: Instance, epsilon: float = 1e-3, max_steps: int = 10_000_000) -> FloatArray:

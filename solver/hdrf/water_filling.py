@@ -38,22 +38,16 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
-import numpy.typing as npt
 import scipy.sparse as sp
 
 from models.hierarchy import Tree, tree_of
 from models.result import Status, UnitKind
-from models.types import Instance
-from solver.backends import Backend
-from solver.backends.highs import HighsBackend, HighsSession
+from models.types import BoolArray, FloatArray, Instance, IntArray
+from solver.backends import Backend, get_backend
 from solver.drfh.model import DrfhModel, UnitGrouping
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
-BoolArray = npt.NDArray[np.bool_]
 
 _NONE, _RISING, _FLAT = 0, 1, 2
 _TIE = 1e-10  # relative: weighted shares this close are tied
@@ -362,7 +356,7 @@ class _Placement:
         self.pair_tenants, self.pair_units = tenants, units
         self.base = self.model.build(tenants, units, 1.0)
         self.backend = backend
-        self.session = HighsSession(self.base, time_limit) if backend.capabilities.incremental else None
+        self.session = backend.session(self.base, time_limit)
         n = self.model.num_tenants
         self.coefficient = -instance.weights.copy()
         self.deadline = None if time_limit is None else time.perf_counter() + time_limit
@@ -378,24 +372,12 @@ class _Placement:
         n = self._n
         rows = self.model.level_rows()
         coefficient = -rate
-        if self.session is not None:
-            self.session.set_column_bounds(np.array([n]), np.array([0.0]), np.array([step_upper]))
-            self.session.set_row_bounds(rows, lower, upper)
-            for k in np.flatnonzero(coefficient != self.coefficient):
-                self.session.set_coefficient(int(rows[k]), n, float(coefficient[k]))
-            self.coefficient = coefficient
-            outcome = self.session.solve()
-        else:
-            lp = self.base
-            matrix = lp.matrix.tolil()
-            matrix[rows, n] = coefficient[:, None]
-            row_lower, row_upper = lp.row_lower.copy(), lp.row_upper.copy()
-            row_lower[rows], row_upper[rows] = lower, upper
-            col_upper = lp.col_upper.copy()
-            col_upper[n] = step_upper
-            remaining = None if self.deadline is None else max(self.deadline - time.perf_counter(), 1e-3)
-            lp = replace(lp, matrix=matrix.tocsr(), row_lower=row_lower, row_upper=row_upper, col_upper=col_upper)
-            outcome = self.backend.solve(lp, time_limit=remaining)
+        self.session.set_column_bounds(np.array([n]), np.array([0.0]), np.array([step_upper]))
+        self.session.set_row_bounds(rows, lower, upper)
+        for k in np.flatnonzero(coefficient != self.coefficient):
+            self.session.set_coefficient(int(rows[k]), n, float(coefficient[k]))
+        self.coefficient = coefficient
+        outcome = self.session.solve()
         self.lp_solves += 1
         self.solve_s += outcome.solve_s
         if outcome.status != "optimal" or outcome.x is None:
@@ -450,7 +432,7 @@ def solve_hdrf(
     tree = tree_of(instance)
     target = instance.pooled() if pooled else instance
     water = _WaterFilling(target, tree)
-    placement = None if pooled else _Placement(instance, backend or HighsBackend(), time_limit)
+    placement = None if pooled else _Placement(instance, backend or get_backend(), time_limit)
     limit = max_phases if max_phases is not None else 20 * tree.num_nodes * max(1, len(instance.resources)) + 100
     phases = 0
     growth: _Growth | None = None

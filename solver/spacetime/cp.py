@@ -55,12 +55,9 @@ import numpy.typing as npt
 
 from models.dag import adjacency, longest_paths, topological_order
 from models.result import SCHEDULE_OBJECTIVES, Result, Schedule, Status
-from models.types import Instance, InstanceError
+from models.types import FloatArray, Instance, InstanceError, IntArray
 from solver.spacetime.model import placement_fits
 from solver.spacetime.warmstart import WARM_HEURISTICS, heuristic_starts, priority_rules, serial_sgs
-
-IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float64]
 
 #: Largest power of ten tried when turning fractional data into integers.
 MAX_DECIMALS = 6

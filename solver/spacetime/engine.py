@@ -38,11 +38,8 @@ import numpy.typing as npt
 
 from models.dag import longest_paths, topological_order
 from models.result import Schedule
-from models.types import Instance, InstanceError
+from models.types import FloatArray, Instance, InstanceError, IntArray
 from solver.spacetime.model import placement_fits
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 #: Relative tolerance for "fits in the free capacity" and for grouping simultaneous events.
 EPS = 1e-9

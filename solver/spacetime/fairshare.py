@@ -61,8 +61,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.types import Instance
-from solver.spacetime.engine import EPS, DagJobs, FloatArray, pack
+from models.types import FloatArray, Instance
+from solver.spacetime.engine import EPS, DagJobs, pack
 
 #: Share of a method's ``time_limit`` its fair completion times may take (the rest is the method's own).
 FAIR_BUDGET_SHARE = 0.5

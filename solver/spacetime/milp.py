@@ -45,19 +45,17 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from models.result import Result, Schedule, Status
-from models.types import Instance, InstanceError
+from models.types import FloatArray, Instance, InstanceError, IntArray
 from solver.backends import Backend, SolveOutcome, get_backend
 from solver.spacetime.fairshare import FAIR_BUDGET_SHARE
 from solver.spacetime.model import (
     FIT_TOL,
-    FloatArray,
-    IntArray,
     SlotData,
     SpacetimeModel,
     WindowError,
@@ -160,7 +158,7 @@ def _solve_phase(
         if violation > 1e-6:  # would be a bug in the heuristic or the model; never hand it to a solver
             notes.append(f"heuristic start violates the model by {violation:.3g}; not used")
             warm = None
-    use_warm = warm is not None and solver.capabilities.warm_start
+    use_warm = warm is not None and "warm_start" in solver.capabilities()
     outcome = solver.solve(model.lp, time_limit=_remaining(deadline), warm_start=warm if use_warm else None,
                            algorithm=algorithm)  # fmt: skip
     phase = _Phase(model, outcome, use_warm)
@@ -393,15 +391,14 @@ def solve_spacetime(
     total = time.perf_counter() - started
     result = base(status, phase.outcome.message, bound=bound, build_s=max(total - solve_s, 0.0), solve_s=solve_s,
                   solver_objective=solver_objective, schedule=schedule)  # fmt: skip
-    result.extra.update(
-        {
-            **phase.model.stats(),
-            "horizon": phase.model.horizon * data.slot,
-            "heuristic": best,
-            "heuristic_objective": candidates[best][0] if best is not None else None,
-            "warm_start": phase.warm,
-        }
-    )
+    extra = {
+        **result.extra,
+        **phase.model.stats(),
+        "horizon": phase.model.horizon * data.slot,
+        "heuristic": best,
+        "heuristic_objective": candidates[best][0] if best is not None else None,
+        "warm_start": phase.warm,
+    }
     if extra_bound is not None:
-        result.extra["slotted_bound"] = extra_bound
-    return result
+        extra["slotted_bound"] = extra_bound
+    return replace(result, extra=extra)

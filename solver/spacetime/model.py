@@ -74,12 +74,8 @@ import numpy.typing as npt
 
 from models.dag import adjacency, longest_paths
 from models.result import SCHEDULE_OBJECTIVES
-from models.types import Instance, InstanceError
+from models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
 from solver.lp import Block, LinearProgram, LPBuilder
-
-IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float64]
-BoolArray = npt.NDArray[np.bool_]
 
 _EPS = 1e-9
 #: Relative slack when deciding whether a task's demand fits a capacity (as ``solver.spacetime.engine.EPS``).

@@ -43,8 +43,8 @@ from typing import Any
 import numpy as np
 
 from models.result import Result, Schedule
-from models.types import Instance
-from solver.spacetime.engine import EPS, DagJobs, FloatArray, IntArray, Packed, Sim, pack, simulate
+from models.types import FloatArray, Instance, IntArray
+from solver.spacetime.engine import EPS, DagJobs, Packed, Sim, pack, simulate
 from solver.spacetime.fairshare import FAIR_BUDGET_SHARE, FairShare, drf_shares, fair_completion_times
 
 HEURISTICS = ("carbyne", "drf-dag", "tetris", "sjf")
@@ -249,7 +249,7 @@ def run_heuristic(
     solve_s = time.perf_counter() - started - fair_s
     info["fair_s"] = fair_s
     if fair is not None:
-        from models.schedule_metrics import late_jobs
+        from models.metrics import late_jobs
 
         margin = float(extra.get("fair_margin", 0.0))
         names = [job.name for job in instance.jobs]

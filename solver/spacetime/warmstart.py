@@ -17,12 +17,8 @@ start time: the CP model orders the identical tasks of a stage by start, and the
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 
-from models.types import Instance
-from solver.spacetime.engine import FloatArray, IntArray
-
-BoolArray = npt.NDArray[np.bool_]
+from models.types import BoolArray, FloatArray, Instance, IntArray
 
 #: The list heuristic keeps a (steps x machines x resources) usage profile; larger instances skip it.
 MAX_PROFILE_CELLS = 20_000_000
