@@ -248,8 +248,14 @@ def instance_from_dict(data: Any, name: str = "instance") -> Instance:
     return Instance(resources, tuple(servers), tuple(tenants), hierarchy, tuple(jobs), slot, spec.name or name)
 
 
+STDIN = "-"
+
+
 def load_instance(path: str | Path) -> Instance:
-    """Load a YAML, JSON or PSPLIB ``.sm`` instance file; every error names the file and the field at fault."""
+    """Load a YAML, JSON or PSPLIB ``.sm`` instance file (``-``: standard input); every error names the file
+    and the field at fault."""
+    if str(path) == STDIN:
+        return _load_stdin()
     path = Path(path)
     source = str(path)
     if path.suffix.lower() == ".sm":  # PSPLIB single-mode RCPSP file: one DAG job, one pooled server
@@ -260,13 +266,33 @@ def load_instance(path: str | Path) -> Instance:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise InstanceError(f"cannot read file: {error}", source=source) from None
+    return _parse_text(text, source, path.stem, json_only=path.suffix.lower() == ".json")
+
+
+def _load_stdin() -> Instance:
+    """An instance piped in: PSPLIB text is recognised by its header, anything else is YAML (JSON included)."""
+    import sys
+
+    source = "<stdin>"
     try:
-        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+        text = sys.stdin.read()
+    except (OSError, UnicodeDecodeError) as error:
+        raise InstanceError(f"cannot read standard input: {error}", source=source) from None
+    if text.lstrip().startswith("*****") and "PRECEDENCE RELATIONS" in text:
+        from models.psplib import parse_psplib
+
+        return parse_psplib(text, "stdin.sm")
+    return _parse_text(text, source, "stdin", json_only=False)
+
+
+def _parse_text(text: str, source: str, name: str, json_only: bool) -> Instance:
+    try:
+        data = json.loads(text) if json_only else yaml.safe_load(text)
     except (yaml.YAMLError, json.JSONDecodeError) as error:
-        kind = "JSON" if path.suffix.lower() == ".json" else "YAML"
+        kind = "JSON" if json_only else "YAML"
         raise InstanceError(f"not valid {kind}: {error}".replace("\n", " "), source=source) from None
     try:
-        return instance_from_dict(data, name=path.stem)
+        return instance_from_dict(data, name=name)
     except InstanceError as error:
         raise error.located(source) from None
 

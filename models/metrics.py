@@ -45,11 +45,15 @@ def min_weighted_share(instance: Instance, allocation: Allocation, tol: float = 
     quantity DRFH's first round maximises; so an exact method's ``f`` is never below a heuristic's.
     A tenant holding its whole cap (within ``tol``) is satisfied and does not pull ``f`` down. When
     every tenant is satisfied, ``f`` is the largest cap level (no allocation can do better).
-    Tenants that can run nowhere are left out.
+    Tenants that can run nowhere are left out: for divisible tasks those no single server class has every
+    needed resource of (pooled: the cluster), for whole tasks (machine-level or integral allocations)
+    those whose task fits on no single machine.
     """
     shares = weighted_shares(instance, allocation)
     caps = instance.task_caps
-    runnable = instance.runnable & (caps > 0)
+    whole = allocation.kind == "machine" or allocation.integral
+    can_run = instance.placeable if whole else instance.runnable if allocation.kind == "pool" else instance.usable
+    runnable = can_run & (caps > 0)
     if not runnable.any():
         return 0.0
     satisfied = allocation.tenant_tasks >= caps * (1 - tol) - tol

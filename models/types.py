@@ -332,6 +332,18 @@ class Instance(_ValueEquality):
         """Tenants whose demand uses only resources the cluster has."""
         return self._cached("runnable", lambda: ~np.any((self.demand > 0) & (self.total_capacity <= 0), axis=1))
 
+    @property
+    def usable(self) -> npt.NDArray[np.bool_]:
+        """Tenants some server class has every needed resource of (divisible tasks can run there)."""
+        return self._cached(
+            "usable", lambda: np.any(np.all((self.capacity[None] > 0) | (self.demand[:, None] <= 0), axis=2), axis=1)
+        )
+
+    @property
+    def placeable(self) -> npt.NDArray[np.bool_]:
+        """Tenants one of whose tasks fits whole on some machine (whole-task methods can run them at all)."""
+        return self._cached("placeable", lambda: self.runnable & self.fits().any(axis=1))
+
     def fits(self) -> npt.NDArray[np.bool_]:
         """Whether one task of tenant i fits on one machine of class l, shape (tenants, classes)."""
         return self._cached(

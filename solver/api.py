@@ -9,6 +9,7 @@ instead of it.
 
 from __future__ import annotations
 
+import importlib
 import math
 import time
 from collections.abc import Mapping
@@ -20,9 +21,10 @@ import numpy as np
 from models.result import SOLUTION_STATUSES, Result
 from models.types import Instance, InstanceError
 from solver.budget import Budget
+from solver.lp import LinearProgram
 from solver.registry import FAMILY_NEEDS, Method, OptionError, SolveOptions, check_request, get_method, methods
 
-__all__ = ["METHODS", "Method", "OptionError", "SolveOptions", "solve"]
+__all__ = ["METHODS", "Method", "OptionError", "SolveOptions", "export_model", "preflight", "solve"]
 
 #: Every registered method by name (the registry's view, kept under its old name).
 METHODS: Mapping[str, Method] = methods()
@@ -79,7 +81,29 @@ def solve(
     settings = replace(settings, backend=None if backend_name == "none" else backend_name, algorithm=algorithm)
     budget = Budget.of(time_limit)
     raw = spec.runner()(instance, settings, budget)
-    return finish(instance, spec, raw, started)
+    return finish(instance, spec, replace(raw, warnings=(*preflight(instance, spec), *raw.warnings)), started)
+
+
+def preflight(instance: Instance, spec: Method | None = None) -> list[str]:
+    """Warnings about ``instance`` for ``spec``'s family (every warning when no method is given)."""
+    from models.diagnose import instance_warnings, job_warnings, tenant_warnings
+
+    if spec is None:
+        return instance_warnings(instance)
+    return job_warnings(instance) if spec.family == "jobs" else tenant_warnings(instance)
+
+
+def export_model(instance: Instance, method: str) -> LinearProgram:
+    """The LP/MILP ``method`` solves first on ``instance`` (for an external solver); OptionError if none."""
+    spec = get_method(method)
+    if spec.exporter is None:
+        exporting = ", ".join(name for name, m in methods().items() if m.exporter is not None)
+        raise OptionError(f"{method} has no single LP/MILP model to export; export supports {exporting}", "method")
+    _check_instance(instance, spec)
+    module, _, function = spec.exporter.partition(":")
+    build: Any = getattr(importlib.import_module(module), function)
+    lp: LinearProgram = build(instance)
+    return lp
 
 
 def _check_instance(instance: Instance, spec: Method) -> None:

@@ -117,69 +117,12 @@ class LinearProgram:
 
     def to_mps(self) -> str:
         """Free-format MPS text; maximisation is written with OBJSENSE MAX."""
-        col_names = self.column_names()
-        row_names = self.row_names()
-        lines = [f"NAME {self.name}", "OBJSENSE", "    MAX" if self.sense == "max" else "    MIN", "ROWS", " N obj"]
-        for name, low, up in zip(row_names, self.row_lower, self.row_upper, strict=True):
-            if low == -math.inf and up == math.inf:
-                kind = "N"  # a free row; readers drop it (an L row here would read as <= 0)
-            elif low == up:
-                kind = "E"
-            else:
-                kind = "L" if low == -math.inf else "G"  # a ranged row is G with a RANGES entry
-            lines.append(f" {kind} {name}")
-        lines.append("COLUMNS")
-        csc = self.matrix.tocsc()
-        in_integer_block = False
-        for j, name in enumerate(col_names):
-            integer = bool(self.integrality[j])
-            if integer != in_integer_block:
-                marker = "INTORG" if integer else "INTEND"
-                lines.append(f" MARKER{j} 'MARKER' '{marker}'")
-                in_integer_block = integer
-            # A column with no entries at all still needs a line, or readers never learn it exists.
-            if self.objective[j] != 0 or csc.indptr[j] == csc.indptr[j + 1]:
-                lines.append(f" {name} obj {_num(self.objective[j])}")
-            for k in range(csc.indptr[j], csc.indptr[j + 1]):
-                lines.append(f" {name} {row_names[csc.indices[k]]} {_num(csc.data[k])}")
-        if in_integer_block:
-            lines.append(f" MARKER{self.num_columns} 'MARKER' 'INTEND'")
-        lines.append("RHS")
-        if self.offset:
-            lines.append(f" rhs obj {_num(-self.offset)}")
-        ranges = []
-        for name, low, up in zip(row_names, self.row_lower, self.row_upper, strict=True):
-            if low == up or up == math.inf:
-                if low != 0 and low != -math.inf:
-                    lines.append(f" rhs {name} {_num(low)}")
-            elif low == -math.inf:
-                if up != 0:
-                    lines.append(f" rhs {name} {_num(up)}")
-            else:  # ranged row written as G with a range
-                if low != 0:
-                    lines.append(f" rhs {name} {_num(low)}")
-                ranges.append(f" rng {name} {_num(up - low)}")
-        if ranges:
-            lines.append("RANGES")
-            lines.extend(ranges)
-        lines.append("BOUNDS")
-        for j, name in enumerate(col_names):
-            low, up = self.col_lower[j], self.col_upper[j]
-            if low == -math.inf and up == math.inf:
-                lines.append(f" FR bnd {name}")
-                continue
-            if low == up:
-                lines.append(f" FX bnd {name} {_num(low)}")
-                continue
-            if low == -math.inf:
-                lines.append(f" MI bnd {name}")
-            elif low != 0 or up < 0:
-                # MPS readers (CPLEX, CoinMpsIO) read a negative UP without an LO as lower = -inf.
-                lines.append(f" LO bnd {name} {_num(low)}")
-            if up != math.inf:
-                lines.append(f" UP bnd {name} {_num(up)}")
-            elif self.integrality[j]:
-                lines.append(f" PL bnd {name}")
+        col_names, row_names = self.column_names(), self.row_names()
+        lines = [f"NAME {self.name}", "OBJSENSE", "    MAX" if self.sense == "max" else "    MIN"]
+        lines += _mps_rows(self, row_names)
+        lines += _mps_columns(self, col_names, row_names)
+        lines += _mps_rhs_and_ranges(self, row_names)
+        lines += _mps_bounds(self, col_names)
         lines.append("ENDATA")
         return "\n".join(lines) + "\n"
 
@@ -241,6 +184,78 @@ class LinearProgram:
 
 _LP_LINE_WIDTH = 200  # characters of terms per line in LP files, well below readers' limits
 
+
+
+def _mps_rows(lp: LinearProgram, row_names: list[str]) -> list[str]:
+    lines = ["ROWS", " N obj"]
+    for name, low, up in zip(row_names, lp.row_lower, lp.row_upper, strict=True):
+        if low == -math.inf and up == math.inf:
+            kind = "N"  # a free row; readers drop it (an L row here would read as <= 0)
+        elif low == up:
+            kind = "E"
+        else:
+            kind = "L" if low == -math.inf else "G"  # a ranged row is G with a RANGES entry
+        lines.append(f" {kind} {name}")
+    return lines
+
+
+def _mps_columns(lp: LinearProgram, col_names: list[str], row_names: list[str]) -> list[str]:
+    lines = ["COLUMNS"]
+    csc = lp.matrix.tocsc()
+    in_integer_block = False
+    for j, name in enumerate(col_names):
+        integer = bool(lp.integrality[j])
+        if integer != in_integer_block:
+            lines.append(f" MARKER{j} 'MARKER' '{'INTORG' if integer else 'INTEND'}'")
+            in_integer_block = integer
+        # A column with no entries at all still needs a line, or readers never learn it exists.
+        if lp.objective[j] != 0 or csc.indptr[j] == csc.indptr[j + 1]:
+            lines.append(f" {name} obj {_num(lp.objective[j])}")
+        for k in range(csc.indptr[j], csc.indptr[j + 1]):
+            lines.append(f" {name} {row_names[csc.indices[k]]} {_num(csc.data[k])}")
+    if in_integer_block:
+        lines.append(f" MARKER{lp.num_columns} 'MARKER' 'INTEND'")
+    return lines
+
+
+def _mps_rhs_and_ranges(lp: LinearProgram, row_names: list[str]) -> list[str]:
+    lines = ["RHS"]
+    if lp.offset:
+        lines.append(f" rhs obj {_num(-lp.offset)}")
+    ranges = []
+    for name, low, up in zip(row_names, lp.row_lower, lp.row_upper, strict=True):
+        if low == up or up == math.inf:
+            if low != 0 and low != -math.inf:
+                lines.append(f" rhs {name} {_num(low)}")
+        elif low == -math.inf:
+            if up != 0:
+                lines.append(f" rhs {name} {_num(up)}")
+        else:  # ranged row written as G with a range
+            if low != 0:
+                lines.append(f" rhs {name} {_num(low)}")
+            ranges.append(f" rng {name} {_num(up - low)}")
+    return lines + (["RANGES", *ranges] if ranges else [])
+
+
+def _mps_bounds(lp: LinearProgram, col_names: list[str]) -> list[str]:
+    lines = ["BOUNDS"]
+    for j, name in enumerate(col_names):
+        low, up = lp.col_lower[j], lp.col_upper[j]
+        if low == -math.inf and up == math.inf:
+            lines.append(f" FR bnd {name}")
+        elif low == up:
+            lines.append(f" FX bnd {name} {_num(low)}")
+        else:
+            if low == -math.inf:
+                lines.append(f" MI bnd {name}")
+            elif low != 0 or up < 0:
+                # MPS readers (CPLEX, CoinMpsIO) read a negative UP without an LO as lower = -inf.
+                lines.append(f" LO bnd {name} {_num(low)}")
+            if up != math.inf:
+                lines.append(f" UP bnd {name} {_num(up)}")
+            elif lp.integrality[j]:
+                lines.append(f" PL bnd {name}")
+    return lines
 
 def _num(value: float) -> str:
     return repr(float(value))

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from solver.backends import ALGORITHMS, DEFAULT_ALGORITHM, backend_capabilities, installed
 
 if TYPE_CHECKING:
+    from models.check.saved import SavedRules
     from models.result import Result
 
 #: Families whose ``register`` modules are imported on first use, in listing order.
@@ -97,6 +98,9 @@ class Method:
         ``SolveOptions`` fields and ``extra`` keys it honours beyond :data:`COMMON_OPTIONS`.
     kind
         ``allocation`` or ``schedule``: the shape of its answer.
+    level
+        Allocations: the unit they are counted on, ``pool``, ``class`` or ``machine``, or ``placement``
+        (``pool`` when solved pooled, else ``class``). ``fairpack check`` re-derives it from here.
     """
 
     name: str
@@ -109,6 +113,8 @@ class Method:
     options: frozenset[str] = frozenset()
     extra_keys: frozenset[str] = frozenset()
     kind: str = "allocation"
+    level: str = "machine"
+    exporter: str | None = None  # "module:function" building the LP/MILP it solves first, for `fairpack export`
 
     @property
     def uses_backend(self) -> bool:
@@ -123,6 +129,17 @@ class Method:
         if backend not in self.backends or backend == "none":
             return ()
         return tuple(a for a in ALGORITHMS.get(backend, ()) if self.needs <= backend_capabilities(backend, a))
+
+    def saved_rules(self, placement: str | None) -> SavedRules:
+        """The rules ``solve`` applied to this method's answer (``placement``: the one it was solved with)."""
+        from models.check.saved import SavedRules
+
+        if self.kind == "schedule":
+            return SavedRules(self.name, "schedule", exact=self.exact, require_placement=placement == "servers")
+        level = self.level
+        if level == "placement":
+            level = "pool" if placement == "pooled" else "class"
+        return SavedRules(self.name, "allocation", unit_kind=level, exact=self.exact)  # type: ignore[arg-type]
 
     def runner(self) -> Callable[..., Result]:
         module, _, function = self.driver.partition(":")

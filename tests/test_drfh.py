@@ -11,17 +11,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from library import (
-    BRUTE_FORCE_CASES,
-    INF,
-    LIBRARY,
-    Case,
-    drf_paper,
-    fig1,
-    leximin_brute_force,
-    make,
-    sorted_weighted_shares,
-)
 
 from models.check import envy_free, pareto_optimal, verify_allocation
 from models.generators import google_instance, random_small
@@ -34,6 +23,18 @@ from solver.backends.ortools import OrToolsBackend
 from solver.drfh.filling import unit_tasks
 from solver.drfh.methods import solve_drfh
 from solver.lp import LinearProgram
+
+from library import (
+    BRUTE_FORCE_CASES,
+    INF,
+    LIBRARY,
+    Case,
+    drf_paper,
+    fig1,
+    leximin_brute_force,
+    make,
+    sorted_weighted_shares,
+)
 
 TOL = 1e-6
 PDLP_TOL = 1e-5

@@ -10,7 +10,10 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from solver.backends.capabilities import ALGORITHMS, CAPABILITIES, DEFAULT_ALGORITHM, backend_capabilities
 
 if TYPE_CHECKING:
     from solver.backends.base import Backend
@@ -29,53 +32,23 @@ BACKEND_NAMES = tuple(_ADAPTERS)
 LP_BACKENDS = ("highs", "ortools", "cbc")
 DEFAULT_BACKEND = "highs"
 
-#: Algorithms per backend, default first.
-ALGORITHMS: dict[str, tuple[str, ...]] = {
-    "highs": ("simplex", "ipm", "pdlp"),
-    "ortools": ("glop", "pdlp", "scip"),
-    "cbc": ("cbc",),
-    "cpsat": ("cpsat",),
-}
-#: The algorithm a backend uses when none is given, for an LP or a MILP.
-DEFAULT_ALGORITHM: dict[tuple[str, str], str] = {
-    ("highs", "lp"): "simplex", ("highs", "milp"): "simplex",
-    ("ortools", "lp"): "glop", ("ortools", "milp"): "scip",
-    ("cbc", "lp"): "cbc", ("cbc", "milp"): "cbc",
-    ("cpsat", "lp"): "cpsat", ("cpsat", "milp"): "cpsat",
-}  # fmt: skip
-
-_LP = frozenset({"lp", "duals", "time_limit"})
-#: What each (backend, algorithm) offers: ``lp``/``milp`` (model classes), ``duals`` (row duals of an
-#: optimal LP), ``incremental`` (a session that keeps its basis between solves), ``warm_start`` (a MILP
-#: start), ``time_limit``, ``cp`` (CP-SAT models).
-CAPABILITIES: dict[tuple[str, str], frozenset[str]] = {
-    ("highs", "simplex"): _LP | {"milp", "incremental", "warm_start"},
-    ("highs", "ipm"): _LP | {"incremental"},
-    ("highs", "pdlp"): _LP | {"incremental"},
-    ("ortools", "glop"): _LP,
-    ("ortools", "pdlp"): _LP,
-    ("ortools", "scip"): frozenset({"lp", "milp", "warm_start", "time_limit"}),
-    ("cbc", "cbc"): _LP | {"milp", "warm_start"},
-    ("cpsat", "cpsat"): frozenset({"cp", "time_limit", "warm_start"}),
-}
-
-
-def backend_capabilities(backend: str, algorithm: str | None = None) -> frozenset[str]:
-    """What ``backend`` offers with ``algorithm`` (its default algorithm when None; the union for MILPs)."""
-    if backend not in ALGORITHMS:
-        return frozenset()
-    if algorithm is None:
-        lp = CAPABILITIES[(backend, DEFAULT_ALGORITHM[(backend, "lp")])]
-        return lp | CAPABILITIES[(backend, DEFAULT_ALGORITHM[(backend, "milp")])]
-    return CAPABILITIES.get((backend, algorithm), frozenset())
-
-
 @cache
 def _present(package: str) -> bool:
+    """Whether ``package`` (dotted names allowed) is installed, without importing it or its parents."""
+    top, _, rest = package.partition(".")
     try:
-        return importlib.util.find_spec(package) is not None
-    except (ImportError, ValueError):  # a parent package missing, or a broken namespace
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):  # a broken namespace
         return False
+    if spec is None:
+        return False
+    if not rest:
+        return True
+    parts = rest.split(".")
+    return any(
+        (Path(location).joinpath(*parts) / "__init__.py").is_file() or Path(location).joinpath(*parts).is_dir()
+        for location in spec.submodule_search_locations or ()
+    )
 
 
 def installed() -> list[str]:

@@ -18,7 +18,7 @@ import scipy.sparse as sp
 
 from models.result import Status
 from models.types import FloatArray
-from solver.backends import backend_capabilities
+from solver.backends.capabilities import backend_capabilities
 from solver.lp import LinearProgram
 
 

@@ -11,8 +11,8 @@ import scipy.sparse as sp
 
 from models.result import Status
 from models.types import FloatArray
-from solver.backends import ALGORITHMS
 from solver.backends.base import Backend, SolveOutcome
+from solver.backends.capabilities import ALGORITHMS
 from solver.lp import LinearProgram
 
 _INF = 1e30  # HiGHS treats |value| >= 1e20 as infinite; numpy inf must be translated

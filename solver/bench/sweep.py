@@ -11,7 +11,7 @@ Format (TOML; the YAML form has the same keys)::
 
     [[grid]]                    # one grid = one cartesian product; a sweep is a list of them
     name = "drfh-google-like"   # unique; part of every row key
-    family = "google-like"      # solver.bench.families.FAMILIES
+    family = "google-like"      # models.generators.families.FAMILIES
     sizes = {tenants = [10, 20], machines = 100}   # a table of lists (their product) or a list of tables
     seeds = [0, 1, 2]           # optional, overrides the default
     methods = ["drfh", "best-fit", {method = "slots", label = "slots-5", slots = 5}]
@@ -42,10 +42,10 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from models.generators.families import FAMILIES, ParamError
 from models.result import SCHEDULE_OBJECTIVES
 from solver.api import METHODS, SolveOptions
 from solver.backends import BACKEND_NAMES, DEFAULT_BACKEND
-from solver.bench.families import FAMILIES, ParamError
 from solver.registry import COMMON_OPTIONS
 
 #: SolveOptions fields a sweep may set per grid or per method (backend and time limit come from the grid).

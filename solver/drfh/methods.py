@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from models.metrics import min_weighted_share
 from models.result import Allocation, Result
@@ -17,8 +18,16 @@ from models.types import Instance
 from solver.backends import Backend, get_backend
 from solver.budget import Budget
 from solver.drfh.colgen import ColumnGenerationRounds, solve_by_aggregation
-from solver.drfh.filling import FillingResult, RoundSolver, SessionRounds, progressive_filling, unit_tasks
+from solver.drfh.filling import (
+    FillingResult,
+    RoundSolver,
+    SessionRounds,
+    level_upper_bound,
+    progressive_filling,
+    unit_tasks,
+)
 from solver.drfh.model import DrfhModel, UnitGrouping
+from solver.lp import LinearProgram
 from solver.registry import SolveOptions
 
 #: Above this many distinct placement units, ``strategy='auto'`` certifies a pooled relaxation instead of
@@ -104,8 +113,12 @@ def run_drfh_int(instance: Instance, options: SolveOptions, budget: Budget) -> R
 
     backend = get_backend(options.backend or "highs", options.algorithm)
     started = time.perf_counter()
-    allocation, filled, _, _ = drfh_allocation(instance, backend, budget)
-    lp_bound = min_weighted_share(instance, allocation) if filled.status == "optimal" else None
+    # The divisible relaxation bounds f only over the tenants whole tasks can serve: a task too large for
+    # every machine runs divisibly but never whole, so it gets no share in the relaxation either.
+    relaxed = instance.with_tenants([t if ok else replace(t, tasks=0.0)
+                                     for t, ok in zip(instance.tenants, instance.placeable, strict=True)])  # fmt: skip
+    allocation, filled, _, _ = drfh_allocation(relaxed, backend, budget)
+    lp_bound = min_weighted_share(relaxed, allocation) if filled.status == "optimal" else None
     # Warm start from the better of the two placement heuristics (by f, the compared objective).
     starts = [heuristic(instance) for heuristic in (best_fit, first_fit)]
     start = max(starts, key=lambda candidate: min_weighted_share(instance, candidate))
@@ -169,3 +182,23 @@ run_first_fit = _heuristic("first-fit", _first_fit)
 run_best_fit = _heuristic("best-fit", _best_fit)
 run_slots = _heuristic("slots", _slots)
 run_per_server_drf = _heuristic("per-server-drf", _per_server_drf)
+
+
+def export_drfh(instance: Instance) -> LinearProgram:
+    """The first progressive-filling round: maximise the common weighted level of every tenant."""
+    model = DrfhModel(instance, UnitGrouping.merge_identical(instance))
+    tenants, units = model.all_pairs()
+    return model.build(tenants, units, level_upper_bound(model))
+
+
+def export_drf(instance: Instance) -> LinearProgram:
+    return export_drfh(instance.pooled())
+
+
+def export_drfh_int(instance: Instance) -> LinearProgram:
+    """drfh-int's first max-min MILP (whole tasks on machines)."""
+    import numpy as np
+
+    from solver.drfh.int_model import DrfhIntModel
+
+    return DrfhIntModel.build_pairs(instance).build(1, np.zeros(0))

@@ -10,11 +10,14 @@ _LP = frozenset({"lp", "duals"})  # progressive filling freezes tenants by their
 
 register(
     Method("drf", "flat", True, "weighted DRF on the cluster pooled into one server (not placeable in general)",
-           f"{_DRIVERS}:run_drf", LP_BACKENDS, _LP, frozenset({"strategy"})),
+           f"{_DRIVERS}:run_drf", LP_BACKENDS, _LP, frozenset({"strategy"}), level="pool",
+           exporter=f"{_DRIVERS}:export_drf"),
     Method("drfh", "flat", True, "DRFH: leximin global dominant shares on heterogeneous servers, divisible tasks",
-           f"{_DRIVERS}:run_drfh", LP_BACKENDS, _LP, frozenset({"strategy"})),
+           f"{_DRIVERS}:run_drfh", LP_BACKENDS, _LP, frozenset({"strategy"}), level="class",
+           exporter=f"{_DRIVERS}:export_drfh"),
     Method("drfh-int", "flat", True, "DRFH with whole tasks on individual machines: max-min f, then leximin",
-           f"{_DRIVERS}:run_drfh_int", LP_BACKENDS, frozenset({"lp", "milp"}), frozenset({"gap"})),
+           f"{_DRIVERS}:run_drfh_int", LP_BACKENDS, frozenset({"lp", "milp"}), frozenset({"gap"}),
+           exporter=f"{_DRIVERS}:export_drfh_int"),
     Method("first-fit", "flat", False, "First-Fit DRFH: progressive filling, each task on the first machine it fits",
            f"{_DRIVERS}:run_first_fit"),
     Method("best-fit", "flat", False, "Best-Fit DRFH: each task on the machine of best fitness (DRFH paper)",

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.types import FloatArray, Instance
+from models.types import BoolArray, FloatArray, Instance
 
 
 def hdrf_epsilon(instance: Instance, epsilon: float = 1e-3, max_steps: int = 10_000_000) -> FloatArray:
@@ -51,34 +51,15 @@ def hdrf_epsilon(instance: Instance, epsilon: float = 1e-3, max_steps: int = 10_
         if node.parent >= 0:
             children[node.parent].append(index)
     total = instance.total_capacity
-    num_tenants = len(instance.tenants)
-    usage_per_share = np.zeros((num_tenants, len(total)))
-    share_cap = np.zeros(num_tenants)
-    leaf_of = {node.tenant: index for index, node in enumerate(nodes) if node.tenant >= 0}
-    blocked = np.zeros(num_tenants, dtype=bool)
-    for tenant_index, tenant in enumerate(instance.tenants):
-        demand = tenant.demand
-        if np.any((demand > 0) & (total <= 0)) or tenant.tasks <= 0:
-            blocked[tenant_index] = True
-            continue
-        fraction = demand / np.where(total > 0, total, 1.0)
-        dominant = float(fraction.max())
-        usage_per_share[tenant_index] = fraction / dominant
-        share_cap[tenant_index] = tenant.tasks * dominant
-    path: list[list[int]] = []
-    for tenant_index in range(num_tenants):
-        current, walk = leaf_of[tenant_index], []
-        while current >= 0:
-            walk.append(current)
-            current = nodes[current].parent
-        path.append(walk)
+    usage_per_share, share_cap, blocked = _leaf_rates(instance)
+    path = _root_paths(instance)
     live = np.zeros(len(nodes), dtype=np.int64)  # unblocked leaves under each node
     for unblocked in np.flatnonzero(~blocked):
         for node_index in path[int(unblocked)]:
             live[node_index] += 1
     consumption = np.zeros((len(nodes), len(total)))
     used = np.zeros(len(total))
-    shares = np.zeros(num_tenants)
+    shares = np.zeros(len(instance.tenants))
     last_served = np.full(len(nodes), -1, dtype=np.int64)
 
     def block(tenant_index: int) -> None:
@@ -89,16 +70,7 @@ def hdrf_epsilon(instance: Instance, epsilon: float = 1e-3, max_steps: int = 10_
     for step in range(max_steps):
         if live[0] == 0:
             break
-        current = 0
-        while nodes[current].tenant < 0:
-            candidates = [c for c in children[current] if live[c] > 0]
-            weighted = {c: consumption[c].max() / nodes[c].weight for c in candidates}
-            lowest = min(weighted.values())
-            # One step moves a child's weighted share by at most ε / w: closer than that is a tie.
-            tied = [c for c in candidates if weighted[c] <= lowest + 2 * epsilon / nodes[c].weight]
-            current = min(tied, key=lambda c: last_served[c])
-            last_served[current] = step
-        tenant_index = nodes[current].tenant
+        tenant_index = _descend(instance, children, live, consumption, last_served, step, epsilon)
         rate = usage_per_share[tenant_index]
         room = min((1.0 - used[r]) / rate[r] for r in range(len(rate)) if rate[r] > 0)
         amount = max(0.0, min(epsilon, share_cap[tenant_index] - shares[tenant_index], room))
@@ -116,3 +88,54 @@ def hdrf_epsilon(instance: Instance, epsilon: float = 1e-3, max_steps: int = 10_
     else:
         raise RuntimeError(f"no convergence in {max_steps} steps")
     return shares
+
+
+def _leaf_rates(instance: Instance) -> tuple[FloatArray, FloatArray, BoolArray]:
+    """Per leaf: resources used per unit of dominant share, the share its task cap allows, blocked from the start."""
+    total = instance.total_capacity
+    num_tenants = len(instance.tenants)
+    usage_per_share = np.zeros((num_tenants, len(total)))
+    share_cap = np.zeros(num_tenants)
+    blocked = np.zeros(num_tenants, dtype=bool)
+    for tenant_index, tenant in enumerate(instance.tenants):
+        demand = tenant.demand
+        if np.any((demand > 0) & (total <= 0)) or tenant.tasks <= 0:
+            blocked[tenant_index] = True
+            continue
+        fraction = demand / np.where(total > 0, total, 1.0)
+        dominant = float(fraction.max())
+        usage_per_share[tenant_index] = fraction / dominant
+        share_cap[tenant_index] = tenant.tasks * dominant
+    return usage_per_share, share_cap, blocked
+
+
+def _root_paths(instance: Instance) -> list[list[int]]:
+    """The nodes from every leaf up to the root, per tenant."""
+    assert instance.hierarchy is not None
+    nodes = instance.hierarchy.nodes
+    leaf_of = {node.tenant: index for index, node in enumerate(nodes) if node.tenant >= 0}
+    paths = []
+    for tenant_index in range(len(instance.tenants)):
+        current, walk = leaf_of[tenant_index], []
+        while current >= 0:
+            walk.append(current)
+            current = nodes[current].parent
+        paths.append(walk)
+    return paths
+
+
+def _descend(instance: Instance, children: list[list[int]], live: np.ndarray, consumption: FloatArray,
+             last_served: np.ndarray, step: int, epsilon: float) -> int:  # fmt: skip
+    """From the root to a leaf, always to the demanding child with the lowest weighted share (ties round robin)."""
+    assert instance.hierarchy is not None
+    nodes = instance.hierarchy.nodes
+    current = 0
+    while nodes[current].tenant < 0:
+        candidates = [c for c in children[current] if live[c] > 0]
+        weighted = {c: consumption[c].max() / nodes[c].weight for c in candidates}
+        lowest = min(weighted.values())
+        # One step moves a child's weighted share by at most ε / w: closer than that is a tie.
+        tied = [c for c in candidates if weighted[c] <= lowest + 2 * epsilon / nodes[c].weight]
+        current = min(tied, key=lambda c: last_served[c])
+        last_served[current] = step
+    return nodes[current].tenant

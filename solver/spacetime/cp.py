@@ -238,7 +238,7 @@ def _meets(start: IntArray | None, flat: FlatTasks, scaled: _Scaled, deadline: I
     return bool(np.all(completion <= deadline))
 
 
-def solve_spacetime_cp(
+def solve_spacetime_cp(  # noqa: C901  (split into named steps on the psplib-cp branch)
     instance: Instance,
     objective: str | None = None,
     time_limit: float | None = None,

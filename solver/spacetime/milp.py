@@ -268,137 +268,188 @@ def solve_spacetime(
         not whole slots, ``optimal`` becomes ``feasible`` and the bound (of the slotted problem only)
         moves to ``extra['slotted_bound']``.
     """
-    started = time.perf_counter()
-    deadline = None if time_limit is None else started + float(time_limit)
     if servers_model not in SERVERS_MODELS:
         raise ValueError(f"servers_model must be one of {', '.join(SERVERS_MODELS)}, not {servers_model!r}")
-    servers = placement == "servers"
-    data = SlotData.of(instance, placement, per_machine=servers and servers_model == "machine")
-    objective = objective or ("makespan" if len(instance.jobs) == 1 else "avg-jct")
-    a, b = objective_coefficients(data.weight, objective, alpha)
-    notes: list[str] = []
-    if not data.exact:
-        notes.append(f"durations/releases rounded up to slots of {data.slot:g}: optimal for the slotted problem only")
-
-    fair = None
-    if fair_cap:
-        if fair_completion is None:
-            budget = None if time_limit is None else FAIR_BUDGET_SHARE * float(time_limit)
-            fair_completion, note = _fair_baseline(instance, budget)
-            notes.append(note)
-        fair = _fair_array(instance, fair_completion)
-    cap = None
-    if fair is not None:
-        big = data.sum_horizon() + 1
-        cap = np.where(np.isfinite(fair), np.floor(np.where(np.isfinite(fair), fair, 0) / data.slot + 1e-9), big)
-        cap = cap.astype(np.int64)
-    extra: dict[str, Any] = {"objective_name": objective, "alpha": alpha, "slot": data.slot, "placement": placement,
-                             "fair_cap": fair is not None}  # fmt: skip
-    if servers:
-        extra["servers_model"] = servers_model
-
-    def base(status: Status, message: str = "", **fields: Any) -> Result:
-        return Result(status, "spacetime", backend, message="; ".join([*notes, message] if message else notes),
-                      extra=extra, **fields)  # fmt: skip
-
-    # 1. Heuristic schedules (per machine).
-    candidates: dict[str, tuple[float, IntArray, IntArray]] = {}
-    for rule, (starts, machine) in _heuristics(instance, data).items():
-        completion = data.completions(starts)
-        if cap is None or np.all(completion <= cap):
-            candidates[rule] = (objective_in_slots(data, completion, a, b), starts, machine)
-    best = min(candidates, key=lambda rule: candidates[rule][0]) if candidates else None
-    start = (candidates[best][1], candidates[best][2]) if best is not None else None
-
-    # 2. Completion bounds and horizon.
-    if best is not None:
-        upper = completion_upper(data, a, b, candidates[best][0])
-    else:
-        upper = np.full(data.num_jobs, data.sum_horizon(), dtype=np.int64)
-    if cap is not None:
-        upper = np.minimum(upper, cap)
-
-    # 3. Build and solve; per-server placement may need machines, or a second, per-machine model.
-    solver = get_backend(backend)
-    solve_s = 0.0
-    first_deadline = deadline
-    if deadline is not None and servers_model == "auto" and not data.units_are_machines:
-        # Keep time for the per-machine MILP in case the relaxation's time-table fits no machines.
-        first_deadline = time.perf_counter() + RELAXATION_SHARE * max(deadline - time.perf_counter(), 0.0)
+    run = _SpacetimeRun(instance, backend, objective, time_limit, alpha, placement, algorithm, servers_model)
     try:
-        phase = _solve_phase(data, objective, alpha, upper, start, solver, first_deadline, algorithm, instance.name,
-                             notes)  # fmt: skip
-        solve_s += phase.outcome.solve_s
-        status: Status = phase.outcome.status
-        bound = phase.outcome.bound
-        solver_objective = phase.outcome.objective if phase.outcome.x is not None else None
-        chosen: tuple[IntArray, IntArray] | None = None
-        if servers:
-            extra["models"] = {"machine" if data.units_are_machines else "class": phase.model.stats()}
-        if phase.starts is not None and phase.units is not None:
-            on, how, spent = _machines(data, phase.starts, phase.units, solver, deadline)
-            solve_s += spent
-            if servers:
-                extra["machine_assignment"] = how
-            if on is not None:
-                chosen = (phase.starts, on)
-                if servers and not data.units_are_machines:
-                    notes.append(f"class-aggregated MILP (a relaxation of per-machine packing); its time-table was "
-                                 f"placed on machines by {how}, so its bound holds per machine")  # fmt: skip
-            else:
-                notes.append(f"the class-aggregated MILP's time-table does not fit the machines ({how})")
-                status = "feasible" if status == "optimal" else status
-                solver_objective = None
-                if servers_model == "auto" and (deadline is None or deadline - time.perf_counter() > MIN_PHASE_S):
-                    data = SlotData.of(instance, placement, per_machine=True)
-                    second = _solve_phase(data, objective, alpha, upper, start, solver, deadline, algorithm,
-                                          instance.name, notes)  # fmt: skip
-                    solve_s += second.outcome.solve_s
-                    extra["models"]["machine"] = second.model.stats()
-                    notes.append("then ran the per-machine MILP")
-                    status, phase = second.outcome.status, second
-                    bound = _better_bound(bound, second.outcome.bound)
-                    if second.starts is not None and second.units is not None:
-                        chosen = (second.starts, second.units)  # per-machine data: unit u is machine u
-                        solver_objective = second.outcome.objective
+        run.fair_caps(fair_completion, fair_cap)
+        run.heuristics()
+        upper = run.completion_bounds()
+        run.solve_models(upper)
     except WindowError as error:
         reason = f"no schedule meets the fair caps (--no-fair-cap drops them): {error}"
-        return base("infeasible", reason, build_s=time.perf_counter() - started)
+        return run.result("infeasible", reason, build_s=time.perf_counter() - run.started)
+    run.fall_back_to_heuristic()
+    return run.finish()
 
-    # 4. Schedule.
-    if chosen is None and best is not None and status in ("time_limit", "error", "feasible", "optimal"):
-        chosen = (candidates[best][1], candidates[best][2])
-        if status == "optimal":  # a relaxation's optimum without machines: its bound holds, not optimality
-            status = "feasible"
-        elif status != "feasible":
-            status = "time_limit" if status != "error" else "error"
-        notes.append(f"returning the {best} heuristic schedule")
-    if status == "infeasible" and fair is not None:
-        notes.append("the fair caps cannot all be met at once (--no-fair-cap drops them)")
-    extra_bound = None
-    if not data.exact:
-        status = "feasible" if status == "optimal" else status
-        extra_bound, bound = bound, None
-    schedule = None
-    if chosen is not None:
-        starts, machine = chosen
+
+class _SpacetimeRun:
+    """The steps of :func:`solve_spacetime`, sharing its state (module docstring: steps 1-4)."""
+
+    def __init__(self, instance: Instance, backend: str, objective: str | None, time_limit: float | None,
+                 alpha: float, placement: str, algorithm: str | None, servers_model: str) -> None:  # fmt: skip
+        self.started = time.perf_counter()
+        self.instance, self.backend, self.alpha, self.placement = instance, backend, alpha, placement
+        self.algorithm, self.servers_model = algorithm, servers_model
+        self.time_limit = time_limit
+        self.deadline = None if time_limit is None else self.started + float(time_limit)
+        self.servers = placement == "servers"
+        self.data = SlotData.of(instance, placement, per_machine=self.servers and servers_model == "machine")
+        self.objective = objective or ("makespan" if len(instance.jobs) == 1 else "avg-jct")
+        self.a, self.b = objective_coefficients(self.data.weight, self.objective, alpha)
+        self.notes: list[str] = []
+        if not self.data.exact:
+            self.notes.append(f"durations/releases rounded up to slots of {self.data.slot:g}: optimal for the "
+                              "slotted problem only")  # fmt: skip
+        self.fair: FloatArray | None = None
+        self.cap: IntArray | None = None
+        self.extra: dict[str, Any] = {"objective_name": self.objective, "alpha": alpha, "slot": self.data.slot,
+                                      "placement": placement}  # fmt: skip
+        if self.servers:
+            self.extra["servers_model"] = servers_model
+        self.candidates: dict[str, tuple[float, IntArray, IntArray]] = {}
+        self.best: str | None = None
+        self.solver = get_backend(backend)
+        self.solve_s = 0.0
+        self.phase: _Phase | None = None
+        self.status: Status = "error"
+        self.bound: float | None = None
+        self.solver_objective: float | None = None
+        self.chosen: tuple[IntArray, IntArray] | None = None
+
+    def result(self, status: Status, message: str = "", **fields: Any) -> Result:
+        joined = "; ".join([*self.notes, message] if message else self.notes)
+        return Result(status, "spacetime", self.backend, message=joined, extra=self.extra, **fields)
+
+    def fair_caps(self, fair_completion: Mapping[str, float] | FloatArray | None, fair_cap: bool) -> None:
+        """``C_k <= T_k`` as slot caps: explicit ``T_k``, else the fair-share baseline, unless ``fair_cap`` is off."""
+        if fair_cap:
+            if fair_completion is None:
+                budget = None if self.time_limit is None else FAIR_BUDGET_SHARE * float(self.time_limit)
+                fair_completion, note = _fair_baseline(self.instance, budget)
+                self.notes.append(note)
+            self.fair = _fair_array(self.instance, fair_completion)
+        self.extra["fair_cap"] = self.fair is not None
+        if self.fair is not None:
+            fair, big = self.fair, self.data.sum_horizon() + 1
+            finite = np.isfinite(fair)
+            slots = np.floor(np.where(finite, fair, 0) / self.data.slot + 1e-9)
+            self.cap = np.where(finite, slots, big).astype(np.int64)
+
+    def heuristics(self) -> None:
+        """Step 1: heuristic schedules (per machine) that meet the caps; the best is the warm start."""
+        for rule, (starts, machine) in _heuristics(self.instance, self.data).items():
+            completion = self.data.completions(starts)
+            if self.cap is None or np.all(completion <= self.cap):
+                self.candidates[rule] = (objective_in_slots(self.data, completion, self.a, self.b), starts, machine)
+        if self.candidates:
+            self.best = min(self.candidates, key=lambda rule: self.candidates[rule][0])
+
+    def _start(self) -> tuple[IntArray, IntArray] | None:
+        if self.best is None:
+            return None
+        return self.candidates[self.best][1], self.candidates[self.best][2]
+
+    def completion_bounds(self) -> IntArray:
+        """Step 2: per-job completion bounds from the best heuristic's value (so the horizon)."""
+        data = self.data
+        if self.best is not None:
+            upper = completion_upper(data, self.a, self.b, self.candidates[self.best][0])
+        else:
+            upper = np.full(data.num_jobs, data.sum_horizon(), dtype=np.int64)
+        return upper if self.cap is None else np.minimum(upper, self.cap)
+
+    def _phase(self, upper: IntArray, deadline: float | None) -> _Phase:
+        phase = _solve_phase(self.data, self.objective, self.alpha, upper, self._start(), self.solver, deadline,
+                             self.algorithm, self.instance.name, self.notes)  # fmt: skip
+        self.solve_s += phase.outcome.solve_s
+        return phase
+
+    def solve_models(self, upper: IntArray) -> None:
+        """Step 3: build and solve; per-server placement may need machines, or a second, per-machine model."""
+        data, deadline = self.data, self.deadline
+        first_deadline = deadline
+        if deadline is not None and self.servers_model == "auto" and not data.units_are_machines:
+            # Keep time for the per-machine MILP in case the relaxation's time-table fits no machines.
+            first_deadline = time.perf_counter() + RELAXATION_SHARE * max(deadline - time.perf_counter(), 0.0)
+        phase = self.phase = self._phase(upper, first_deadline)
+        self.status, self.bound = phase.outcome.status, phase.outcome.bound
+        self.solver_objective = phase.outcome.objective if phase.outcome.x is not None else None
+        if self.servers:
+            self.extra["models"] = {"machine" if data.units_are_machines else "class": phase.model.stats()}
+        if phase.starts is None or phase.units is None:
+            return
+        on, how, spent = _machines(data, phase.starts, phase.units, self.solver, deadline)
+        self.solve_s += spent
+        if self.servers:
+            self.extra["machine_assignment"] = how
+        if on is not None:
+            self.chosen = (phase.starts, on)
+            if self.servers and not data.units_are_machines:
+                self.notes.append(f"class-aggregated MILP (a relaxation of per-machine packing); its time-table was "
+                                  f"placed on machines by {how}, so its bound holds per machine")  # fmt: skip
+            return
+        self.notes.append(f"the class-aggregated MILP's time-table does not fit the machines ({how})")
+        self.status = "feasible" if self.status == "optimal" else self.status
+        self.solver_objective = None
+        if self.servers_model == "auto" and (deadline is None or deadline - time.perf_counter() > MIN_PHASE_S):
+            self._per_machine(upper)
+
+    def _per_machine(self, upper: IntArray) -> None:
+        self.data = SlotData.of(self.instance, self.placement, per_machine=True)
+        second = self.phase = self._phase(upper, self.deadline)
+        self.extra["models"]["machine"] = second.model.stats()
+        self.notes.append("then ran the per-machine MILP")
+        self.status = second.outcome.status
+        self.bound = _better_bound(self.bound, second.outcome.bound)
+        if second.starts is not None and second.units is not None:
+            self.chosen = (second.starts, second.units)  # per-machine data: unit u is machine u
+            self.solver_objective = second.outcome.objective
+
+    def fall_back_to_heuristic(self) -> None:
+        """Step 4a: without a solver time-table, the best heuristic schedule (never called optimal)."""
+        if self.chosen is None and self.best is not None and self.status in ("time_limit", "error", "feasible",
+                                                                             "optimal"):  # fmt: skip
+            self.chosen = self._start()
+            if self.status == "optimal":  # a relaxation's optimum without machines: its bound holds, not optimality
+                self.status = "feasible"
+            elif self.status != "feasible":
+                self.status = "time_limit" if self.status != "error" else "error"
+            self.notes.append(f"returning the {self.best} heuristic schedule")
+        if self.status == "infeasible" and self.fair is not None:
+            self.notes.append("the fair caps cannot all be met at once (--no-fair-cap drops them)")
+
+    def _schedule(self) -> Schedule | None:
+        if self.chosen is None:
+            return None
+        data = self.data
+        starts, machine = self.chosen
         stage = data.task_stage
         begin = starts.astype(np.float64) * data.slot
-        placed = (data.machine_class[machine], data.machine_number[machine]) if servers else (None, None)
+        placed = (data.machine_class[machine], data.machine_number[machine]) if self.servers else (None, None)
         index = np.arange(stage.size) - data.first_task[stage]
-        schedule = Schedule(data.stage_job[stage], data.stage_local[stage], index, begin,
-                            begin + data.real_duration[stage], fair, *placed)  # fmt: skip
-    total = time.perf_counter() - started
-    result = base(status, phase.outcome.message, bound=bound, build_s=max(total - solve_s, 0.0), solve_s=solve_s,
-                  solver_objective=solver_objective, schedule=schedule)  # fmt: skip
-    extra = {
-        **result.extra,
-        **phase.model.stats(),
-        "horizon": phase.model.horizon * data.slot,
-        "heuristic": best,
-        "heuristic_objective": candidates[best][0] if best is not None else None,
-        "warm_start": phase.warm,
-    }
-    if extra_bound is not None:
-        extra["slotted_bound"] = extra_bound
-    return replace(result, extra=extra)
+        return Schedule(data.stage_job[stage], data.stage_local[stage], index, begin,
+                        begin + data.real_duration[stage], self.fair, *placed)  # fmt: skip
+
+    def finish(self) -> Result:
+        """Step 4b: the schedule in real times and the result."""
+        assert self.phase is not None
+        status, bound, extra_bound = self.status, self.bound, None
+        if not self.data.exact:
+            status = "feasible" if status == "optimal" else status
+            extra_bound, bound = bound, None
+        total = time.perf_counter() - self.started
+        result = self.result(status, self.phase.outcome.message, bound=bound, build_s=max(total - self.solve_s, 0.0),
+                             solve_s=self.solve_s, solver_objective=self.solver_objective,
+                             schedule=self._schedule())  # fmt: skip
+        extra = {
+            **result.extra,
+            **self.phase.model.stats(),
+            "horizon": self.phase.model.horizon * self.data.slot,
+            "heuristic": self.best,
+            "heuristic_objective": self.candidates[self.best][0] if self.best is not None else None,
+            "warm_start": self.phase.warm,
+        }
+        if extra_bound is not None:
+            extra["slotted_bound"] = extra_bound
+        return replace(result, extra=extra)
