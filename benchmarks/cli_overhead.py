@@ -68,10 +68,10 @@ def main() -> None:
     tree = _generate("tree_10000", ["tree", "--tenants", "10000", "--depth", "4", "--resources", "4", "--seed", "1"])
     rows.append(measure("tree, 10,000 leaves", tree, "hdrf", args.repeat))
     if data_dir is not None:
-        distinct = _generate("google_distinct_1500x60", ["google", "--data-dir", str(data_dir), "--tenants", "60",
-                                                         "--machines", "1500", "--distinct", "--seed", "1"])  # fmt: skip
+        google = ["google", "--data-dir", str(data_dir), "--seed", "1"]
+        distinct = _generate("google_distinct_1500x60", [*google, "--tenants", "60", "--machines", "1500", "--distinct"])
         rows.append(measure("Google table, 1,500 distinct machines x 60 tenants", distinct, "drfh", args.repeat))
-        table = _generate("google_1000", ["google", "--data-dir", str(data_dir), "--tenants", "1000", "--seed", "1"])
+        table = _generate("google_1000", [*google, "--tenants", "1000"])
         rows.append(measure("Google table (12,583 machines) x 1,000 tenants", table, "drfh", args.repeat))
     lines = [
         "# CLI wall time against the solver's own build + solve",
