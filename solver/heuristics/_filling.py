@@ -232,6 +232,13 @@ class Alive:
         self.dead[i] = True
         self.mask[i] = False
 
+    def kill_where(self, hopeless: BoolArray) -> None:
+        """Kill every tenant where ``hopeless`` is True."""
+        dead = self.dead
+        for i in np.flatnonzero(hopeless & self.mask).tolist():
+            dead[i] = True
+        self.mask &= ~hopeless
+
 
 def progressive_fill(setup: FlatSetup, place: Callable[[int, int], int], alive: Alive, chunk: int = 8192) -> list[int]:
     """Serve the tenant with the lowest weighted global dominant share, a task at a time.

@@ -407,40 +407,55 @@ class _RatioIndex:
 
     # -- the search --
 
-    def _walk(self, i: int, b: int, j: int | None, step: int, dead: list[Item]) -> list[tuple[float, int]]:
-        """Fitting runs from position (b, j) outwards: the first, then every further one that may tie.
+    def _walk(
+        self, i: int, b: int, j: int | None, step: int, found: list[tuple[float, int]], bound: float, dead: list[Item]
+    ) -> float:
+        """Add to ``found`` the fitting runs from position (b, j) outwards while they may beat ``bound``.
 
         ``step`` is +1 (rightwards) or -1; ``j`` the position in block ``b`` to start from (``None``:
-        the block's far end when walking left). Returns (fitness, first machine) pairs. Runs met on the
-        way that fit no tenant still alive are appended to ``dead``, for removal after the search.
+        the block's far end when walking left). ``H`` only grows along the walk, so it stops at the
+        first run beyond ``bound``, which tightens to the best fitting run's ``H`` plus the tie
+        tolerance (with a margin for rounding). Appends (fitness, first machine) pairs to ``found`` and
+        returns the bound. Runs met on the way that fit no tenant still alive go to ``dead``.
         """
         need0, need1, delta, first = self.need0[i], self.need1[i], self.delta[i], self.first[i]
         t0, t1, blocks, runs = self.t0, self.t1, self.blocks, self.runs
-        found: list[tuple[float, int]] = []
-        bound = np.inf
+        inf = np.inf
         while 0 <= b < len(blocks):
-            if found or (self.max0[b] >= need0 and self.max1[b] >= need1):
-                block = blocks[b]
-                items = (block[j:] if j else block) if step > 0 else (block[j::-1] if j is not None else block[::-1])
+            block = blocks[b]
+            items = (block[j:] if j else block) if step > 0 else (block[j::-1] if j is not None else block[::-1])
+            if not items:
+                pass
+            elif self.max0[b] < need0 or self.max1[b] < need1:  # nothing in the block fits
+                if bound < inf:  # but the walk may already be past the bound
+                    q, _, r0, r1 = items[0]
+                    h = abs(delta - q) if first else (abs(delta - r0 / t0 / (r1 / t1)) if r1 > 0 else inf)
+                    if h > bound:
+                        return bound
+            else:
+                fitted = False
                 for item in items:
                     q, start, r0, r1 = item
                     fits = r0 >= need0 and r1 >= need1
-                    if fits or found:
-                        h = abs(delta - q) if first else (abs(delta - r0 / t0 / (r1 / t1)) if r1 > 0 else np.inf)
+                    if fits or bound < inf:
+                        h = abs(delta - q) if first else (abs(delta - r0 / t0 / (r1 / t1)) if r1 > 0 else inf)
                         if h > bound:
-                            return found
+                            return bound
                         if fits:
+                            fitted = True
                             found.append((h, start))
-                            bound = min(bound, h + 2 * TIE * (1.0 + h))
+                            limit = h + 2 * TIE * (1.0 + h)
+                            if limit < bound:
+                                bound = limit
                     elif not runs.useful(start):
                         dead.append(item)
-                if not found and self.stale[b]:
+                if not fitted and self.stale[b]:  # scanned to its end without a fit: tighten its maxima
                     self.max0[b] = max(map(itemgetter(2), block))
                     self.max1[b] = max(map(itemgetter(3), block))
                     self.stale[b] = False
             b += step
             j = None
-        return found
+        return bound
 
     def place(self, i: int, k: int) -> int:
         runs, demand, record = self.runs, self.demands[i], self.record
@@ -453,8 +468,12 @@ class _RatioIndex:
             dead: list[Item] = []
             b = max(bisect.bisect_right(self.fronts, probe) - 1, 0)
             j = bisect.bisect_left(self.blocks[b], probe)
-            found = self._walk(i, b, j, 1, dead)
-            found += self._walk(i, b, j - 1, -1, dead) if j > 0 else self._walk(i, b - 1, None, -1, dead)
+            found: list[tuple[float, int]] = []
+            bound = self._walk(i, b, j, 1, found, np.inf, dead)
+            if j > 0:
+                self._walk(i, b, j - 1, -1, found, bound, dead)
+            else:
+                self._walk(i, b - 1, None, -1, found, bound, dead)
             for item in dead:
                 self._remove(item)
                 runs.drop(item[1])
@@ -554,17 +573,19 @@ def slots(instance: Instance, slots_per_max_server: int = 10) -> Allocation:
 # ---- per-server DRF -----------------------------------------------------------------------------------
 
 
-def _machine_drf(setup: FlatSetup, capacity: FloatArray, remaining: FloatArray) -> list[int]:
+def _machine_drf(
+    setup: FlatSetup, capacity: FloatArray, remaining: FloatArray, needs: list[list[float]], demands: list[list[float]]
+) -> list[int]:
     """Weighted DRF of whole tasks on one machine: progressive filling on the machine-local dominant share.
 
     ``remaining`` caps every tenant's tasks; a tenant whose next task does not fit is blocked on this
-    machine. Ties between tenants follow the shared rule (tolerance, then index).
+    machine. Ties between tenants follow the shared rule (tolerance, then index). ``needs`` and
+    ``demands`` are ``setup.need`` and ``setup.demand`` as lists.
     """
     room = (capacity * (1 + TOL)).tolist()
     present = capacity > 0
     fits = setup.eligible & (remaining >= 1) & np.all(setup.need <= capacity * (1 + TOL), axis=1)
     local = (setup.demand[:, present] / capacity[present]).max(axis=1) if present.any() else np.zeros(setup.tenants)
-    needs, demands = setup.need.tolist(), setup.demand.tolist()
     alive = Alive(fits)
 
     def place(i: int, k: int) -> int:
@@ -574,8 +595,7 @@ def _machine_drf(setup: FlatSetup, capacity: FloatArray, remaining: FloatArray) 
             room = [a - d for a, d in zip(room, demands[i], strict=True)]
             placed += 1
         if placed < k:  # the machine is filling up: block at once every tenant that no longer fits
-            for j in np.flatnonzero(alive.mask & ~np.all(setup.need <= np.asarray(room), axis=1)).tolist():
-                alive.kill(j)
+            alive.kill_where(~np.all(setup.need <= np.asarray(room), axis=1))
         return placed
 
     local_setup = replace(setup, step=np.where(fits, local / setup.weights, 1.0), caps=remaining, eligible=fits)
@@ -609,10 +629,12 @@ def per_server_drf(instance: Instance) -> Allocation:
     setup = prepare(instance, "per-server-drf")
     record = Placements()
     remaining = setup.caps.copy()
+    needs, demands = setup.need.tolist(), setup.demand.tolist()
     for cls, server in enumerate(instance.servers):
         machine, left = int(setup.class_start[cls]), int(server.count)
         while left > 0:
-            outcome = np.asarray(_machine_drf(setup, instance.capacity[cls], remaining), dtype=np.float64)
+            counts = _machine_drf(setup, instance.capacity[cls], remaining, needs, demands)
+            outcome = np.asarray(counts, dtype=np.float64)
             placed = outcome > 0
             if not placed.any():
                 break
