@@ -278,9 +278,9 @@ def test_two_resources_with_many_identical_machines(instance: Instance) -> None:
     assert np.array_equal(first_fit(instance).tasks, reference_first_fit(instance))
 
 
-@settings(derandomize=True, max_examples=60, deadline=None)
-@given(instances(resources=3, max_count=6))
-def test_three_resources(instance: Instance) -> None:
+@settings(derandomize=True, max_examples=80, deadline=None)
+@given(st.sampled_from([3, 4]).flatmap(lambda size: instances(resources=size, max_count=6)))
+def test_three_and_four_resources(instance: Instance) -> None:
     assert np.array_equal(best_fit(instance).tasks, reference_best_fit(instance))
     assert np.array_equal(first_fit(instance).tasks, reference_first_fit(instance))
 

@@ -22,6 +22,7 @@ consecutive identical machines.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from dataclasses import replace
 from operator import ge, itemgetter
 
@@ -45,6 +46,32 @@ from solver.heuristics._filling import (
 __all__ = ["best_fit", "first_fit", "per_server_drf", "slots"]
 
 
+Vector = list[float]
+
+
+def _fit_test(resources: int) -> Callable[[Vector, Vector], bool]:
+    """``room >= need`` in every resource, spelled out for few resources (several times faster)."""
+    if resources == 1:
+        return lambda room, need: room[0] >= need[0]
+    if resources == 2:
+        return lambda room, need: room[0] >= need[0] and room[1] >= need[1]
+    if resources == 3:
+        return lambda room, need: room[0] >= need[0] and room[1] >= need[1] and room[2] >= need[2]
+    return lambda room, need: all(map(ge, room, need))
+
+
+def _subtraction(resources: int) -> Callable[[Vector, Vector], Vector]:
+    """``room - demand`` as a new list, spelled out for few resources (several times faster)."""
+    if resources == 1:
+        return lambda room, demand: [room[0] - demand[0]]
+    if resources == 2:
+        return lambda room, demand: [room[0] - demand[0], room[1] - demand[1]]
+    if resources == 3:
+        return lambda room, demand: [room[0] - demand[0], room[1] - demand[1], room[2] - demand[2]]
+    return lambda room, demand: [a - d for a, d in zip(room, demand, strict=True)]
+
+
+
 class _Runs:
     """The machines that may still take a task, as runs of consecutive machines with identical room.
 
@@ -57,6 +84,8 @@ class _Runs:
         self.setup = setup
         self.alive = alive
         self.needs = setup.need.tolist()
+        self.fits = _fit_test(setup.demand.shape[1])
+        self.minus = _subtraction(setup.demand.shape[1])
         self.frontier: list[tuple[int, list[float]]] = []
         self.starts: list[int] = []
         self.count: dict[int, int] = {}
@@ -92,12 +121,12 @@ class _Runs:
     def useful(self, start: int) -> bool:
         """Whether some tenant still alive fits the run (finds a new witness when the old one lapsed)."""
         room, w, dead = self.room[start], self.witness[start], self.alive.dead
-        if w >= 0 and not dead[w] and all(map(ge, room, self.needs[w])):
+        if w >= 0 and not dead[w] and self.fits(room, self.needs[w]):
             return True
         if any(dead[t] for t, _ in self.frontier) or not self.frontier:
             self._refresh_frontier()
         for t, need in self.frontier:
-            if all(map(ge, room, need)):
+            if self.fits(room, need):
                 self.witness[start] = t
                 return True
         return False
@@ -108,7 +137,7 @@ class _Runs:
         record.single_machine.append(start)
         room = self.room[start]
         if self.count[start] == 1:
-            self.room[start] = [a - d for a, d in zip(room, demand, strict=True)]
+            self.room[start] = self.minus(room, demand)
         else:
             self.place_one_split(start, room, demand)
 
@@ -116,7 +145,7 @@ class _Runs:
         """One task on the first machine of a run of several: the first machine leaves the run."""
         self.add(start + 1, self.count[start] - 1, room, self.witness[start])
         self.count[start] = 1
-        self.room[start] = [a - d for a, d in zip(room, demand, strict=True)]
+        self.room[start] = self.minus(room, demand)
 
     def place_batch(self, start: int, i: int, limit: int, demand: list[float], record: Placements) -> tuple[int, int]:
         """Up to ``limit`` tasks of tenant ``i`` on the run, first machine first, as First-Fit would.
@@ -127,8 +156,8 @@ class _Runs:
         """
         count, room, need = self.count[start], self.room[start], self.needs[i]
         each, left = 0, room
-        while each < limit and all(map(ge, left, need)):
-            left = [a - d for a, d in zip(left, demand, strict=True)]
+        while each < limit and self.fits(left, need):
+            left = self.minus(left, demand)
             each += 1
         machines = 1 if each == limit or count == 1 else min(count, limit // each)
         record.tenant.append(i)
@@ -175,7 +204,7 @@ def first_fit(instance: Instance) -> Allocation:
     cursor = [0] * setup.tenants
     demands = setup.demand.tolist()
     starts, rooms, count, witness, needs = runs.starts, runs.room, runs.count, runs.witness, runs.needs
-    dead = alive.dead
+    dead, fits, minus = alive.dead, runs.fits, runs.minus
 
     singles_t, singles_m = record.single_tenant, record.single_machine
 
@@ -190,10 +219,10 @@ def first_fit(instance: Instance) -> Allocation:
             while j < len(starts):
                 start = starts[j]
                 room = rooms[start]
-                if all(map(ge, room, need)):
+                if fits(room, need):
                     break
                 w = witness[start]
-                if (w >= 0 and not dead[w] and all(map(ge, room, needs[w]))) or runs.useful(start):
+                if (w >= 0 and not dead[w] and fits(room, needs[w])) or runs.useful(start):
                     j += 1
                 else:
                     runs.drop(start)
@@ -208,7 +237,7 @@ def first_fit(instance: Instance) -> Allocation:
             singles_t.append(i)
             singles_m.append(start)
             if count[start] == 1:
-                rooms[start] = [a - d for a, d in zip(room, demand)]  # noqa: B905 (same length)
+                rooms[start] = minus(room, demand)
             else:
                 runs.place_one_split(start, room, demand)
             return k
@@ -334,7 +363,9 @@ class _RatioIndex:
     covers the demand, and one with ``q < q_i`` when its free ``b`` does; on each side ``H`` grows with
     the distance in ``q``. So the best run is the first fitting one on either side of ``q_i``: walk
     outwards, skip blocks of the sorted list whose largest free room is too small, and go on while a
-    further run could tie. Items live in blocks of at most ``2 * _BLOCK`` (a sorted list of lists).
+    further run could tie. Items live in blocks of at most ``2 * _BLOCK`` (a sorted list of lists),
+    with their ``q`` alone in a parallel list of floats for fast bisection. Items with equal ``q``
+    may sit in any order: they tie in ``H``, and ties are settled by machine index after the walk.
     """
 
     _BLOCK = 48
@@ -353,7 +384,8 @@ class _RatioIndex:
         self.need0 = runs.setup.need[:, self.a].tolist()
         self.need1 = runs.setup.need[:, self.b].tolist()
         self.blocks: list[list[Item]] = []
-        self.fronts: list[Item] = []
+        self.keys: list[list[float]] = []
+        self.fronts: list[float] = []
         self.max0: list[float] = []
         self.max1: list[float] = []
         self.stale: list[bool] = []
@@ -371,7 +403,8 @@ class _RatioIndex:
 
     def _new_block(self, b: int, items: list[Item]) -> None:
         self.blocks.insert(b, items)
-        self.fronts.insert(b, items[0])
+        self.keys.insert(b, [item[0] for item in items])
+        self.fronts.insert(b, items[0][0])
         self.max0.insert(b, max(map(itemgetter(2), items)))
         self.max1.insert(b, max(map(itemgetter(3), items)))
         self.stale.insert(b, False)
@@ -380,100 +413,122 @@ class _RatioIndex:
         if not self.blocks:
             self._new_block(0, [item])
             return
-        b = max(bisect.bisect_right(self.fronts, item) - 1, 0)
-        block = self.blocks[b]
-        bisect.insort(block, item)
-        self.fronts[b] = block[0]
+        q = item[0]
+        b = bisect.bisect_right(self.fronts, q) - 1
+        if b < 0:
+            b = 0
+        keys, block = self.keys[b], self.blocks[b]
+        k = bisect.bisect_right(keys, q)
+        keys.insert(k, q)
+        block.insert(k, item)
+        if k == 0:
+            self.fronts[b] = q
         if item[2] > self.max0[b]:
             self.max0[b] = item[2]
         if item[3] > self.max1[b]:
             self.max1[b] = item[3]
         if len(block) > 2 * self._BLOCK:
             half = block[self._BLOCK :]
-            del block[self._BLOCK :]
+            del block[self._BLOCK :], keys[self._BLOCK :]
             self.stale[b] = True
             self._new_block(b + 1, half)
 
     def _remove(self, item: Item) -> None:
-        b = max(bisect.bisect_right(self.fronts, item) - 1, 0)
-        block = self.blocks[b]
-        del block[bisect.bisect_left(block, item)]
-        if block:
-            self.fronts[b] = block[0]
-            if item[2] >= self.max0[b] or item[3] >= self.max1[b]:
-                self.stale[b] = True  # the block's largest room may have left with it
-        else:
-            del self.blocks[b], self.fronts[b], self.max0[b], self.max1[b], self.stale[b]
+        q, start = item[0], item[1]
+        b = bisect.bisect_left(self.fronts, q) - 1  # equal keys may begin in the block before
+        if b < 0:
+            b = 0
+        while True:
+            keys, block = self.keys[b], self.blocks[b]
+            k = bisect.bisect_left(keys, q)
+            while k < len(keys) and keys[k] == q and block[k][1] != start:
+                k += 1
+            if k < len(keys) and keys[k] == q:
+                break
+            b += 1
+        del keys[k], block[k]
+        if not block:
+            del self.blocks[b], self.keys[b], self.fronts[b], self.max0[b], self.max1[b], self.stale[b]
+            return
+        if k == 0:
+            self.fronts[b] = keys[0]
+        if item[2] >= self.max0[b] or item[3] >= self.max1[b]:
+            self.stale[b] = True  # the block's largest room may have left with it
 
     # -- the search --
 
-    def _walk(
-        self, i: int, b: int, j: int | None, step: int, found: list[tuple[float, int]], bound: float, dead: list[Item]
-    ) -> float:
-        """Add to ``found`` the fitting runs from position (b, j) outwards while they may beat ``bound``.
+    def _search(self, i: int, b: int, j: int, dead: list[Item]) -> list[tuple[float, int]]:
+        """The fitting runs that may be best for tenant ``i``, walking out from position (b, j).
 
-        ``step`` is +1 (rightwards) or -1; ``j`` the position in block ``b`` to start from (``None``:
-        the block's far end when walking left). ``H`` only grows along the walk, so it stops at the
-        first run beyond ``bound``, which tightens to the best fitting run's ``H`` plus the tie
-        tolerance (with a margin for rounding). Appends (fitness, first machine) pairs to ``found`` and
-        returns the bound. Runs met on the way that fit no tenant still alive go to ``dead``.
+        (b, j) is the first item with ``q`` at or above the task's ratio. The walk goes right, then
+        left; ``H`` only grows along each way, so a way stops at the first run beyond ``bound``, which
+        tightens to the best fitting run's ``H`` plus the tie tolerance (with a margin for rounding).
+        Returns (fitness, first machine) pairs. Runs met on the way that fit no tenant still alive go
+        to ``dead``.
         """
         need0, need1, delta, first = self.need0[i], self.need1[i], self.delta[i], self.first[i]
-        t0, t1, blocks, runs = self.t0, self.t1, self.blocks, self.runs
+        t0, t1, blocks, runs, max0, max1 = self.t0, self.t1, self.blocks, self.runs, self.max0, self.max1
         inf = np.inf
-        while 0 <= b < len(blocks):
-            block = blocks[b]
-            items = (block[j:] if j else block) if step > 0 else (block[j::-1] if j is not None else block[::-1])
-            if not items:
-                pass
-            elif self.max0[b] < need0 or self.max1[b] < need1:  # nothing in the block fits
-                if bound < inf:  # but the walk may already be past the bound
-                    q, _, r0, r1 = items[0]
-                    h = abs(delta - q) if first else (abs(delta - r0 / t0 / (r1 / t1)) if r1 > 0 else inf)
-                    if h > bound:
-                        return bound
-            else:
-                fitted = False
-                for item in items:
-                    q, start, r0, r1 = item
-                    fits = r0 >= need0 and r1 >= need1
-                    if fits or bound < inf:
+        bound = inf
+        found: list[tuple[float, int]] = []
+        ways = ((1, b, j), (-1, b, j - 1) if j > 0 else (-1, b - 1, None))
+        for step, b, start_at in ways:
+            at: int | None = start_at
+            while 0 <= b < len(blocks):
+                block = blocks[b]
+                ahead = block if at is None else (block[at:] if step > 0 else block[at::-1])
+                items = ahead if step > 0 or at is not None else block[::-1]
+                at = None
+                if not items:
+                    pass
+                elif max0[b] < need0 or max1[b] < need1:  # nothing in the block fits
+                    if bound < inf:  # but the walk may already be past the bound
+                        q, _, r0, r1 = items[0]
                         h = abs(delta - q) if first else (abs(delta - r0 / t0 / (r1 / t1)) if r1 > 0 else inf)
                         if h > bound:
-                            return bound
-                        if fits:
-                            fitted = True
-                            found.append((h, start))
-                            limit = h + 2 * TIE * (1.0 + h)
-                            if limit < bound:
-                                bound = limit
-                    elif not runs.useful(start):
-                        dead.append(item)
-                if not fitted and self.stale[b]:  # scanned to its end without a fit: tighten its maxima
-                    self.max0[b] = max(map(itemgetter(2), block))
-                    self.max1[b] = max(map(itemgetter(3), block))
-                    self.stale[b] = False
-            b += step
-            j = None
-        return bound
+                            break
+                else:
+                    fitted = past = False
+                    for item in items:
+                        q, start, r0, r1 = item
+                        fits = r0 >= need0 and r1 >= need1
+                        if fits or bound < inf:
+                            h = abs(delta - q) if first else (abs(delta - r0 / t0 / (r1 / t1)) if r1 > 0 else inf)
+                            if h > bound:
+                                past = True
+                                break
+                            if fits:
+                                fitted = True
+                                found.append((h, start))
+                                limit = h + 2 * TIE * (1.0 + h)
+                                if limit < bound:
+                                    bound = limit
+                        elif not runs.useful(start):
+                            dead.append(item)
+                    if past:
+                        break
+                    if not fitted and self.stale[b]:  # scanned to its end without a fit: tighten its maxima
+                        max0[b] = max(map(itemgetter(2), block))
+                        max1[b] = max(map(itemgetter(3), block))
+                        self.stale[b] = False
+                b += step
+        return found
 
     def place(self, i: int, k: int) -> int:
         runs, demand, record = self.runs, self.demands[i], self.record
         delta = self.delta[i]
         target = delta if self.first[i] else (1.0 / delta if delta > 0 else np.inf)
-        probe = (target, -1, 0.0, 0.0)
         for placed in range(k):
             if not self.blocks:
                 return placed
             dead: list[Item] = []
-            b = max(bisect.bisect_right(self.fronts, probe) - 1, 0)
-            j = bisect.bisect_left(self.blocks[b], probe)
-            found: list[tuple[float, int]] = []
-            bound = self._walk(i, b, j, 1, found, np.inf, dead)
-            if j > 0:
-                self._walk(i, b, j - 1, -1, found, bound, dead)
-            else:
-                self._walk(i, b - 1, None, -1, found, bound, dead)
+            b = bisect.bisect_left(self.fronts, target) - 1
+            if b < 0:
+                b = 0
+            j = bisect.bisect_left(self.keys[b], target)
+            if j == len(self.keys[b]) and b + 1 < len(self.blocks):
+                b, j = b + 1, 0
+            found = self._search(i, b, j, dead)
             for item in dead:
                 self._remove(item)
                 runs.drop(item[1])
@@ -484,11 +539,12 @@ class _RatioIndex:
                 best = min(h for h, _ in found)
                 start = min(s for h, s in found if fitness_ties(h, best))
             count = runs.count[start]
-            self._remove(self._item(start))
+            before = self._item(start)
+            self._remove(before)
             runs.place_one(start, i, demand, record)
             self._insert(self._item(start))
-            if count > 1:
-                self._insert(self._item(start + 1))
+            if count > 1:  # the rest of the run keeps the old room, hence the old ratio
+                self._insert((before[0], start + 1, before[2], before[3]))
         return k
 
 
@@ -587,12 +643,13 @@ def _machine_drf(
     fits = setup.eligible & (remaining >= 1) & np.all(setup.need <= capacity * (1 + TOL), axis=1)
     local = (setup.demand[:, present] / capacity[present]).max(axis=1) if present.any() else np.zeros(setup.tenants)
     alive = Alive(fits)
+    fit, minus = _fit_test(len(room)), _subtraction(len(room))
 
     def place(i: int, k: int) -> int:
         nonlocal room
         placed = 0
-        while placed < k and all(map(ge, room, needs[i])):
-            room = [a - d for a, d in zip(room, demands[i], strict=True)]
+        while placed < k and fit(room, needs[i]):
+            room = minus(room, demands[i])
             placed += 1
         if placed < k:  # the machine is filling up: block at once every tenant that no longer fits
             alive.kill_where(~np.all(setup.need <= np.asarray(room), axis=1))
