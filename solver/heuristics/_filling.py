@@ -32,9 +32,9 @@ BoolArray = npt.NDArray[np.bool_]
 TOL = 1e-10  # fit slack relative to a machine's capacity; well inside the 1e-9 a checker allows
 TIE = 1e-9  # relative tolerance under which two keys or two fitness values tie (then the lower index wins)
 #: Whole-task heuristics return a tenants x machines table (``Allocation(kind="machine")``): refuse
-#: instances whose table would exceed this many cells (2**25 cells are 256 MiB of float64) before
-#: building anything per machine.
-MAX_CELLS = 2**25
+#: instances whose table would exceed this many cells (2**27 cells are 1 GiB of float64, and the
+#: table is built and then copied once) before building anything per machine.
+MAX_CELLS = 2**27
 
 
 def key_ties(value: float, best: float) -> bool:

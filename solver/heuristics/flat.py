@@ -38,6 +38,7 @@ from solver.heuristics._filling import (
     FloatArray,
     IntArray,
     Placements,
+    check_size,
     fitness_ties,
     prepare,
     progressive_fill,
@@ -306,6 +307,7 @@ def best_fit(instance: Instance) -> Allocation:
     everywhere, so Best-Fit is First-Fit. With two, ``H`` is the distance between the machine's free
     ratio and the task's, and the search walks a list of runs sorted by that ratio (``_RatioIndex``).
     """
+    check_size(instance, "best-fit")
     total, star, delta = best_fit_terms(instance)
     present = np.flatnonzero(total > 0)
     if present.size <= 1:
