@@ -69,7 +69,8 @@ def main() -> None:
     rows.append(measure("tree, 10,000 leaves", tree, "hdrf", args.repeat))
     if data_dir is not None:
         google = ["google", "--data-dir", str(data_dir), "--seed", "1"]
-        distinct = _generate("google_distinct_1500x60", [*google, "--tenants", "60", "--machines", "1500", "--distinct"])
+        sizes = ["--tenants", "60", "--machines", "1500", "--distinct"]
+        distinct = _generate("google_distinct_1500x60", [*google, *sizes])
         rows.append(measure("Google table, 1,500 distinct machines x 60 tenants", distinct, "drfh", args.repeat))
         table = _generate("google_1000", [*google, "--tenants", "1000"])
         rows.append(measure("Google table (12,583 machines) x 1,000 tenants", table, "drfh", args.repeat))
