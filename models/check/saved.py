@@ -20,6 +20,7 @@ from models.check.schedule import verify_schedule
 from models.check.verify import verify_allocation
 from models.metrics import guarantee_ratio
 from models.result import SCHEDULE_OBJECTIVES, Allocation, UnitKind
+from models.tolerance import CHECK_RTOL
 from models.types import Instance, InstanceError
 from models.view import allocation_from_json, schedule_from_json
 
@@ -27,7 +28,7 @@ from models.view import allocation_from_json, schedule_from_json
 ANSWER_STATUSES = ("optimal", "feasible")
 NO_ANSWER_STATUSES = ("infeasible", "unbounded", "error", "time_limit")
 #: Relative slack when comparing a saved number with its recomputation.
-SAVED_RTOL = 1e-6
+SAVED_RTOL = CHECK_RTOL
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ import numpy as np
 
 from models.check.report import ABS_TOL, fmt, truncate
 from models.result import Schedule, job_completion, objective_value, schedule_objectives
+from models.tolerance import CHECK_RTOL
 from models.types import FloatArray, Instance, IntArray
 
 
@@ -82,7 +83,7 @@ def verify_schedule(
     instance: Instance,
     schedule: Schedule,
     fair_completion: Mapping[str, float] | Sequence[float] | FloatArray | None = None,
-    tol: float = 1e-6,
+    tol: float = CHECK_RTOL,
     require_placement: bool = False,
 ) -> ScheduleReport:
     """Re-verify a schedule from the instance alone and recompute makespan, completions and avg JCT.

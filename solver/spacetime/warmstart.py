@@ -23,7 +23,7 @@ from models.types import BoolArray, FloatArray, Instance, IntArray
 #: The list heuristic keeps a (steps x machines x resources) usage profile; larger instances skip it.
 MAX_PROFILE_CELLS = 20_000_000
 #: Event-driven heuristics tried as warm starts.
-WARM_HEURISTICS = ("carbyne", "sjf", "drf-dag", "tetris")
+WARM_HEURISTICS = ("carbyne", "sjf", "drf-dag", "tetris", "drf-strict")
 
 
 def serial_sgs(
@@ -154,7 +154,7 @@ def heuristic_starts(
     globally (classes in order, then the number within the class; ``0`` for the pooled cluster). Their
     schedules are often better than the list schedules on multi-job mixes (Carbyne, SJF).
     """
-    from solver.spacetime.policies import run_policy
+    from solver.sim.runs import run_policy
 
     counts = [len(job.stages) for job in instance.jobs]
     offset = np.concatenate([[0], np.cumsum(counts)])[:-1].astype(np.int64)
