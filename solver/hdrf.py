@@ -23,14 +23,34 @@ Bottom-up, every growing node gets a growth mode:
 
 Events are the first of: a resource saturating, a leaf reaching its cap, a component of a node
 overtaking its dominant share (its dominant resource changes, or a flat node starts rising), a
-waiting child being caught up by its siblings' level. Each phase is a handful of numpy passes over
-the tree's depth levels, so trees of 100,000 leaves are cheap.
+waiting child being caught up by its siblings' level.
+
+Two engines compute the same phases:
+
+- ``_Clocks`` (the default) does per phase work on the root paths an event touched only. Every node
+  keeps a *clock*, its own growth parameter; a child's clock is an affine function of its parent's
+  (``clock = anchor + k * parent clock``) whose slope ``k`` changes only when the parent is
+  recomputed, and a node's consumption is affine in its own clock. A node is recomputed (its
+  consumption materialised, its clock reset to zero, its children re-anchored) only when an event
+  happens in its subtree. Every node also keeps the clock value of the first event in its subtree,
+  in its own clock, so the next event is read at the root and the nodes where it happens are found
+  by descending only into the subtrees whose event is due. A phase costs a few vectorised passes
+  over the children of the touched paths, not over the tree: 100,000 leaves in seconds.
+- ``_Reference`` recomputes every node in every phase with whole-tree numpy passes. It is the
+  straightforward form of the same rules and the tests hold the fast engine to it.
+
+Sibling weights enter only as ratios, so ``_Clocks`` divides them by the largest sibling weight:
+weights that differ by many orders of magnitude neither overflow the rates nor lose the tie tests.
 
 On heterogeneous servers (``pooled=False``) the allocation must also be placeable: leaf shares are
 global dominant shares as in DRFH and every phase asks an LP how far the growth can go with the
 machines' capacities (``models.drfh.DrfhModel``, identical machines merged). When the LP stops short
 of the next event, the leaves that cannot grow at all with everybody else kept at their shares are
 blocked, which is what saturation means on one pool; a probe LP per growing leaf decides that.
+
+A time limit bounds the whole call: the filling stops between phases (or between probe LPs) and
+returns the allocation reached so far with status ``time_limit``. Every phase only grows shares up
+to a feasible point, so a partial filling is a feasible allocation (not yet Pareto-efficient).
 """
 
 from __future__ import annotations
@@ -39,6 +59,7 @@ import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -59,6 +80,13 @@ _NONE, _RISING, _FLAT = 0, 1, 2
 _TIE = 1e-10  # relative: weighted shares this close are tied
 _EXACT = 1e-12  # absolute, on shares <= 1: components this close to a node's share are dominant
 _GROW = 1e-9  # a probe that lets a leaf grow less than this (relative) means it is blocked
+_CAP_TIE = 1e-12  # relative: a leaf this close to its share cap holds it
+_SLACK = 1e-9  # relative: clock round-off allowed when descending to the subtrees whose event is due
+_SMALLEST_WEIGHT = 1e-300  # floor of a weight over its largest sibling's (keeps ratios finite)
+# Event kinds, in the order ties between simultaneous events are reported.
+_KINDS = ("none", "cap", "catch-up", "dominant", "saturation")
+_CAP, _CATCH_UP, _DOMINANT, _SATURATION = 1, 2, 3, 4
+_NO_NODES = np.zeros(0, dtype=np.int64)
 
 
 @dataclass
@@ -76,29 +104,525 @@ class HdrfFilling:
     message: str = ""
 
 
+@dataclass(frozen=True)
+class _Leaves:
+    """Per-tenant inputs of the filling: growth direction, share cap, whether it can run at all."""
+
+    directions: FloatArray  # (tenants, resources): consumption per unit of dominant share, max 1
+    dominant: FloatArray  # dominant share of one task
+    share_cap: FloatArray  # dominant share at the task cap (inf when unbounded)
+    runnable: BoolArray
+
+    @classmethod
+    def of(cls, instance: Instance) -> _Leaves:
+        total = instance.total_capacity
+        demand = instance.demand
+        fraction = np.divide(demand, total, out=np.zeros_like(demand), where=total > 0)
+        dominant = fraction.max(axis=1) if demand.size else np.zeros(len(demand))
+        # A leaf needing a resource the cluster lacks, or with no tasks allowed, never grows.
+        lacks = ((demand > 0) & (total <= 0)).any(axis=1)
+        runnable = ~lacks & (instance.task_caps > 0) & (dominant > 0)
+        directions = np.divide(fraction, dominant[:, None], out=np.zeros_like(fraction), where=dominant[:, None] > 0)
+        share_cap = np.where(runnable, instance.task_caps * np.where(runnable, dominant, 1.0), 0.0)
+        return cls(directions, dominant, share_cap, runnable)
+
+
+class _Engine(Protocol):
+    """What the phase loop of ``solve_hdrf`` needs from an engine."""
+
+    blocked: BoolArray
+    events: Counter[str]
+
+    def finished(self) -> bool: ...
+
+    def next_event(self) -> tuple[float, str]: ...
+
+    def leaf_rate(self) -> FloatArray: ...
+
+    def shares(self) -> FloatArray: ...
+
+    def advance(self, step: float) -> None: ...
+
+    def block_saturated(self) -> None: ...
+
+    def block_capped(self) -> None: ...
+
+    def block(self, tenants: IntArray, reason: str) -> None: ...
+
+
+class _Siblings:
+    """The children of several parents, one contiguous segment per parent, as one index array.
+
+    Per-parent reductions are ``reduceat`` over the segments; ``spread`` repeats a per-parent value
+    over its children.
+    """
+
+    __slots__ = ("index", "offsets", "sizes")
+
+    def __init__(self, starts: IntArray, sizes: IntArray) -> None:
+        self.offsets = np.cumsum(sizes) - sizes
+        self.sizes = sizes
+        self.index = np.arange(int(sizes.sum())) + np.repeat(starts - self.offsets, sizes)
+
+    def min(self, values: FloatArray) -> FloatArray:
+        return np.minimum.reduceat(values, self.offsets, axis=0)
+
+    def max(self, values: FloatArray) -> FloatArray:
+        return np.maximum.reduceat(values, self.offsets, axis=0)
+
+    def sum(self, values: FloatArray) -> FloatArray:
+        return np.add.reduceat(values, self.offsets, axis=0)
+
+    def spread(self, values: FloatArray) -> FloatArray:
+        return np.repeat(values, self.sizes, axis=0)
+
+
+class _Clocks:
+    """The fast engine: node clocks, recomputed only along the root paths an event touched.
+
+    Nodes are renumbered breadth first with siblings contiguous, so a node's children are one index
+    range and a depth level is another. Per node (``N`` nodes, ``m`` resources):
+
+    - ``consumption0``, ``rate`` (N, m): consumption at the node's last recompute, and per unit of
+      its clock since then; ``share0`` the dominant share then (a leaf's share rises by exactly its
+      clock while it grows, because its direction's largest component is 1);
+    - ``anchor``, ``k``: the clock is ``anchor + k * parent clock``, the parent clock counted from
+      the parent's last recompute (the root's clock is the time since its last recompute);
+    - ``mode``, ``mass``, ``share_rate``: the growth mode, leaf-share rate and dominant-share rate
+      per unit of the clock (``share_rate`` is 1 for a rising node);
+    - ``own_*`` and ``due_*``: the node's own next event, and the first one in its subtree, as
+      values of its clock (``event``: when it happens; ``mark``: when the tolerance tests that
+      detect it, the same as ``_Reference`` applies, start to hold, which is never later).
+
+    Divisions by zero rates are masked out afterwards: call the methods under
+    ``np.errstate(divide="ignore", invalid="ignore")``.
+    """
+
+    def __init__(self, instance: Instance, tree: Tree) -> None:
+        leaves = _Leaves.of(instance)
+        self.events: Counter[str] = Counter()
+        num_nodes = tree.num_nodes
+        # Breadth-first order, children grouped by their parent's position.
+        position = np.zeros(num_nodes, dtype=np.int64)
+        pieces, count = [np.zeros(1, dtype=np.int64)], 1
+        for level in tree.levels[1:]:
+            level = level[np.lexsort((level, position[tree.parent[level]]))]
+            position[level] = np.arange(count, count + len(level))
+            count += len(level)
+            pieces.append(level)
+        order = np.concatenate(pieces)
+        self.bounds = np.cumsum([0] + [len(piece) for piece in pieces])
+        parent = np.full(num_nodes, -1, dtype=np.int64)
+        parent[1:] = position[tree.parent[order[1:]]]
+        self.parent = parent
+        self.num_children = np.bincount(parent[1:], minlength=num_nodes).astype(np.int64)
+        self.first_child = np.searchsorted(parent[1:], np.arange(num_nodes)).astype(np.int64) + 1
+        self.leaf_node = position[tree.leaf_nodes]  # per tenant
+        self.tenant = np.full(num_nodes, -1, dtype=np.int64)
+        self.tenant[self.leaf_node] = np.arange(len(self.leaf_node))
+        # Weights over the largest sibling weight: only ratios between siblings matter.
+        weight = tree.weight[order].astype(np.float64)
+        largest = np.zeros(num_nodes)
+        np.maximum.at(largest, parent[1:], weight[1:])
+        self.weight = np.ones(num_nodes)
+        self.weight[1:] = np.maximum(weight[1:] / largest[parent[1:]], _SMALLEST_WEIGHT)
+        # Every leaf's ancestors (itself included), padded with a dummy node ``num_nodes``.
+        self.ancestors = np.full((len(self.leaf_node), len(pieces)), num_nodes, dtype=np.int64)
+        current = self.leaf_node.copy()
+        for column in range(len(pieces)):
+            self.ancestors[:, column] = np.where(current >= 0, current, num_nodes)
+            current = np.where(current >= 0, parent[np.maximum(current, 0)], -1)
+        m = leaves.directions.shape[1]
+        self.direction = np.zeros((num_nodes, m))
+        self.direction[self.leaf_node] = leaves.directions
+        self.share_cap = np.full(num_nodes, math.inf)
+        self.share_cap[self.leaf_node] = leaves.share_cap
+        self.needs = leaves.directions > 0
+        self.blocked = ~leaves.runnable
+        self.node_blocked = np.zeros(num_nodes, dtype=bool)
+        self.node_blocked[self.leaf_node] = self.blocked
+        self.live = np.zeros(num_nodes + 1)  # unblocked leaves under each node (+ the dummy)
+        np.add.at(self.live, self.ancestors[~self.blocked].ravel(), 1.0)
+        self.saturated = np.zeros(m, dtype=bool)
+        # The state described in the class docstring.
+        self.consumption0 = np.zeros((num_nodes, m))
+        self.rate = np.zeros((num_nodes, m))
+        self.share0 = np.zeros(num_nodes)
+        self.anchor = np.zeros(num_nodes)
+        self.k = np.zeros(num_nodes)
+        self.clock = np.zeros(num_nodes)  # scratch: current clocks of the nodes a phase visits
+        self.root_clock = 0.0
+        self.mode = np.zeros(num_nodes, dtype=np.int64)
+        self.mass = np.zeros(num_nodes)
+        self.share_rate = np.zeros(num_nodes)
+        self.own_event = np.full(num_nodes, math.inf)
+        self.own_mark = np.full(num_nodes, math.inf)
+        self.own_kind = np.zeros(num_nodes, dtype=np.int64)
+        self.due_event = np.full(num_nodes, math.inf)
+        self.due_mark = np.full(num_nodes, math.inf)
+        self.due_kind = np.zeros(num_nodes, dtype=np.int64)
+        self.up_mark = np.full(num_nodes, math.inf)  # ``due_mark`` in the parent's clock
+        # Per depth, the nodes the last descent visited: leaves, internal nodes and, for several of
+        # those, their children.
+        self._visited: list[tuple[IntArray, IntArray, _Siblings | None]] = []
+        self._bulk: list[IntArray] = []  # blocked tenants whose paths the last descent did not visit
+        self._recompute(self._levels(np.ones(num_nodes, dtype=bool)))
+
+    # -- the engine interface -------------------------------------------------------------------
+
+    def finished(self) -> bool:
+        return bool(self.live[0] <= 0)  # no unblocked leaf under the root
+
+    def next_event(self) -> tuple[float, str]:
+        self._settle()
+        step = float(self.due_event[0]) - self.root_clock
+        if not math.isfinite(step):
+            return math.inf, "none"
+        return max(step, 0.0), _KINDS[int(self.due_kind[0])]
+
+    def leaf_rate(self) -> FloatArray:
+        """Share growth of every leaf per unit of time (the product of ``k`` along its path)."""
+        self._settle()
+        speed = np.zeros(len(self.parent))
+        speed[0] = 1.0 if self.live[0] > 0 else 0.0
+        for a, b in zip(self.bounds[1:-1], self.bounds[2:], strict=True):
+            speed[a:b] = self.k[a:b] * speed[self.parent[a:b]]
+        return np.where(self.blocked, 0.0, speed[self.leaf_node])
+
+    def shares(self) -> FloatArray:
+        self._all_clocks()
+        return self._leaf_shares(self.leaf_node)
+
+    def advance(self, step: float) -> None:
+        """Move the root clock on and visit the subtrees whose event is now due.
+
+        A child's first event is kept in its parent's clock too (``up_mark``), so the test is one
+        comparison per child. Clocks and anchors are never negative, and ``_SLACK * (clock +
+        anchor)`` bounds the round-off between the parent clock reached from the root and the event
+        converted up from the child.
+        """
+        self.root_clock += step
+        self.clock[0] = self.root_clock
+        if self.due_mark[0] > self.root_clock * (1 + _SLACK):
+            return
+        frontier = np.zeros(1, dtype=np.int64)
+        while frontier.size:
+            if len(frontier) == 1:  # one node: its children are a slice
+                node = int(frontier[0])
+                if not self.num_children[node]:
+                    self._visited.append((frontier, _NO_NODES, None))
+                    return
+                a = int(self.first_child[node])
+                b = a + int(self.num_children[node])
+                parent_clock = float(self.clock[node])
+                self.clock[a:b] = self.anchor[a:b] + self.k[a:b] * parent_clock
+                self._visited.append((_NO_NODES, frontier, None))
+                due = parent_clock + _SLACK * (parent_clock + float(self.anchor[node]))
+                frontier = np.flatnonzero(self.up_mark[a:b] <= due) + a
+                continue
+            internal = self.num_children[frontier] > 0
+            parents = frontier[internal]
+            children = _Siblings(self.first_child[parents], self.num_children[parents]) if parents.size else None
+            self._visited.append((frontier[~internal], parents, children))
+            if children is None:
+                return
+            index = children.index
+            parent_clocks = self.clock[parents]
+            self.clock[index] = self.anchor[index] + self.k[index] * children.spread(parent_clocks)
+            dues = parent_clocks + _SLACK * (parent_clocks + self.anchor[parents])
+            frontier = index[self.up_mark[index] <= children.spread(dues)]
+
+    def block_saturated(self) -> None:
+        if not self._visited:
+            return
+        use = self.consumption0[0] + self.rate[0] * self.clock[0]
+        full = (use >= 1.0 - _EXACT) & ~self.saturated
+        if full.any():
+            self.saturated |= full
+            newly = np.flatnonzero(self.needs[:, full].any(axis=1) & ~self.blocked)
+            self.block(newly, "blocked by saturation")
+
+    def block_capped(self) -> None:
+        for leaves, _, _ in self._visited:
+            if leaves.size:
+                share = self._leaf_shares(leaves)
+                at_cap = leaves[share >= self.share_cap[leaves] * (1 - _CAP_TIE)]
+                self.block(self.tenant[at_cap], "capped")
+
+    def block(self, tenants: IntArray, reason: str) -> None:
+        tenants = tenants[~self.blocked[tenants]]
+        self.events[reason] += len(tenants)
+        if not tenants.size:
+            return
+        self.blocked[tenants] = True
+        self.node_blocked[self.leaf_node[tenants]] = True
+        np.subtract.at(self.live, self.ancestors[tenants].ravel(), 1.0)
+        if reason != "capped":  # a capped leaf's path was visited by the descent that found it
+            self._bulk.append(tenants)
+
+    # -- phases ---------------------------------------------------------------------------------
+
+    def _levels(self, touched: BoolArray) -> list[tuple[IntArray, IntArray, _Siblings | None]]:
+        """The touched nodes of every depth, split as a descent splits them."""
+        levels = []
+        for a, b in zip(self.bounds[:-1], self.bounds[1:], strict=True):
+            nodes = np.flatnonzero(touched[a:b]) + a
+            internal = self.num_children[nodes] > 0
+            parents = nodes[internal]
+            children = _Siblings(self.first_child[parents], self.num_children[parents]) if len(parents) > 1 else None
+            levels.append((nodes[~internal], parents, children))
+        return levels
+
+    def _all_clocks(self) -> None:
+        self.clock[0] = self.root_clock
+        for a, b in zip(self.bounds[1:-1], self.bounds[2:], strict=True):
+            self.clock[a:b] = self.anchor[a:b] + self.k[a:b] * self.clock[self.parent[a:b]]
+
+    def _leaf_shares(self, nodes: IntArray) -> FloatArray:
+        grown = np.where(self.mode[nodes] == _RISING, self.clock[nodes], 0.0)
+        return np.minimum(self.share0[nodes] + grown, self.share_cap[nodes])
+
+    def _settle(self) -> None:
+        """Recompute the nodes the last advance and blocks touched, deepest first."""
+        if not self._visited and not self._bulk:
+            return
+        if self._bulk:
+            touched = np.zeros(len(self.parent) + 1, dtype=bool)
+            touched[self.ancestors[np.concatenate(self._bulk)].ravel()] = True
+            for leaves, parents, _ in self._visited:
+                touched[leaves] = touched[parents] = True
+            self._all_clocks()
+            levels = self._levels(touched[:-1])
+        else:
+            levels = self._visited
+        self._visited, self._bulk = [], []
+        self._recompute(levels)
+
+    def _recompute(self, levels: list[tuple[IntArray, IntArray, _Siblings | None]]) -> None:
+        for depth in range(len(levels) - 1, -1, -1):
+            leaves, parents, children = levels[depth]
+            if leaves.size:
+                self._recompute_leaves(leaves)
+                self.clock[leaves] = 0.0
+            if len(parents) == 1:
+                self._recompute_family(int(parents[0]))
+                self.clock[parents] = 0.0
+            elif parents.size:
+                children = children or _Siblings(self.first_child[parents], self.num_children[parents])
+                self._recompute_internal(parents, children)
+                self.clock[parents] = 0.0
+        if levels and (levels[0][0].size or levels[0][1].size):
+            self.root_clock = 0.0
+
+    def _recompute_leaves(self, nodes: IntArray) -> None:
+        cap = self.share_cap[nodes]
+        share = self._leaf_shares(nodes)
+        growing = ~self.node_blocked[nodes]
+        direction = self.direction[nodes]
+        self.share0[nodes] = share
+        self.consumption0[nodes] = share[:, None] * direction
+        self.rate[nodes] = direction * growing[:, None]
+        self.mass[nodes] = self.share_rate[nodes] = growing
+        self.mode[nodes] = np.where(growing, _RISING, _NONE)
+        capped = growing & (cap < math.inf)
+        event = np.where(capped, cap - share, math.inf)
+        mark = np.where(capped, cap * (1 - _CAP_TIE) - share, math.inf)
+        self.own_kind[nodes] = self.due_kind[nodes] = _CAP
+        self.own_event[nodes] = self.due_event[nodes] = event
+        self.own_mark[nodes] = self.due_mark[nodes] = mark
+        if nodes[0] == 0:  # a one-node tree: the root is a leaf, and its subtree
+            own = self._saturation(float(event[0]), float(mark[0]), _CAP)
+            self.own_event[0], self.own_mark[0], self.own_kind[0] = own
+            self.due_event[0], self.due_mark[0], self.due_kind[0] = own
+
+    def _recompute_internal(self, parents: IntArray, children: _Siblings) -> None:
+        """Modes, rates, consumption and events of several ``parents`` from their children's.
+
+        ``_recompute_family`` is the same for one parent, with per-parent values as Python floats.
+        """
+        index = children.index
+        clock = self.clock[index]
+        use = self.consumption0[index] + self.rate[index] * clock[:, None]
+        grows = self.live[index] > 0
+        weight = self.weight[index]
+        weighted = np.where(grows, use.max(axis=1) / weight, math.inf)
+        level = children.spread(children.min(weighted))
+        active = grows & (weighted <= level + _TIE * np.maximum(level, 1e-300))
+        total = children.sum(use)
+        share = total.max(axis=1)
+        dominant = total >= share[:, None] - _EXACT
+        gap = share[:, None] - total
+        while True:
+            flat = active & (self.mode[index] == _FLAT)
+            # Flat children go first, round robin (each carries one unit of leaf share per unit time).
+            flat_count = children.spread(children.sum(flat.astype(np.float64)))
+            factor = np.where(flat_count > 0, flat / np.maximum(flat_count, 1.0), active * weight)
+            rate_up = children.sum(factor[:, None] * self.rate[index])
+            mass_up = children.sum(factor * self.mass[index])
+            share_rate = np.where(dominant, rate_up, -math.inf).max(axis=1)
+            rising = share_rate > 1e-12 * rate_up.max(axis=1)
+            divisor = np.where(rising, share_rate, mass_up)
+            divisor = np.where(divisor > 0, divisor, 1.0)
+            rate = rate_up / divisor[:, None]
+            own_rate = share_rate / divisor  # the largest dominant component of ``rate``
+            k = factor / children.spread(divisor)
+            # Own events: a component overtaking the dominant share...
+            closing = rate - own_rate[:, None]
+            passing = ~dominant & (closing > 0)
+            event = np.where(passing, gap / closing, math.inf).min(axis=1)
+            mark = np.where(passing, (gap - _EXACT) / closing, math.inf).min(axis=1)
+            kind = np.full(len(parents), _DOMINANT)
+            # ... or a waiting child caught up by the level of its active siblings, rising at ``speed``.
+            waiting = grows & ~active
+            if not waiting.any():
+                break
+            speed = children.spread(children.max(np.where(active, self.share_rate[index] * k / weight, 0.0)))
+            closes = waiting & (speed > 0)
+            catch = children.min(np.where(closes, (weighted - level) / speed, math.inf))
+            instant = children.spread(catch) <= 0
+            if instant.any():
+                # Sibling weights many orders of magnitude apart make a catch-up take less time than
+                # a float resolves: it has happened, and the nearest waiting children join the level.
+                nearest = children.spread(children.min(np.where(closes, weighted, math.inf)))
+                active |= closes & instant & (weighted <= nearest + _TIE * np.maximum(nearest, 1e-300))
+                continue
+            mark = np.minimum(mark, children.min(np.where(closes, (weighted / (1 + _TIE) - level) / speed, math.inf)))
+            kind = np.where(catch <= event, _CATCH_UP, kind)
+            event = np.minimum(event, catch)
+            break
+        self.mode[parents] = np.where(self.live[parents] > 0, np.where(rising, _RISING, _FLAT), _NONE)
+        self.rate[parents] = rate
+        self.mass[parents] = mass_up / divisor
+        self.share_rate[parents] = own_rate
+        self.consumption0[parents] = total
+        self.k[index] = k
+        self.anchor[index] = clock
+        if parents[0] == 0:
+            event[0], mark[0], kind[0] = self._saturation(float(event[0]), float(mark[0]), int(kind[0]))
+        self.own_event[parents], self.own_mark[parents], self.own_kind[parents] = event, mark, kind
+        # The first event in the subtree: its own, or a child's in the parent's clock.
+        moving = k > 0
+        child_event = np.where(moving, (self.due_event[index] - clock) / k, math.inf)
+        child_mark = np.where(moving, (self.due_mark[index] - clock) / k, math.inf)
+        self.up_mark[index] = child_mark
+        first = children.min(child_event)
+        tied = np.where(child_event == children.spread(first), self.due_kind[index], len(_KINDS))
+        child_kind = np.minimum.reduceat(tied, children.offsets)
+        self.due_kind[parents] = np.where(
+            event < first, kind, np.where(event > first, child_kind, np.minimum(kind, child_kind))
+        )
+        self.due_event[parents] = np.minimum(event, first)
+        self.due_mark[parents] = np.minimum(mark, children.min(child_mark))
+
+    def _recompute_family(self, node: int) -> None:
+        """``_recompute_internal`` for one parent: children as a slice, per-parent values as floats.
+
+        A phase mostly recomputes one node per depth, where numpy's per-call cost dominates; this
+        form needs about half the calls. The tests hold both forms to ``_Reference``.
+        """
+        a = int(self.first_child[node])
+        b = a + int(self.num_children[node])
+        clock = self.clock[a:b]
+        rate_children = self.rate[a:b]
+        use = self.consumption0[a:b] + rate_children * clock[:, None]
+        grows = self.live[a:b] > 0
+        weight = self.weight[a:b]
+        weighted = use.max(axis=1) / weight
+        weighted[~grows] = math.inf
+        level = float(weighted.min())
+        # Children that do not grow are at inf: above any finite level.
+        active = weighted <= level + _TIE * max(level, 1e-300) if level < math.inf else grows
+        total = use.sum(axis=0)
+        totals = total.tolist()
+        share = max(totals)
+        dominant = [value >= share - _EXACT for value in totals]
+        while True:
+            flat = active & (self.mode[a:b] == _FLAT)
+            flat_count = int(np.count_nonzero(flat))
+            factor = flat / flat_count if flat_count else active * weight
+            rate_up = (factor @ rate_children).tolist()
+            share_rate = max(r for r, d in zip(rate_up, dominant, strict=True) if d)
+            rising = share_rate > 1e-12 * max(rate_up)
+            mass_up = float(factor @ self.mass[a:b])
+            divisor = share_rate if rising else mass_up
+            divisor = divisor if divisor > 0 else 1.0
+            rate = [r / divisor for r in rate_up]
+            own_rate = share_rate / divisor  # the largest dominant component of ``rate``
+            k = factor / divisor
+            # Own events: a component overtaking the dominant share...
+            event = mark = math.inf
+            kind = _DOMINANT
+            for r, d, value in zip(rate, dominant, totals, strict=True):
+                if not d and r > own_rate:
+                    event = min(event, (share - value) / (r - own_rate))
+                    mark = min(mark, (share - value - _EXACT) / (r - own_rate))
+            # ... or a waiting child caught up by the level of its active siblings, rising at ``speed``.
+            if np.count_nonzero(active) == np.count_nonzero(grows):
+                break
+            speed = float((self.share_rate[a:b] * k / weight * active).max())
+            if not speed > 0:
+                break
+            nearest = float(weighted[grows & ~active].min())
+            catch = (nearest - level) / speed
+            if catch <= 0:
+                # Sibling weights many orders of magnitude apart make a catch-up take less time than
+                # a float resolves: it has happened, and the nearest waiting children join the level.
+                active = active | (grows & (weighted <= nearest + _TIE * max(nearest, 1e-300)))
+                continue
+            mark = min(mark, (nearest / (1 + _TIE) - level) / speed)
+            kind = _CATCH_UP if catch <= event else kind
+            event = min(event, catch)
+            break
+        self.mode[node] = (_RISING if rising else _FLAT) if self.live[node] > 0 else _NONE
+        self.rate[node] = rate
+        self.mass[node] = mass_up / divisor
+        self.share_rate[node] = own_rate
+        self.consumption0[node] = total
+        self.k[a:b] = k
+        self.anchor[a:b] = clock
+        if node == 0:
+            event, mark, kind = self._saturation(event, mark, kind)
+        self.own_event[node], self.own_mark[node], self.own_kind[node] = event, mark, kind
+        # The first event in the subtree: its own, or a child's in the parent's clock.
+        still = ~(flat if flat_count else active)
+        child_event = (self.due_event[a:b] - clock) / k
+        child_event[still] = math.inf
+        child_mark = (self.due_mark[a:b] - clock) / k
+        child_mark[still] = math.inf
+        self.up_mark[a:b] = child_mark
+        at = int(child_event.argmin())
+        first = float(child_event[at])
+        if event > first or (event == first and self.due_kind[a + at] < kind):
+            kind = int(self.due_kind[a + at])
+        self.due_event[node], self.due_mark[node] = min(event, first), min(mark, float(child_mark.min()))
+        self.due_kind[node] = kind
+
+    def _saturation(self, event: float, mark: float, kind: int) -> tuple[float, float, int]:
+        """The root's own events, with a resource saturating (the root's clock is the time)."""
+        for rate, use in zip(self.rate[0].tolist(), self.consumption0[0].tolist(), strict=True):
+            if rate > 0:
+                saturation = (1.0 - use) / rate
+                if saturation < event or (saturation == event and kind > _SATURATION):
+                    event, kind = saturation, _SATURATION
+                mark = min(mark, (1.0 - _EXACT - use) / rate)
+        return event, mark, kind
+
+
 class _Layout:
-    """Index structures built once per tree so that every phase is a few vectorised passes.
+    """Index structures of ``_Reference``, built once per tree so that every phase is a few whole-tree passes.
 
     ``groups[d]`` holds the children at depth ``d + 1`` sorted by parent, so sums and minima over
-    siblings are ``np.ufunc.reduceat`` over contiguous segments (``ufunc.at`` is an order of
-    magnitude slower). ``subtree`` is the sparse node x leaf incidence: node totals are one
-    sparse product.
+    siblings are ``np.ufunc.reduceat`` over contiguous segments. ``subtree`` is the sparse node x
+    leaf incidence: node totals are one sparse product.
     """
 
     def __init__(self, tree: Tree) -> None:
         self.tree = tree
         self.groups: list[tuple[IntArray, IntArray, IntArray, IntArray]] = []
         for children in tree.levels[1:]:
-            children = children[np.argsort(tree.parent[children], kind="stable")]
-            parents = tree.parent[children]
-            starts = np.flatnonzero(np.r_[True, parents[1:] != parents[:-1]])
-            sizes = np.diff(np.r_[starts, len(children)])
-            self.groups.append((children, starts, parents[starts], sizes))
+            self.groups.append(self._segments(children[np.argsort(tree.parent[children], kind="stable")]))
         # All non-root nodes by parent at once, for sibling minima that need no bottom-up order.
-        children = np.argsort(tree.parent[1:], kind="stable") + 1
-        parents = tree.parent[children]
-        starts = np.flatnonzero(np.r_[True, parents[1:] != parents[:-1]])
-        self.siblings = (children, starts, parents[starts], np.diff(np.r_[starts, len(children)]))
+        self.siblings = self._segments(np.argsort(tree.parent[1:], kind="stable") + 1)
         rows, cols = [], []
         current = tree.leaf_nodes.copy()
         leaf = np.arange(len(current))
@@ -108,49 +632,46 @@ class _Layout:
             up = tree.parent[current]
             keep = up >= 0
             current, leaf = up[keep], leaf[keep]
-        # Every leaf's ancestors (itself included), padded with a dummy node index ``num_nodes``.
-        self.ancestors = np.full((len(tree.leaf_nodes), len(rows)), tree.num_nodes, dtype=np.int64)
-        for position, (nodes, leaves) in enumerate(zip(rows, cols, strict=True)):
-            self.ancestors[leaves, position] = nodes
         rows_all, cols_all = np.concatenate(rows), np.concatenate(cols)
         self.subtree = sp.csr_matrix(
             (np.ones(len(rows_all)), (rows_all, cols_all)), shape=(tree.num_nodes, len(tree.leaf_nodes))
         )
 
+    def _segments(self, children: IntArray) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+        parents = self.tree.parent[children]
+        starts = np.flatnonzero(np.r_[True, parents[1:] != parents[:-1]]) if len(children) else children
+        return children, starts, parents[starts], np.diff(np.r_[starts, len(children)]).astype(np.int64)
+
 
 class _Growth:
-    """Growth modes and rates of every node (see the module docstring), kept across phases.
+    """Growth modes and rates of every node (see the module docstring), recomputed for the whole tree.
 
-    A node's mode and rates per unit of its own parameter depend only on its subtree: which leaves
-    are blocked, which components are dominant and which children are at the level. Between events
-    none of that changes, so after a phase only the nodes where it did change, and their ancestors,
-    are recomputed (a cap event touches one root path, not the tree); the leaf rates, products of
-    per-node scales along root paths, are then one top-down pass.
+    Bottom-up, every parent's mode and rates per unit of its own parameter follow from its active
+    children's; then the leaf rates, products of per-node scales along root paths, are one top-down
+    pass.
     """
 
-    def __init__(self, water: _WaterFilling) -> None:
-        self.layout = water.layout
-        n = self.layout.tree.num_nodes
-        m = water.directions.shape[1]
+    def __init__(self, layout: _Layout, resources: int) -> None:
+        self.layout = layout
+        n = layout.tree.num_nodes
         self.mode = np.zeros(n, dtype=np.int64)
-        self.rate = np.zeros((n, m), order="F")
+        self.rate = np.zeros((n, resources), order="F")
         self.mass = np.zeros(n)
         self.factor = np.zeros(n)  # a child's rate per unit of its parent's rate, before the parent's divisor
         self.divisor = np.ones(n)
         self.growing = np.zeros(n, dtype=bool)
         self.active = np.zeros(n, dtype=bool)  # growing and at its siblings' level
         self.level = np.full(n, math.inf)  # weighted share of each node's active children
-        self.dominant = np.zeros((n, m), dtype=bool, order="F")
-        self.leaf_rate = np.zeros(len(water.shares))
+        self.dominant = np.zeros((n, resources), dtype=bool, order="F")
+        self.leaf_rate = np.zeros(len(layout.tree.leaf_nodes))
         self.scale = np.zeros(n)  # rate of each node's own parameter per unit of time
-        self._blocked: BoolArray | None = None
-        self._live: FloatArray | None = None
-        self.update(water, everything=True)
 
     def _levels(self, share: FloatArray) -> BoolArray:
         tree = self.layout.tree
         active = np.zeros(tree.num_nodes, dtype=bool)
         children, starts, parents, sizes = self.layout.siblings
+        if not len(children):
+            return active
         grows = self.growing[children]
         weighted = np.where(grows, share[children] / tree.weight[children], math.inf)
         level = np.minimum.reduceat(weighted, starts)
@@ -159,50 +680,22 @@ class _Growth:
         active[children] = grows & (weighted <= level_of_child + _TIE * np.maximum(level_of_child, 1e-300))
         return active
 
-    def update(self, water: _WaterFilling, everything: bool = False) -> None:
+    def update(self, water: _Reference) -> None:
         layout = self.layout
         tree = layout.tree
         consumption, share = water.node_consumption, water.node_share
         growing_leaf = ~water.blocked
-        if self._live is None:
-            self._live = np.append(layout.subtree @ growing_leaf.astype(np.float64), 0.0)
-            self._blocked = water.blocked.copy()
-        elif self._blocked is not None and not np.array_equal(self._blocked, water.blocked):
-            # Count the unblocked leaves under every node down by the newly blocked ones' root paths.
-            newly = np.flatnonzero(water.blocked & ~self._blocked)
-            np.subtract.at(self._live, layout.ancestors[newly].ravel(), 1.0)
-            self._blocked = water.blocked.copy()
-        growing = self._live[:-1] > 0.5
-        dominant = consumption >= share[:, None] - _EXACT
-        previous_growing, previous_active = self.growing, self.active
-        self.growing = growing
-        active = self._levels(share)
-        if everything:
-            dirty = np.ones(tree.num_nodes, dtype=bool)
-        else:
-            # A component joining the dominant set, a subtree stopping, a child joining its level.
-            dirty = (growing != previous_growing) | (dominant & ~self.dominant).any(axis=1)
-            moved = np.flatnonzero(active != previous_active)
-            dirty[tree.parent[moved[moved > 0]]] = True
-            for children, starts, parents, _sizes in reversed(layout.groups):
-                dirty[parents] |= np.logical_or.reduceat(dirty[children], starts)
-        self.dominant, self.active = dominant, active
+        self.growing = layout.subtree @ growing_leaf.astype(np.float64) > 0.5
+        self.dominant = consumption >= share[:, None] - _EXACT
+        self.active = self._levels(share)
         leaves = tree.leaf_nodes
-        changed = dirty[leaves]
-        self.mode[leaves[changed]] = np.where(growing_leaf[changed], _RISING, _NONE)
-        self.rate[leaves[changed]] = np.where(growing_leaf[changed, None], water.directions[changed], 0.0)
-        self.mass[leaves[changed]] = growing_leaf[changed].astype(np.float64)
+        self.mode[leaves] = np.where(growing_leaf, _RISING, _NONE)
+        self.rate[leaves] = np.where(growing_leaf[:, None], water.directions, 0.0)
+        self.mass[leaves] = growing_leaf.astype(np.float64)
         for children, starts, parents, sizes in reversed(layout.groups):
-            selected = dirty[parents]
-            if not selected.any():
-                continue
-            if not selected.all():
-                keep = np.repeat(selected, sizes)
-                children, parents, sizes = children[keep], parents[selected], sizes[selected]
-                starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
             self._recompute(children, starts, parents, sizes, consumption, share)
         scale = np.zeros(tree.num_nodes)
-        scale[0] = 1.0 if growing[0] else 0.0
+        scale[0] = 1.0 if self.growing[0] else 0.0
         for children, _starts, parents, sizes in layout.groups:
             scale[children] = self.factor[children] * np.repeat(scale[parents] / self.divisor[parents], sizes)
         self.scale = scale
@@ -243,39 +736,40 @@ class _Growth:
         self.factor[children] = factor
 
 
-class _WaterFilling:
-    """The state of the filling: leaf shares, blocked leaves, and the node consumptions they imply."""
+class _Reference:
+    """The reference engine: leaf shares, blocked leaves and node totals, every node recomputed every phase."""
 
     def __init__(self, instance: Instance, tree: Tree) -> None:
-        self.instance = instance
+        leaves = _Leaves.of(instance)
         self.layout = _Layout(tree)
-        total = instance.total_capacity
-        demand = instance.demand
-        fraction = np.divide(demand, total, out=np.zeros_like(demand), where=total > 0)
-        dominant = fraction.max(axis=1)
-        # A leaf needing a resource the cluster lacks, or with no tasks allowed, never grows.
-        lacks = ((demand > 0) & (total <= 0)).any(axis=1)
-        self.runnable = ~lacks & (instance.task_caps > 0) & (dominant > 0)
-        self.directions = np.divide(
-            fraction, dominant[:, None], out=np.zeros_like(fraction), where=dominant[:, None] > 0
-        )
-        self.share_cap = np.where(self.runnable, instance.task_caps * np.where(self.runnable, dominant, 1.0), 0.0)
-        self.dominant = dominant
+        self.directions, self.share_cap = leaves.directions, leaves.share_cap
         self.finite_cap = np.isfinite(self.share_cap)
-        self.shares = np.zeros(len(instance.tenants))
-        self.blocked = ~self.runnable
+        self.current = np.zeros(len(instance.tenants))
+        self.blocked = ~leaves.runnable
         self.events: Counter[str] = Counter()
+        self.growth = _Growth(self.layout, self.directions.shape[1])
         self.refresh()
 
     def refresh(self) -> None:
         self._since_refresh = 0
         self.node_rate: FloatArray | None = None
         # Column-major: reductions across the few resources of many nodes are ~30x faster that way.
-        self.node_consumption = np.asfortranarray(self.layout.subtree @ (self.shares[:, None] * self.directions))
+        self.node_consumption = np.asfortranarray(self.layout.subtree @ (self.current[:, None] * self.directions))
         self.node_share = self.node_consumption.max(axis=1)
 
-    def next_event(self, growth: _Growth) -> tuple[float, str]:
+    def finished(self) -> bool:
+        return bool(self.blocked.all())
+
+    def leaf_rate(self) -> FloatArray:
+        return self.growth.leaf_rate
+
+    def shares(self) -> FloatArray:
+        return self.current
+
+    def next_event(self) -> tuple[float, str]:
         """Time to the first event at the current rates, and its kind."""
+        growth = self.growth
+        growth.update(self)
         layout = self.layout
         tree = layout.tree
         rate = growth.leaf_rate
@@ -287,7 +781,7 @@ class _WaterFilling:
             candidates.append((float(np.min((1.0 - root_use[up]) / root_rate[up])), "saturation"))
         capped = (rate > 0) & self.finite_cap
         if capped.any():
-            to_cap = np.divide(self.share_cap - self.shares, rate, out=np.full_like(rate, math.inf), where=capped)
+            to_cap = np.divide(self.share_cap - self.current, rate, out=np.full_like(rate, math.inf), where=capped)
             candidates.append((float(to_cap.min()), "cap"))
         self.node_rate = node_rate
         consumption, share = self.node_consumption, self.node_share
@@ -323,8 +817,8 @@ class _WaterFilling:
         step, kind = min(candidates)
         return max(step, 0.0), kind
 
-    def advance(self, rate: FloatArray, step: float) -> None:
-        self.shares = np.minimum(self.shares + step * rate, self.share_cap)
+    def advance(self, step: float) -> None:
+        self.current = np.minimum(self.current + step * self.growth.leaf_rate, self.share_cap)
         self._since_refresh += 1
         if self.node_rate is None or self._since_refresh >= 32:
             self.refresh()
@@ -336,16 +830,18 @@ class _WaterFilling:
     def block_saturated(self) -> None:
         full = self.node_consumption[0] >= 1.0 - _EXACT
         if full.any():
-            needs_full = (self.directions[:, full] > 0).any(axis=1)
-            self.events["blocked by saturation"] += int((needs_full & ~self.blocked).sum())
-            self.blocked |= needs_full
+            self.block(np.flatnonzero((self.directions[:, full] > 0).any(axis=1)), "blocked by saturation")
 
     def block_capped(self) -> None:
-        at_cap = ~self.blocked & (self.shares >= self.share_cap * (1 - 1e-12))
+        at_cap = ~self.blocked & (self.current >= self.share_cap * (1 - _CAP_TIE))
         # The clamp moves shares by round-off only; the periodic recount in ``advance`` absorbs it.
-        self.shares[at_cap] = self.share_cap[at_cap]
-        self.events["capped"] += int(at_cap.sum())
-        self.blocked |= at_cap
+        self.current[at_cap] = self.share_cap[at_cap]
+        self.block(np.flatnonzero(at_cap), "capped")
+
+    def block(self, tenants: IntArray, reason: str) -> None:
+        tenants = tenants[~self.blocked[tenants]]
+        self.events[reason] += len(tenants)
+        self.blocked[tenants] = True
 
 
 class _Placement:
@@ -356,19 +852,21 @@ class _Placement:
     a probe for leaf ``k`` makes it ``G_k - t >= share_k`` and every other ``G_j >= share_j``.
     """
 
-    def __init__(self, instance: Instance, backend: Backend, time_limit: float | None) -> None:
+    def __init__(self, instance: Instance, backend: Backend, deadline: float | None) -> None:
         self.model = DrfhModel(instance, UnitGrouping.merge_identical(instance))
         tenants, units = self.model.all_pairs()
         self.pair_tenants, self.pair_units = tenants, units
         self.base = self.model.build(tenants, units, 1.0)
         self.backend = backend
-        self.session = HighsSession(self.base, time_limit) if backend.capabilities.incremental else None
+        self.deadline = deadline
+        remaining = None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
+        self.session = HighsSession(self.base, remaining) if backend.capabilities.incremental else None
         n = self.model.num_tenants
         self.coefficient = -instance.weights.copy()
-        self.deadline = None if time_limit is None else time.perf_counter() + time_limit
         self.lp_solves = 0
         self.solve_s = 0.0
-        self.x: FloatArray | None = None
+        self.x: FloatArray | None = None  # the last solution
+        self.placed: FloatArray | None = None  # the last solution that places the current shares
         self._n = n
 
     def maximise_step(
@@ -403,11 +901,10 @@ class _Placement:
         self.x = outcome.x
         return "optimal", float(outcome.x[n])
 
-    def unit_tasks(self) -> FloatArray:
-        """Tasks per (leaf, merged unit) of the last solution."""
-        assert self.x is not None
+    def unit_tasks(self, x: FloatArray) -> FloatArray:
+        """Tasks per (leaf, merged unit) of a solution."""
         n = self._n
-        g = np.maximum(self.x[n + 1 :], 0.0)
+        g = np.maximum(x[n + 1 :], 0.0)
         tasks = np.zeros((n, self.model.units.num_units))
         share = self.model.share_per_task
         np.add.at(tasks, (self.pair_tenants, self.pair_units), g / share[self.pair_tenants])
@@ -434,12 +931,14 @@ def solve_hdrf(
         True: one pooled server with the cluster's total capacity (the paper's setting). False: the
         allocation must be placeable on the instance's servers, phase by phase.
     time_limit : float, optional
-        Seconds for the LPs of the heterogeneous setting.
+        Seconds for the whole call. When they run out, the filling stops between phases and returns
+        the allocation grown so far (feasible, not yet efficient) with status ``time_limit``.
     max_phases : int, optional
         Safety stop; the default is generous (proportional to the tree size).
     incremental : bool
-        Recompute growth modes only where an event changed them (default); False recomputes every
-        node in every phase (the tests compare the two).
+        True (default): the node-clock engine, which recomputes only the root paths an event
+        touched. False: the reference engine, which recomputes every node in every phase (the tests
+        compare the two).
 
     Returns
     -------
@@ -447,85 +946,109 @@ def solve_hdrf(
         Leaf shares and tasks: per tenant on one pool, or per (tenant, server class).
     """
     started = time.perf_counter()
+    deadline = None if time_limit is None else started + time_limit
     tree = tree_of(instance)
     target = instance.pooled() if pooled else instance
-    water = _WaterFilling(target, tree)
-    placement = None if pooled else _Placement(instance, backend or HighsBackend(), time_limit)
-    limit = max_phases if max_phases is not None else 20 * tree.num_nodes * max(1, len(instance.resources)) + 100
-    phases = 0
-    growth: _Growth | None = None
-    status: Status = "optimal"
-    message = ""
-    while not water.blocked.all():
-        phases += 1
-        if phases > limit:
-            status, message = "error", f"no convergence after {limit} phases"
-            break
-        growth = _Growth(water) if growth is None else growth
-        growth.update(water, everything=not incremental)
-        step, kind = water.next_event(growth)
-        if placement is not None:
-            outcome, reached = _placeable_step(placement, water, growth.leaf_rate, step)
-            if outcome != "optimal":
-                status, message = outcome, f"placement LP: {outcome}"
-                break
-            if reached < step * (1 - 1e-9):
-                water.advance(growth.leaf_rate, reached)
-                water.events["placement"] += 1
-                _block_unplaceable(placement, water)
-                water.block_capped()
-                continue
-        if not math.isfinite(step):
-            status, message = "error", "growing leaves but no event ahead"
-            break
-        water.events[kind] += 1
-        water.advance(growth.leaf_rate, step)
-        water.block_saturated()
-        water.block_capped()
+    placement = None if pooled else _Placement(instance, backend or HighsBackend(), deadline)
+    # Rates of zero give divisions by zero, and weights far apart overflow event times to inf: the
+    # engines mask the one out and an infinite event time never comes.
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        engine: _Engine = _Clocks(target, tree) if incremental else _Reference(target, tree)
+        limit = max_phases if max_phases is not None else 20 * tree.num_nodes * max(1, len(instance.resources)) + 100
+        status, message, phases = _fill(engine, placement, limit, deadline, time_limit)
+        shares = engine.shares().copy()
     if placement is None:
-        tasks = np.divide(water.shares, water.dominant, out=np.zeros_like(water.shares), where=water.dominant > 0)
+        dominant = _Leaves.of(target).dominant
+        tasks = np.divide(shares, dominant, out=np.zeros_like(shares), where=dominant > 0)
         tasks_matrix, kind_name = tasks[:, None], "pool"
     else:
-        outcome, _ = _placeable_step(placement, water, np.zeros_like(water.shares), 0.0)
-        if outcome != "optimal" and status == "optimal":
-            status, message = outcome, f"final placement LP: {outcome}"
+        if status == "optimal":
+            outcome, _ = _placeable_step(placement, engine, np.zeros_like(shares), 0.0)
+            if outcome == "optimal":
+                placement.placed = placement.x
+            else:
+                status, message = outcome, f"final placement LP: {outcome}"
+        # Without a final solve (out of time), the last step's solution places the shares grown so far.
         tasks_matrix = (
-            placement.model.units.split_to_classes(instance, placement.unit_tasks())
-            if placement.x is not None
+            placement.model.units.split_to_classes(instance, placement.unit_tasks(placement.placed))
+            if placement.placed is not None
             else np.zeros((len(instance.tenants), len(instance.servers)))
         )
         kind_name = "class"
     return HdrfFilling(
         status,
-        water.shares.copy(),
+        shares,
         tasks_matrix,
         kind_name,  # type: ignore[arg-type]
         phases,
         0 if placement is None else placement.lp_solves,
         time.perf_counter() - started,
-        water.events,
+        engine.events,
         message,
     )
 
 
-def _placeable_step(placement: _Placement, water: _WaterFilling, rate: FloatArray, step: float) -> tuple[Status, float]:
+def _fill(
+    engine: _Engine, placement: _Placement | None, limit: int, deadline: float | None, time_limit: float | None
+) -> tuple[Status, str, int]:
+    """Phase after phase until every leaf is blocked; the status, why it stopped early, and the phases."""
+    phases = 0
+    out_of_time = f"time limit of {time_limit} s reached: the allocation grown so far"
+    while not engine.finished():
+        if deadline is not None and time.perf_counter() >= deadline:
+            return "time_limit", f"{out_of_time} ({phases} phases)", phases
+        phases += 1
+        if phases > limit:
+            return "error", f"no convergence after {limit} phases", phases
+        step, kind = engine.next_event()
+        if placement is not None:
+            outcome, reached = _placeable_step(placement, engine, engine.leaf_rate(), step)
+            if outcome != "optimal":
+                return outcome, out_of_time if outcome == "time_limit" else f"placement LP: {outcome}", phases
+            placement.placed = placement.x
+            if reached < step * (1 - 1e-9):
+                engine.advance(reached)
+                engine.events["placement"] += 1
+                if not _block_unplaceable(placement, engine):
+                    return "time_limit", f"{out_of_time} ({phases} phases)", phases
+                engine.block_capped()
+                continue
+        if not math.isfinite(step):
+            return "error", "growing leaves but no event ahead", phases
+        engine.events[kind] += 1
+        engine.advance(step)
+        engine.block_saturated()
+        engine.block_capped()
+    return "optimal", "", phases
+
+
+def _placeable_step(placement: _Placement, engine: _Engine, rate: FloatArray, step: float) -> tuple[Status, float]:
     bound = step if math.isfinite(step) else 2.0
     # A hair of slack below the current shares keeps the LP feasible despite round-off.
-    lower = water.shares * (1 - 1e-10)
-    upper = water.shares * (1 + 1e-10) + 1e-12
+    shares = engine.shares()
+    lower = shares * (1 - 1e-10)
+    upper = shares * (1 + 1e-10) + 1e-12
     return placement.maximise_step(rate, lower, upper, bound)
 
 
-def _block_unplaceable(placement: _Placement, water: _WaterFilling) -> None:
-    """Block every growing leaf that cannot grow at all with everyone else kept at their shares."""
-    n = len(water.shares)
-    growing = np.flatnonzero(~water.blocked)
+def _block_unplaceable(placement: _Placement, engine: _Engine) -> bool:
+    """Block every growing leaf that cannot grow at all with everyone else kept at their shares.
+
+    Returns False when the time limit ran out before every leaf was probed (nothing is blocked then).
+    """
+    shares = engine.shares()
+    n = len(shares)
+    growing = np.flatnonzero(~engine.blocked)
     room = np.zeros(len(growing))
     for position, leaf in enumerate(growing):
+        if placement.deadline is not None and time.perf_counter() >= placement.deadline:
+            return False
         rate = np.zeros(n)
         rate[leaf] = 1.0
         upper = np.full(n, math.inf)
-        status, room[position] = placement.maximise_step(rate, water.shares * (1 - 1e-10), upper, 1.0)
+        status, room[position] = placement.maximise_step(rate, shares * (1 - 1e-10), upper, 1.0)
+        if status == "time_limit":
+            return False
         if status != "optimal":
             room[position] = 0.0
     stuck = room <= _GROW
@@ -533,9 +1056,8 @@ def _block_unplaceable(placement: _Placement, water: _WaterFilling) -> None:
         # Every leaf can grow alone although the joint step could not: only round-off separates the
         # two answers, so the leaf with the least room is the one the step LP ran into.
         stuck = room <= room.min()
-    water.blocked[growing[stuck]] = True
-    newly = int(stuck.sum())
-    water.events["blocked by placement"] += newly
+    engine.block(growing[stuck], "blocked by placement")
+    return True
 
 
 def hdrf_shares(instance: Instance) -> FloatArray:
