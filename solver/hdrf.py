@@ -59,7 +59,7 @@ import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -83,6 +83,7 @@ _GROW = 1e-9  # a probe that lets a leaf grow less than this (relative) means it
 _CAP_TIE = 1e-12  # relative: a leaf this close to its share cap holds it
 _SLACK = 1e-9  # relative: clock round-off allowed when descending to the subtrees whose event is due
 _SMALLEST_WEIGHT = 1e-300  # floor of a weight over its largest sibling's (keeps ratios finite)
+_STALL = 1000  # consecutive phases without progress that mean the filling cannot go on
 # Event kinds, in the order ties between simultaneous events are reported.
 _KINDS = ("none", "cap", "catch-up", "dominant", "saturation")
 _CAP, _CATCH_UP, _DOMINANT, _SATURATION = 1, 2, 3, 4
@@ -133,7 +134,7 @@ class _Engine(Protocol):
     blocked: BoolArray
     events: Counter[str]
 
-    def finished(self) -> bool: ...
+    def unblocked(self) -> int: ...
 
     def next_event(self) -> tuple[float, str]: ...
 
@@ -173,7 +174,7 @@ class _Siblings:
     def sum(self, values: FloatArray) -> FloatArray:
         return np.add.reduceat(values, self.offsets, axis=0)
 
-    def spread(self, values: FloatArray) -> FloatArray:
+    def spread(self, values: npt.NDArray[Any]) -> npt.NDArray[Any]:
         return np.repeat(values, self.sizes, axis=0)
 
 
@@ -262,6 +263,9 @@ class _Clocks:
         self.due_mark = np.full(num_nodes, math.inf)
         self.due_kind = np.zeros(num_nodes, dtype=np.int64)
         self.up_mark = np.full(num_nodes, math.inf)  # ``due_mark`` in the parent's clock
+        # The next catch-up among a node's children: its mark, and the weighted share it reaches.
+        self.catch_mark = np.full(num_nodes, math.inf)
+        self.catch_level = np.full(num_nodes, math.inf)
         # Per depth, the nodes the last descent visited: leaves, internal nodes and, for several of
         # those, their children.
         self._visited: list[tuple[IntArray, IntArray, _Siblings | None]] = []
@@ -270,8 +274,8 @@ class _Clocks:
 
     # -- the engine interface -------------------------------------------------------------------
 
-    def finished(self) -> bool:
-        return bool(self.live[0] <= 0)  # no unblocked leaf under the root
+    def unblocked(self) -> int:
+        return int(self.live[0])  # the unblocked leaves under the root
 
     def next_event(self) -> tuple[float, str]:
         self._settle()
@@ -452,44 +456,44 @@ class _Clocks:
         share = total.max(axis=1)
         dominant = total >= share[:, None] - _EXACT
         gap = share[:, None] - total
-        while True:
-            flat = active & (self.mode[index] == _FLAT)
-            # Flat children go first, round robin (each carries one unit of leaf share per unit time).
-            flat_count = children.spread(children.sum(flat.astype(np.float64)))
-            factor = np.where(flat_count > 0, flat / np.maximum(flat_count, 1.0), active * weight)
-            rate_up = children.sum(factor[:, None] * self.rate[index])
-            mass_up = children.sum(factor * self.mass[index])
-            share_rate = np.where(dominant, rate_up, -math.inf).max(axis=1)
-            rising = share_rate > 1e-12 * rate_up.max(axis=1)
-            divisor = np.where(rising, share_rate, mass_up)
-            divisor = np.where(divisor > 0, divisor, 1.0)
-            rate = rate_up / divisor[:, None]
-            own_rate = share_rate / divisor  # the largest dominant component of ``rate``
-            k = factor / children.spread(divisor)
-            # Own events: a component overtaking the dominant share...
-            closing = rate - own_rate[:, None]
-            passing = ~dominant & (closing > 0)
-            event = np.where(passing, gap / closing, math.inf).min(axis=1)
-            mark = np.where(passing, (gap - _EXACT) / closing, math.inf).min(axis=1)
-            kind = np.full(len(parents), _DOMINANT)
-            # ... or a waiting child caught up by the level of its active siblings, rising at ``speed``.
-            waiting = grows & ~active
-            if not waiting.any():
-                break
+        # A catch-up due by the clock although the levels say otherwise: sibling weights many orders
+        # of magnitude apart can make it take less time than the children's clocks resolve.
+        clocks = self.clock[parents]
+        due = children.spread(clocks + _SLACK * (clocks + self.anchor[parents]) >= self.catch_mark[parents])
+        if due.any():
+            active |= grows & due & (weighted <= children.spread(self.catch_level[parents]) * (1 + _TIE))
+        flat = active & (self.mode[index] == _FLAT)
+        # Flat children go first, round robin (each carries one unit of leaf share per unit time).
+        flat_count = children.spread(children.sum(flat.astype(np.float64)))
+        factor = np.where(flat_count > 0, flat / np.maximum(flat_count, 1.0), active * weight)
+        rate_up = children.sum(factor[:, None] * self.rate[index])
+        mass_up = children.sum(factor * self.mass[index])
+        share_rate = np.where(dominant, rate_up, -math.inf).max(axis=1)
+        rising = share_rate > 1e-12 * rate_up.max(axis=1)
+        divisor = np.where(rising, share_rate, mass_up)
+        divisor = np.where(divisor > 0, divisor, 1.0)
+        rate = rate_up / divisor[:, None]
+        own_rate = share_rate / divisor  # the largest dominant component of ``rate``
+        k = factor / children.spread(divisor)
+        # Own events: a component overtaking the dominant share...
+        closing = rate - own_rate[:, None]
+        passing = ~dominant & (closing > 0)
+        event = np.where(passing, gap / closing, math.inf).min(axis=1)
+        mark = np.where(passing, (gap - _EXACT) / closing, math.inf).min(axis=1)
+        kind = np.full(len(parents), _DOMINANT)
+        catch_mark = catch_level = np.full(len(parents), math.inf)
+        # ... or a waiting child caught up by the level of its active siblings, rising at ``speed``.
+        waiting = grows & ~active
+        if waiting.any():
             speed = children.spread(children.max(np.where(active, self.share_rate[index] * k / weight, 0.0)))
             closes = waiting & (speed > 0)
             catch = children.min(np.where(closes, (weighted - level) / speed, math.inf))
-            instant = children.spread(catch) <= 0
-            if instant.any():
-                # Sibling weights many orders of magnitude apart make a catch-up take less time than
-                # a float resolves: it has happened, and the nearest waiting children join the level.
-                nearest = children.spread(children.min(np.where(closes, weighted, math.inf)))
-                active |= closes & instant & (weighted <= nearest + _TIE * np.maximum(nearest, 1e-300))
-                continue
-            mark = np.minimum(mark, children.min(np.where(closes, (weighted / (1 + _TIE) - level) / speed, math.inf)))
+            catch_mark = children.min(np.where(closes, (weighted / (1 + _TIE) - level) / speed, math.inf))
+            catch_level = children.min(np.where(closes, weighted, math.inf))
+            mark = np.minimum(mark, catch_mark)
             kind = np.where(catch <= event, _CATCH_UP, kind)
             event = np.minimum(event, catch)
-            break
+        self.catch_mark[parents], self.catch_level[parents] = catch_mark, catch_level
         self.mode[parents] = np.where(self.live[parents] > 0, np.where(rising, _RISING, _FLAT), _NONE)
         self.rate[parents] = rate
         self.mass[parents] = mass_up / divisor
@@ -536,43 +540,41 @@ class _Clocks:
         totals = total.tolist()
         share = max(totals)
         dominant = [value >= share - _EXACT for value in totals]
-        while True:
-            flat = active & (self.mode[a:b] == _FLAT)
-            flat_count = int(np.count_nonzero(flat))
-            factor = flat / flat_count if flat_count else active * weight
-            rate_up = (factor @ rate_children).tolist()
-            share_rate = max(r for r, d in zip(rate_up, dominant, strict=True) if d)
-            rising = share_rate > 1e-12 * max(rate_up)
-            mass_up = float(factor @ self.mass[a:b])
-            divisor = share_rate if rising else mass_up
-            divisor = divisor if divisor > 0 else 1.0
-            rate = [r / divisor for r in rate_up]
-            own_rate = share_rate / divisor  # the largest dominant component of ``rate``
-            k = factor / divisor
-            # Own events: a component overtaking the dominant share...
-            event = mark = math.inf
-            kind = _DOMINANT
-            for r, d, value in zip(rate, dominant, totals, strict=True):
-                if not d and r > own_rate:
-                    event = min(event, (share - value) / (r - own_rate))
-                    mark = min(mark, (share - value - _EXACT) / (r - own_rate))
-            # ... or a waiting child caught up by the level of its active siblings, rising at ``speed``.
-            if np.count_nonzero(active) == np.count_nonzero(grows):
-                break
+        # A catch-up due by the clock although the levels say otherwise: sibling weights many orders
+        # of magnitude apart can make it take less time than the children's clocks resolve.
+        now = float(self.clock[node])
+        if now + _SLACK * (now + float(self.anchor[node])) >= self.catch_mark[node]:
+            active = active | (grows & (weighted <= float(self.catch_level[node]) * (1 + _TIE)))
+        flat = active & (self.mode[a:b] == _FLAT)
+        flat_count = int(np.count_nonzero(flat))
+        factor = flat / flat_count if flat_count else active * weight
+        rate_up = (factor @ rate_children).tolist()
+        share_rate = max(r for r, d in zip(rate_up, dominant, strict=True) if d)
+        rising = share_rate > 1e-12 * max(rate_up)
+        mass_up = float(factor @ self.mass[a:b])
+        divisor = share_rate if rising else mass_up
+        divisor = divisor if divisor > 0 else 1.0
+        rate = [r / divisor for r in rate_up]
+        own_rate = share_rate / divisor  # the largest dominant component of ``rate``
+        k = factor / divisor
+        # Own events: a component overtaking the dominant share...
+        event = mark = catch_mark = catch_level = math.inf
+        kind = _DOMINANT
+        for r, d, value in zip(rate, dominant, totals, strict=True):
+            if not d and r > own_rate:
+                event = min(event, (share - value) / (r - own_rate))
+                mark = min(mark, (share - value - _EXACT) / (r - own_rate))
+        # ... or a waiting child caught up by the level of its active siblings, rising at ``speed``.
+        if np.count_nonzero(active) < np.count_nonzero(grows):
             speed = float((self.share_rate[a:b] * k / weight * active).max())
-            if not speed > 0:
-                break
-            nearest = float(weighted[grows & ~active].min())
-            catch = (nearest - level) / speed
-            if catch <= 0:
-                # Sibling weights many orders of magnitude apart make a catch-up take less time than
-                # a float resolves: it has happened, and the nearest waiting children join the level.
-                active = active | (grows & (weighted <= nearest + _TIE * max(nearest, 1e-300)))
-                continue
-            mark = min(mark, (nearest / (1 + _TIE) - level) / speed)
-            kind = _CATCH_UP if catch <= event else kind
-            event = min(event, catch)
-            break
+            if speed > 0:
+                catch_level = float(weighted[grows & ~active].min())
+                catch = (catch_level - level) / speed
+                catch_mark = (catch_level / (1 + _TIE) - level) / speed
+                mark = min(mark, catch_mark)
+                kind = _CATCH_UP if catch <= event else kind
+                event = min(event, catch)
+        self.catch_mark[node], self.catch_level[node] = catch_mark, catch_level
         self.mode[node] = (_RISING if rising else _FLAT) if self.live[node] > 0 else _NONE
         self.rate[node] = rate
         self.mass[node] = mass_up / divisor
@@ -757,8 +759,8 @@ class _Reference:
         self.node_consumption = np.asfortranarray(self.layout.subtree @ (self.current[:, None] * self.directions))
         self.node_share = self.node_consumption.max(axis=1)
 
-    def finished(self) -> bool:
-        return bool(self.blocked.all())
+    def unblocked(self) -> int:
+        return int(np.count_nonzero(~self.blocked))
 
     def leaf_rate(self) -> FloatArray:
         return self.growth.leaf_rate
@@ -994,7 +996,9 @@ def _fill(
     """Phase after phase until every leaf is blocked; the status, why it stopped early, and the phases."""
     phases = 0
     out_of_time = f"time limit of {time_limit} s reached: the allocation grown so far"
-    while not engine.finished():
+    # Phases that neither move the time nor block a leaf: a few when events coincide, never many.
+    elapsed, unblocked, still = 0.0, engine.unblocked(), 0
+    while unblocked:
         if deadline is not None and time.perf_counter() >= deadline:
             return "time_limit", f"{out_of_time} ({phases} phases)", phases
         phases += 1
@@ -1012,6 +1016,7 @@ def _fill(
                 if not _block_unplaceable(placement, engine):
                     return "time_limit", f"{out_of_time} ({phases} phases)", phases
                 engine.block_capped()
+                elapsed, unblocked = elapsed + reached, engine.unblocked()
                 continue
         if not math.isfinite(step):
             return "error", "growing leaves but no event ahead", phases
@@ -1019,6 +1024,11 @@ def _fill(
         engine.advance(step)
         engine.block_saturated()
         engine.block_capped()
+        left = engine.unblocked()
+        still = still + 1 if elapsed + step == elapsed and left == unblocked else 0
+        elapsed, unblocked = elapsed + step, left
+        if still > _STALL:
+            return "error", f"numerical stall at {kind} events: no progress in {_STALL} phases", phases
     return "optimal", "", phases
 
 
