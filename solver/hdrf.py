@@ -67,6 +67,7 @@ import scipy.sparse as sp
 
 from models.drfh import DrfhModel, UnitGrouping
 from models.hierarchy import Tree, tree_of
+from models.lp import LinearProgram
 from models.solution import Status, UnitKind
 from models.types import Instance
 from solver.backends import Backend
@@ -846,6 +847,22 @@ class _Reference:
         self.blocked[tenants] = True
 
 
+class _PhaseSession(HighsSession):
+    """The HiGHS session of the phase LPs: every solve ends by one deadline, and no presolve.
+
+    ``HighsSession`` starts a time limit's clock at the first solve, so that the model transfer does
+    not eat a tiny limit; a limit on the whole call must count it. Presolve does not look at the
+    clock (on 2,000 leaves x 500 server classes, a million columns, it ran seconds past the limit)
+    and the phases re-solve from the last basis anyway: without it the first solve took 2.4 s
+    instead of 4-8 s, and whole fillings of 1,000 leaves on 5 classes 30-40% less time.
+    """
+
+    def __init__(self, lp: LinearProgram, deadline: float | None) -> None:
+        super().__init__(lp, None if deadline is None else math.inf)
+        self._deadline = deadline
+        self._highs.setOptionValue("presolve", "off")
+
+
 class _Placement:
     """The heterogeneous-server LP: can the leaf shares grow along a direction and still be placed?
 
@@ -861,8 +878,7 @@ class _Placement:
         self.base = self.model.build(tenants, units, 1.0)
         self.backend = backend
         self.deadline = deadline
-        remaining = None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
-        self.session = HighsSession(self.base, remaining) if backend.capabilities.incremental else None
+        self.session = _PhaseSession(self.base, deadline) if backend.capabilities.incremental else None
         n = self.model.num_tenants
         self.coefficient = -instance.weights.copy()
         self.lp_solves = 0
