@@ -41,6 +41,10 @@ Two engines compute the same phases:
 
 Sibling weights enter only as ratios, so ``_Clocks`` divides them by the largest sibling weight:
 weights that differ by many orders of magnitude neither overflow the rates nor lose the tie tests.
+Far apart (beyond about 1e12), a light child can be caught up in less time than its siblings'
+clocks resolve; a catch-up that is due by the clock then happens even if the shares cannot show it.
+A filling that stops moving (neither time nor blocked leaves for ``_STALL`` phases) ends with an
+error instead of running to the phase limit.
 
 On heterogeneous servers (``pooled=False``) the allocation must also be placeable: leaf shares are
 global dominant shares as in DRFH and every phase asks an LP how far the growth can go with the
@@ -196,8 +200,8 @@ class _Clocks:
       values of its clock (``event``: when it happens; ``mark``: when the tolerance tests that
       detect it, the same as ``_Reference`` applies, start to hold, which is never later).
 
-    Divisions by zero rates are masked out afterwards: call the methods under
-    ``np.errstate(divide="ignore", invalid="ignore")``.
+    Divisions by zero rates are masked out afterwards, and event times too far away overflow to inf:
+    call the methods under ``np.errstate(divide="ignore", invalid="ignore", over="ignore")``.
     """
 
     def __init__(self, instance: Instance, tree: Tree) -> None:
@@ -878,7 +882,10 @@ class _Placement:
         self.base = self.model.build(tenants, units, 1.0)
         self.backend = backend
         self.deadline = deadline
-        self.session = _PhaseSession(self.base, deadline) if backend.capabilities.incremental else None
+        # Out of time already: the filling will not solve anything, so do not transfer the model.
+        expired = deadline is not None and time.perf_counter() >= deadline
+        incremental = backend.capabilities.incremental and not expired
+        self.session = _PhaseSession(self.base, deadline) if incremental else None
         n = self.model.num_tenants
         self.coefficient = -instance.weights.copy()
         self.lp_solves = 0
