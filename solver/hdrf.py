@@ -196,9 +196,9 @@ class _Clocks:
       the parent's last recompute (the root's clock is the time since its last recompute);
     - ``mode``, ``mass``, ``share_rate``: the growth mode, leaf-share rate and dominant-share rate
       per unit of the clock (``share_rate`` is 1 for a rising node);
-    - ``own_*`` and ``due_*``: the node's own next event, and the first one in its subtree, as
-      values of its clock (``event``: when it happens; ``mark``: when the tolerance tests that
-      detect it, the same as ``_Reference`` applies, start to hold, which is never later).
+    - ``due_*``: the first event in the node's subtree (its own included), as a value of its clock
+      (``event``: when it happens; ``mark``: when the tolerance tests that detect it, the same as
+      ``_Reference`` applies, start to hold, which is never later; ``kind``: what happens).
 
     Divisions by zero rates are masked out afterwards, and event times too far away overflow to inf:
     call the methods under ``np.errstate(divide="ignore", invalid="ignore", over="ignore")``.
@@ -250,6 +250,7 @@ class _Clocks:
         self.live = np.zeros(num_nodes + 1)  # unblocked leaves under each node (+ the dummy)
         np.add.at(self.live, self.ancestors[~self.blocked].ravel(), 1.0)
         self.saturated = np.zeros(m, dtype=bool)
+        self.saturation_mark = math.inf  # when the next resource fills up, in the root's clock
         # The state described in the class docstring.
         self.consumption0 = np.zeros((num_nodes, m))
         self.rate = np.zeros((num_nodes, m))
@@ -261,9 +262,6 @@ class _Clocks:
         self.mode = np.zeros(num_nodes, dtype=np.int64)
         self.mass = np.zeros(num_nodes)
         self.share_rate = np.zeros(num_nodes)
-        self.own_event = np.full(num_nodes, math.inf)
-        self.own_mark = np.full(num_nodes, math.inf)
-        self.own_kind = np.zeros(num_nodes, dtype=np.int64)
         self.due_event = np.full(num_nodes, math.inf)
         self.due_mark = np.full(num_nodes, math.inf)
         self.due_kind = np.zeros(num_nodes, dtype=np.int64)
@@ -324,10 +322,11 @@ class _Clocks:
                 a = int(self.first_child[node])
                 b = a + int(self.num_children[node])
                 parent_clock = float(self.clock[node])
-                self.clock[a:b] = self.anchor[a:b] + self.k[a:b] * parent_clock
+                clock = np.multiply(self.k[a:b], parent_clock, out=self.clock[a:b])
+                clock += self.anchor[a:b]
                 self._visited.append((_NO_NODES, frontier, None))
                 due = parent_clock + _SLACK * (parent_clock + float(self.anchor[node]))
-                frontier = np.flatnonzero(self.up_mark[a:b] <= due) + a
+                frontier = (self.up_mark[a:b] <= due).nonzero()[0] + a
                 continue
             internal = self.num_children[frontier] > 0
             parents = frontier[internal]
@@ -342,7 +341,7 @@ class _Clocks:
             frontier = index[self.up_mark[index] <= children.spread(dues)]
 
     def block_saturated(self) -> None:
-        if not self._visited:
+        if not self._visited or self.root_clock * (1 + _SLACK) < self.saturation_mark:
             return
         use = self.consumption0[0] + self.rate[0] * self.clock[0]
         full = (use >= 1.0 - _EXACT) & ~self.saturated
@@ -356,7 +355,8 @@ class _Clocks:
             if leaves.size:
                 share = self._leaf_shares(leaves)
                 at_cap = leaves[share >= self.share_cap[leaves] * (1 - _CAP_TIE)]
-                self.block(self.tenant[at_cap], "capped")
+                if at_cap.size:
+                    self.block(self.tenant[at_cap], "capped")
 
     def block(self, tenants: IntArray, reason: str) -> None:
         tenants = tenants[~self.blocked[tenants]]
@@ -414,8 +414,9 @@ class _Clocks:
                 self._recompute_leaves(leaves)
                 self.clock[leaves] = 0.0
             if len(parents) == 1:
-                self._recompute_family(int(parents[0]))
-                self.clock[parents] = 0.0
+                node = int(parents[0])
+                self._recompute_family(node)
+                self.clock[node] = 0.0
             elif parents.size:
                 children = children or _Siblings(self.first_child[parents], self.num_children[parents])
                 self._recompute_internal(parents, children)
@@ -424,6 +425,10 @@ class _Clocks:
             self.root_clock = 0.0
 
     def _recompute_leaves(self, nodes: IntArray) -> None:
+        """State and cap events of leaves (the root of a one-node tree is alone at its depth)."""
+        if len(nodes) == 1:
+            self._recompute_leaf(int(nodes[0]))
+            return
         cap = self.share_cap[nodes]
         share = self._leaf_shares(nodes)
         growing = ~self.node_blocked[nodes]
@@ -434,15 +439,28 @@ class _Clocks:
         self.mass[nodes] = self.share_rate[nodes] = growing
         self.mode[nodes] = np.where(growing, _RISING, _NONE)
         capped = growing & (cap < math.inf)
-        event = np.where(capped, cap - share, math.inf)
-        mark = np.where(capped, cap * (1 - _CAP_TIE) - share, math.inf)
-        self.own_kind[nodes] = self.due_kind[nodes] = _CAP
-        self.own_event[nodes] = self.due_event[nodes] = event
-        self.own_mark[nodes] = self.due_mark[nodes] = mark
-        if nodes[0] == 0:  # a one-node tree: the root is a leaf, and its subtree
-            own = self._saturation(float(event[0]), float(mark[0]), _CAP)
-            self.own_event[0], self.own_mark[0], self.own_kind[0] = own
-            self.due_event[0], self.due_mark[0], self.due_kind[0] = own
+        self.due_event[nodes] = np.where(capped, cap - share, math.inf)
+        self.due_mark[nodes] = np.where(capped, cap * (1 - _CAP_TIE) - share, math.inf)
+        self.due_kind[nodes] = _CAP
+
+    def _recompute_leaf(self, node: int) -> None:
+        """``_recompute_leaves`` for one leaf, with scalars (a phase mostly caps one leaf)."""
+        cap = float(self.share_cap[node])
+        share = min(float(self.share0[node]) + (float(self.clock[node]) if self.mode[node] == _RISING else 0.0), cap)
+        growing = not self.node_blocked[node]
+        direction = self.direction[node]
+        self.share0[node] = share
+        self.consumption0[node] = share * direction
+        self.rate[node] = direction if growing else 0.0
+        self.mass[node] = self.share_rate[node] = float(growing)
+        self.mode[node] = _RISING if growing else _NONE
+        event = mark = math.inf
+        if growing and cap < math.inf:
+            event, mark = cap - share, cap * (1 - _CAP_TIE) - share
+        kind = _CAP
+        if node == 0:  # a one-node tree: the root is a leaf, and its subtree
+            event, mark, kind = self._saturation(event, mark, kind)
+        self.due_event[node], self.due_mark[node], self.due_kind[node] = event, mark, kind
 
     def _recompute_internal(self, parents: IntArray, children: _Siblings) -> None:
         """Modes, rates, consumption and events of several ``parents`` from their children's.
@@ -508,7 +526,6 @@ class _Clocks:
         self.anchor[index] = clock
         if parents[0] == 0:
             event[0], mark[0], kind[0] = self._saturation(float(event[0]), float(mark[0]), int(kind[0]))
-        self.own_event[parents], self.own_mark[parents], self.own_kind[parents] = event, mark, kind
         # The first event in the subtree: its own, or a child's in the parent's clock.
         moving = k > 0
         child_event = np.where(moving, (self.due_event[index] - clock) / k, math.inf)
@@ -536,12 +553,12 @@ class _Clocks:
         use = self.consumption0[a:b] + rate_children * clock[:, None]
         grows = self.live[a:b] > 0
         weight = self.weight[a:b]
-        weighted = use.max(axis=1) / weight
+        weighted = np.maximum.reduce(use, axis=1) / weight
         weighted[~grows] = math.inf
-        level = float(weighted.min())
+        level = float(np.minimum.reduce(weighted))
         # Children that do not grow are at inf: above any finite level.
         active = weighted <= level + _TIE * max(level, 1e-300) if level < math.inf else grows
-        total = use.sum(axis=0)
+        total = np.add.reduce(use, axis=0)
         totals = total.tolist()
         share = max(totals)
         dominant = [value >= share - _EXACT for value in totals]
@@ -550,8 +567,11 @@ class _Clocks:
         now = float(self.clock[node])
         if now + _SLACK * (now + float(self.anchor[node])) >= self.catch_mark[node]:
             active = active | (grows & (weighted <= float(self.catch_level[node]) * (1 + _TIE)))
-        flat = active & (self.mode[a:b] == _FLAT)
+        flat = self.mode[a:b] == _FLAT
         flat_count = int(np.count_nonzero(flat))
+        if flat_count:
+            flat &= active
+            flat_count = int(np.count_nonzero(flat))
         factor = flat / flat_count if flat_count else active * weight
         rate_up = (factor @ rate_children).tolist()
         share_rate = max(r for r, d in zip(rate_up, dominant, strict=True) if d)
@@ -589,7 +609,6 @@ class _Clocks:
         self.anchor[a:b] = clock
         if node == 0:
             event, mark, kind = self._saturation(event, mark, kind)
-        self.own_event[node], self.own_mark[node], self.own_kind[node] = event, mark, kind
         # The first event in the subtree: its own, or a child's in the parent's clock.
         still = ~(flat if flat_count else active)
         child_event = (self.due_event[a:b] - clock) / k
@@ -601,18 +620,20 @@ class _Clocks:
         first = float(child_event[at])
         if event > first or (event == first and self.due_kind[a + at] < kind):
             kind = int(self.due_kind[a + at])
-        self.due_event[node], self.due_mark[node] = min(event, first), min(mark, float(child_mark.min()))
+        self.due_event[node] = min(event, first)
+        self.due_mark[node] = min(mark, float(np.minimum.reduce(child_mark)))
         self.due_kind[node] = kind
 
     def _saturation(self, event: float, mark: float, kind: int) -> tuple[float, float, int]:
         """The root's own events, with a resource saturating (the root's clock is the time)."""
+        self.saturation_mark = math.inf
         for rate, use in zip(self.rate[0].tolist(), self.consumption0[0].tolist(), strict=True):
             if rate > 0:
                 saturation = (1.0 - use) / rate
                 if saturation < event or (saturation == event and kind > _SATURATION):
                     event, kind = saturation, _SATURATION
-                mark = min(mark, (1.0 - _EXACT - use) / rate)
-        return event, mark, kind
+                self.saturation_mark = min(self.saturation_mark, (1.0 - _EXACT - use) / rate)
+        return event, min(mark, self.saturation_mark), kind
 
 
 class _Layout:
