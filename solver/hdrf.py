@@ -27,22 +27,22 @@ waiting child being caught up by its siblings' level.
 
 Two engines compute the same phases:
 
-- ``_Clocks`` (the default) does per phase work on the root paths an event touched only. Every node
-  keeps a *clock*, its own growth parameter; a child's clock is an affine function of its parent's
-  (``clock = anchor + k * parent clock``) whose slope ``k`` changes only when the parent is
-  recomputed, and a node's consumption is affine in its own clock. A node is recomputed (its
-  consumption materialised, its clock reset to zero, its children re-anchored) only when an event
-  happens in its subtree. Every node also keeps the clock value of the first event in its subtree,
-  in its own clock, so the next event is read at the root and the nodes where it happens are found
-  by descending only into the subtrees whose event is due. A phase costs a few vectorised passes
-  over the children of the touched paths, not over the tree: 100,000 leaves in seconds.
+- ``_Clocks`` (the default) works per phase on the root paths an event touched only. Every node
+  keeps a *clock*, its own growth parameter, affine in its parent's (``clock = anchor + factor *
+  drive``); the factor is the child's weight among the active siblings and changes only when the
+  set of active children does, so an event that changes the rates along one path updates each node
+  on it from its own values and the one child that changed. Every node also keeps the first event
+  of its subtree as a value of its clock, so the next event is read at the root and the nodes where
+  it happens are found by descending only into the subtrees whose event is due. A phase costs a few
+  numpy calls per node of the touched paths, whatever the fan-out: 100,000 leaves in seconds.
 - ``_Reference`` recomputes every node in every phase with whole-tree numpy passes. It is the
   straightforward form of the same rules and the tests hold the fast engine to it.
 
 Sibling weights enter only as ratios, so ``_Clocks`` divides them by the largest sibling weight:
 weights that differ by many orders of magnitude neither overflow the rates nor lose the tie tests.
-Far apart (beyond about 1e12), a light child can be caught up in less time than its siblings'
-clocks resolve; a catch-up that is due by the clock then happens even if the shares cannot show it.
+Far apart (beyond about 1e12), an event can take less time than the clocks resolve (a light child
+caught up, a component with a rate 1e9 times the dominant one overtaking it, a resource filling
+up): an event that is due by the clock then happens even if the consumptions cannot show it.
 A filling that stops moving (neither time nor blocked leaves for ``_STALL`` phases) ends with an
 error instead of running to the phase limit.
 
@@ -184,21 +184,37 @@ class _Siblings:
 
 
 class _Clocks:
-    """The fast engine: node clocks, recomputed only along the root paths an event touched.
+    """The fast engine: node clocks, and per phase work along the root paths an event touched.
 
     Nodes are renumbered breadth first with siblings contiguous, so a node's children are one index
-    range and a depth level is another. Per node (``N`` nodes, ``m`` resources):
+    range and a depth level is another. Every node has two parameters that only grow:
 
-    - ``consumption0``, ``rate`` (N, m): consumption at the node's last recompute, and per unit of
-      its clock since then; ``share0`` the dominant share then (a leaf's share rises by exactly its
-      clock while it grows, because its direction's largest component is 1);
-    - ``anchor``, ``k``: the clock is ``anchor + k * parent clock``, the parent clock counted from
-      the parent's last recompute (the root's clock is the time since its last recompute);
-    - ``mode``, ``mass``, ``share_rate``: the growth mode, leaf-share rate and dominant-share rate
-      per unit of the clock (``share_rate`` is 1 for a rising node);
+    - its *clock* ``π`` (the share-like parameter its parent sees): ``π = anchor + factor * U`` of
+      its parent, where ``factor`` is the parent's weight for the child (0 for a child that waits);
+      the root's clock is the time, a leaf's clock its dominant share (while it grows);
+    - its *drive* ``U = (π - clock0) / divisor``, which its children's clocks follow, counted from
+      the node's last recompute (``clock0``). ``divisor`` normalises the node's rates (per unit of
+      dominant share for a rising node, of leaf share for a flat one) and changes whenever the rates
+      below change. At a recompute the drive restarts from 0, so the children's anchors take up the
+      drive so far (``anchor += factor * U``, which keeps magnitudes, hence round-off, small), but
+      their factors stay as they are.
+
+    A child's relation to its parent changes only when its factor does (a child joining or leaving
+    its siblings' level, or turning flat). So when an event changes the rates along one root path,
+    each node on it is updated from its own values and one child's (``_recompute_light``); every
+    child is looked at (``_recompute_full``, vectorised over many parents) only when the set of
+    active children may change. Per node (``N`` nodes, ``m`` resources):
+
+    - ``consumption0``, ``clock0``, ``rate`` (per unit of clock), ``share0`` (a leaf's): the
+      consumption is ``consumption0 + rate * (π - clock0)``;
+    - ``mode``, ``mass``, ``share_rate``: growth mode, leaf-share and dominant-share rates per unit of
+      clock (``share_rate`` is 1 for a rising node);
     - ``due_*``: the first event in the node's subtree (its own included), as a value of its clock
       (``event``: when it happens; ``mark``: when the tolerance tests that detect it, the same as
-      ``_Reference`` applies, start to hold, which is never later; ``kind``: what happens).
+      ``_Reference`` applies, start to hold, which is never later; ``kind``: what happens);
+    - ``up_*``: the same converted to the parent's drive (``up_mark`` less a round-off allowance, so
+      a descent from the root never misses it), with per parent the smallest and which child holds
+      it (``first_*``, ``*_child``).
 
     Divisions by zero rates are masked out afterwards, and event times too far away overflow to inf:
     call the methods under ``np.errstate(divide="ignore", invalid="ignore", over="ignore")``.
@@ -222,7 +238,7 @@ class _Clocks:
         parent[1:] = position[tree.parent[order[1:]]]
         self.parent = parent
         self.num_children = np.bincount(parent[1:], minlength=num_nodes).astype(np.int64)
-        self.first_child = np.searchsorted(parent[1:], np.arange(num_nodes)).astype(np.int64) + 1
+        self.child_start = np.searchsorted(parent[1:], np.arange(num_nodes)).astype(np.int64) + 1
         self.leaf_node = position[tree.leaf_nodes]  # per tenant
         self.tenant = np.full(num_nodes, -1, dtype=np.int64)
         self.tenant[self.leaf_node] = np.arange(len(self.leaf_node))
@@ -250,30 +266,44 @@ class _Clocks:
         self.live = np.zeros(num_nodes + 1)  # unblocked leaves under each node (+ the dummy)
         np.add.at(self.live, self.ancestors[~self.blocked].ravel(), 1.0)
         self.saturated = np.zeros(m, dtype=bool)
-        self.saturation_mark = math.inf  # when the next resource fills up, in the root's clock
+        self.saturation_mark = np.full(m, math.inf)  # when each resource fills up (a time)
+        self.time = 0.0
         # The state described in the class docstring.
+        self.anchor = np.zeros(num_nodes)
+        self.factor = np.zeros(num_nodes)
+        self.divisor = np.ones(num_nodes)
         self.consumption0 = np.zeros((num_nodes, m))
+        self.clock0 = np.zeros(num_nodes)
         self.rate = np.zeros((num_nodes, m))
         self.share0 = np.zeros(num_nodes)
-        self.anchor = np.zeros(num_nodes)
-        self.k = np.zeros(num_nodes)
-        self.clock = np.zeros(num_nodes)  # scratch: current clocks of the nodes a phase visits
-        self.root_clock = 0.0
         self.mode = np.zeros(num_nodes, dtype=np.int64)
+        self.was_flat = np.zeros(num_nodes, dtype=bool)  # the mode before the node's last recompute
         self.mass = np.zeros(num_nodes)
         self.share_rate = np.zeros(num_nodes)
         self.due_event = np.full(num_nodes, math.inf)
         self.due_mark = np.full(num_nodes, math.inf)
         self.due_kind = np.zeros(num_nodes, dtype=np.int64)
-        self.up_mark = np.full(num_nodes, math.inf)  # ``due_mark`` in the parent's clock
-        # The next catch-up among a node's children: its mark, and the weighted share it reaches.
+        # When each component of a node's consumption reaches its dominant share (a mark).
+        self.overtake = np.full((num_nodes, m), math.inf)
+        self.up_event = np.full(num_nodes, math.inf)
+        self.up_mark = np.full(num_nodes, math.inf)
+        self.first_event = np.full(num_nodes, math.inf)
+        self.first_mark = np.full(num_nodes, math.inf)
+        self.event_child = np.zeros(num_nodes, dtype=np.int64)
+        self.mark_child = np.zeros(num_nodes, dtype=np.int64)
+        # Among a node's children: the growing ones not at the level, active flat ones, and the next
+        # catch-up (its mark as a clock value, and the weighted share it reaches).
+        self.waiting = np.zeros(num_nodes, dtype=np.int64)
+        self.flat_count = np.zeros(num_nodes, dtype=np.int64)
         self.catch_mark = np.full(num_nodes, math.inf)
         self.catch_level = np.full(num_nodes, math.inf)
-        # Per depth, the nodes the last descent visited: leaves, internal nodes and, for several of
-        # those, their children.
-        self._visited: list[tuple[IntArray, IntArray, _Siblings | None]] = []
+        # Scratch: clocks and drives of the nodes the last descent visited (of all, after _all_clocks).
+        self.clock = np.zeros(num_nodes)
+        self.drive = np.zeros(num_nodes)
+        # Per depth, the nodes the last descent visited: leaves and internal nodes.
+        self._visited: list[tuple[IntArray, IntArray]] = []
         self._bulk: list[IntArray] = []  # blocked tenants whose paths the last descent did not visit
-        self._recompute(self._levels(np.ones(num_nodes, dtype=bool)))
+        self._recompute(self._levels(np.ones(num_nodes, dtype=bool)), bulk=True)
 
     # -- the engine interface -------------------------------------------------------------------
 
@@ -282,18 +312,19 @@ class _Clocks:
 
     def next_event(self) -> tuple[float, str]:
         self._settle()
-        step = float(self.due_event[0]) - self.root_clock
+        step = float(self.due_event[0]) - self.time
         if not math.isfinite(step):
             return math.inf, "none"
         return max(step, 0.0), _KINDS[int(self.due_kind[0])]
 
     def leaf_rate(self) -> FloatArray:
-        """Share growth of every leaf per unit of time (the product of ``k`` along its path)."""
+        """Share growth of every leaf per unit of time."""
         self._settle()
-        speed = np.zeros(len(self.parent))
+        speed = np.zeros(len(self.parent))  # of every node's clock
         speed[0] = 1.0 if self.live[0] > 0 else 0.0
         for a, b in zip(self.bounds[1:-1], self.bounds[2:], strict=True):
-            speed[a:b] = self.k[a:b] * speed[self.parent[a:b]]
+            up = self.parent[a:b]
+            speed[a:b] = self.factor[a:b] * speed[up] / self.divisor[up]
         return np.where(self.blocked, 0.0, speed[self.leaf_node])
 
     def shares(self) -> FloatArray:
@@ -301,57 +332,51 @@ class _Clocks:
         return self._leaf_shares(self.leaf_node)
 
     def advance(self, step: float) -> None:
-        """Move the root clock on and visit the subtrees whose event is now due.
-
-        A child's first event is kept in its parent's clock too (``up_mark``), so the test is one
-        comparison per child. Clocks and anchors are never negative, and ``_SLACK * (clock +
-        anchor)`` bounds the round-off between the parent clock reached from the root and the event
-        converted up from the child.
-        """
-        self.root_clock += step
-        self.clock[0] = self.root_clock
-        if self.due_mark[0] > self.root_clock * (1 + _SLACK):
+        """Move the time on and visit the subtrees whose event is now due."""
+        self.time += step
+        self.clock[0] = self.time
+        self.drive[0] = (self.time - self.clock0[0]) / self.divisor[0]
+        if self.due_mark[0] > self.time * (1 + _SLACK):
             return
         frontier = np.zeros(1, dtype=np.int64)
         while frontier.size:
-            if len(frontier) == 1:  # one node: its children are a slice
-                node = int(frontier[0])
-                if not self.num_children[node]:
-                    self._visited.append((frontier, _NO_NODES, None))
-                    return
-                a = int(self.first_child[node])
-                b = a + int(self.num_children[node])
-                parent_clock = float(self.clock[node])
-                clock = np.multiply(self.k[a:b], parent_clock, out=self.clock[a:b])
-                clock += self.anchor[a:b]
-                self._visited.append((_NO_NODES, frontier, None))
-                due = parent_clock + _SLACK * (parent_clock + float(self.anchor[node]))
-                frontier = (self.up_mark[a:b] <= due).nonzero()[0] + a
-                continue
             internal = self.num_children[frontier] > 0
             parents = frontier[internal]
-            children = _Siblings(self.first_child[parents], self.num_children[parents]) if parents.size else None
-            self._visited.append((frontier[~internal], parents, children))
-            if children is None:
-                return
-            index = children.index
-            parent_clocks = self.clock[parents]
-            self.clock[index] = self.anchor[index] + self.k[index] * children.spread(parent_clocks)
-            dues = parent_clocks + _SLACK * (parent_clocks + self.anchor[parents])
-            frontier = index[self.up_mark[index] <= children.spread(dues)]
+            self._visited.append((frontier[~internal], parents))
+            if len(parents) == 1:  # the usual case: its children are a slice
+                node = int(parents[0])
+                drive = float(self.drive[node])
+                if self.first_mark[node] > drive:
+                    return
+                a = int(self.child_start[node])
+                frontier = (self.up_mark[a : a + int(self.num_children[node])] <= drive).nonzero()[0] + a
+                clock = self.anchor[frontier] + self.factor[frontier] * drive
+            else:
+                parents = parents[self.first_mark[parents] <= self.drive[parents]]
+                if not parents.size:
+                    return
+                children = _Siblings(self.child_start[parents], self.num_children[parents])
+                drives = children.spread(self.drive[parents])
+                due = self.up_mark[children.index] <= drives
+                frontier = children.index[due]
+                clock = self.anchor[frontier] + self.factor[frontier] * drives[due]
+            self.clock[frontier] = clock
+            self.drive[frontier] = (clock - self.clock0[frontier]) / self.divisor[frontier]
 
     def block_saturated(self) -> None:
-        if not self._visited or self.root_clock * (1 + _SLACK) < self.saturation_mark:
+        due = self.saturation_mark <= self.time * (1 + _SLACK)
+        if not self._visited or not due.any():
             return
-        use = self.consumption0[0] + self.rate[0] * self.clock[0]
-        full = (use >= 1.0 - _EXACT) & ~self.saturated
+        use = self.consumption0[0] + self.rate[0] * (self.time - self.clock0[0])
+        # Full by the clock too: a resource can fill up in less time than the clock resolves.
+        full = ((use >= 1.0 - _EXACT) | due) & ~self.saturated
         if full.any():
             self.saturated |= full
             newly = np.flatnonzero(self.needs[:, full].any(axis=1) & ~self.blocked)
             self.block(newly, "blocked by saturation")
 
     def block_capped(self) -> None:
-        for leaves, _, _ in self._visited:
+        for leaves, _ in self._visited:
             if leaves.size:
                 share = self._leaf_shares(leaves)
                 at_cap = leaves[share >= self.share_cap[leaves] * (1 - _CAP_TIE)]
@@ -371,58 +396,59 @@ class _Clocks:
 
     # -- phases ---------------------------------------------------------------------------------
 
-    def _levels(self, touched: BoolArray) -> list[tuple[IntArray, IntArray, _Siblings | None]]:
+    def _levels(self, touched: BoolArray) -> list[tuple[IntArray, IntArray]]:
         """The touched nodes of every depth, split as a descent splits them."""
         levels = []
         for a, b in zip(self.bounds[:-1], self.bounds[1:], strict=True):
             nodes = np.flatnonzero(touched[a:b]) + a
             internal = self.num_children[nodes] > 0
-            parents = nodes[internal]
-            children = _Siblings(self.first_child[parents], self.num_children[parents]) if len(parents) > 1 else None
-            levels.append((nodes[~internal], parents, children))
+            levels.append((nodes[~internal], nodes[internal]))
         return levels
 
     def _all_clocks(self) -> None:
-        self.clock[0] = self.root_clock
+        self.clock[0] = self.time
+        self.drive[0] = (self.time - self.clock0[0]) / self.divisor[0]
         for a, b in zip(self.bounds[1:-1], self.bounds[2:], strict=True):
-            self.clock[a:b] = self.anchor[a:b] + self.k[a:b] * self.clock[self.parent[a:b]]
+            self.clock[a:b] = self.anchor[a:b] + self.factor[a:b] * self.drive[self.parent[a:b]]
+            self.drive[a:b] = (self.clock[a:b] - self.clock0[a:b]) / self.divisor[a:b]
 
     def _leaf_shares(self, nodes: IntArray) -> FloatArray:
-        grown = np.where(self.mode[nodes] == _RISING, self.clock[nodes], 0.0)
+        grown = np.where(self.mode[nodes] == _RISING, self.clock[nodes] - self.clock0[nodes], 0.0)
         return np.minimum(self.share0[nodes] + grown, self.share_cap[nodes])
 
     def _settle(self) -> None:
         """Recompute the nodes the last advance and blocks touched, deepest first."""
         if not self._visited and not self._bulk:
             return
-        if self._bulk:
+        bulk = bool(self._bulk)
+        if bulk:
             touched = np.zeros(len(self.parent) + 1, dtype=bool)
             touched[self.ancestors[np.concatenate(self._bulk)].ravel()] = True
-            for leaves, parents, _ in self._visited:
+            for leaves, parents in self._visited:
                 touched[leaves] = touched[parents] = True
             self._all_clocks()
             levels = self._levels(touched[:-1])
         else:
             levels = self._visited
         self._visited, self._bulk = [], []
-        self._recompute(levels)
+        self._recompute(levels, bulk)
 
-    def _recompute(self, levels: list[tuple[IntArray, IntArray, _Siblings | None]]) -> None:
+    def _recompute(self, levels: list[tuple[IntArray, IntArray]], bulk: bool = False) -> None:
+        below: IntArray = _NO_NODES  # the nodes recomputed one depth further down
         for depth in range(len(levels) - 1, -1, -1):
-            leaves, parents, children = levels[depth]
+            leaves, parents = levels[depth]
             if leaves.size:
                 self._recompute_leaves(leaves)
-                self.clock[leaves] = 0.0
-            if len(parents) == 1:
+            if len(parents) == 1 and not bulk and len(below) <= 1:
                 node = int(parents[0])
-                self._recompute_family(node)
-                self.clock[node] = 0.0
+                child = int(below[0]) if len(below) else -1
+                if child < 0 or self.parent[child] == node:
+                    self._recompute_light(node, child)
+                else:
+                    self._recompute_full(parents)
             elif parents.size:
-                children = children or _Siblings(self.first_child[parents], self.num_children[parents])
-                self._recompute_internal(parents, children)
-                self.clock[parents] = 0.0
-        if levels and (levels[0][0].size or levels[0][1].size):
-            self.root_clock = 0.0
+                self._recompute_full(parents)
+            below = np.concatenate((leaves, parents))
 
     def _recompute_leaves(self, nodes: IntArray) -> None:
         """State and cap events of leaves (the root of a one-node tree is alone at its depth)."""
@@ -431,209 +457,252 @@ class _Clocks:
             return
         cap = self.share_cap[nodes]
         share = self._leaf_shares(nodes)
+        clock = self.clock[nodes]
         growing = ~self.node_blocked[nodes]
         direction = self.direction[nodes]
         self.share0[nodes] = share
+        self.clock0[nodes] = clock
         self.consumption0[nodes] = share[:, None] * direction
         self.rate[nodes] = direction * growing[:, None]
         self.mass[nodes] = self.share_rate[nodes] = growing
         self.mode[nodes] = np.where(growing, _RISING, _NONE)
         capped = growing & (cap < math.inf)
-        self.due_event[nodes] = np.where(capped, cap - share, math.inf)
-        self.due_mark[nodes] = np.where(capped, cap * (1 - _CAP_TIE) - share, math.inf)
+        self.due_event[nodes] = np.where(capped, clock + cap - share, math.inf)
+        self.due_mark[nodes] = np.where(capped, clock + cap * (1 - _CAP_TIE) - share, math.inf)
         self.due_kind[nodes] = _CAP
 
     def _recompute_leaf(self, node: int) -> None:
         """``_recompute_leaves`` for one leaf, with scalars (a phase mostly caps one leaf)."""
         cap = float(self.share_cap[node])
-        share = min(float(self.share0[node]) + (float(self.clock[node]) if self.mode[node] == _RISING else 0.0), cap)
+        clock = float(self.clock[node])
+        grown = clock - float(self.clock0[node]) if self.mode[node] == _RISING else 0.0
+        share = min(float(self.share0[node]) + grown, cap)
         growing = not self.node_blocked[node]
         direction = self.direction[node]
-        self.share0[node] = share
+        self.share0[node], self.clock0[node] = share, clock
         self.consumption0[node] = share * direction
         self.rate[node] = direction if growing else 0.0
         self.mass[node] = self.share_rate[node] = float(growing)
         self.mode[node] = _RISING if growing else _NONE
         event = mark = math.inf
         if growing and cap < math.inf:
-            event, mark = cap - share, cap * (1 - _CAP_TIE) - share
+            event, mark = clock + cap - share, clock + cap * (1 - _CAP_TIE) - share
         kind = _CAP
         if node == 0:  # a one-node tree: the root is a leaf, and its subtree
             event, mark, kind = self._saturation(event, mark, kind)
         self.due_event[node], self.due_mark[node], self.due_kind[node] = event, mark, kind
 
-    def _recompute_internal(self, parents: IntArray, children: _Siblings) -> None:
-        """Modes, rates, consumption and events of several ``parents`` from their children's.
+    def _recompute_light(self, node: int, child: int) -> None:
+        """A node whose children kept their factors but ``child`` (-1: none), which was recomputed.
 
-        ``_recompute_family`` is the same for one parent, with per-parent values as Python floats.
+        Its rates follow from one matrix product over its children, its consumption from its own
+        clock, and its first event from the children's, which only ``child`` changed. Anything that
+        may change which children are active (a waiting child, ``child`` turning flat or rising,
+        or stopping while flat children are served) goes to ``_recompute_full``.
         """
+        if self.waiting[node]:
+            self._recompute_full(np.array([node]))
+            return
+        if child >= 0:
+            flat = int(self.mode[child]) == _FLAT
+            if self.factor[child] <= 0 or flat != bool(self.was_flat[child]):
+                self._recompute_full(np.array([node]))
+                return
+            if self.live[child] <= 0:  # it stops growing: it leaves the level, alone if it was not flat
+                if flat or self.flat_count[node]:
+                    self._recompute_full(np.array([node]))
+                    return
+                self.anchor[child], self.factor[child] = self.clock[child], 0.0
+        a = int(self.child_start[node])
+        b = a + int(self.num_children[node])
+        clock, drive = float(self.clock[node]), float(self.drive[node])
+        factor = self.factor[a:b]
+        rate_up = (factor @ self.rate[a:b]).tolist()
+        mass_up = float(factor @ self.mass[a:b])
+        total = self.consumption0[node] + self.rate[node] * (clock - float(self.clock0[node]))
+        totals = total.tolist()
+        share = max(totals)
+        # A component is dominant when it is within _EXACT of the share, or when it was due to get
+        # there by the clock (rates far apart can make that take less time than the clock resolves).
+        due = clock * (1 + _SLACK)
+        dominant = [v >= share - _EXACT or o <= due for v, o in zip(totals, self.overtake[node].tolist(), strict=True)]
+        share_rate = max(r for r, d in zip(rate_up, dominant, strict=True) if d)
+        rising = share_rate > 1e-12 * max(rate_up)
+        divisor = share_rate if rising else mass_up
+        divisor = divisor if divisor > 0 else 1.0
+        rate = [r / divisor for r in rate_up]
+        own_rate = share_rate / divisor  # the largest dominant component of ``rate``
+        self.was_flat[node] = self.mode[node] == _FLAT
+        self.mode[node] = (_RISING if rising else _FLAT) if self.live[node] > 0 else _NONE
+        self.rate[node] = rate
+        self.mass[node] = mass_up / divisor
+        self.share_rate[node] = own_rate
+        self.consumption0[node], self.clock0[node], self.divisor[node] = total, clock, divisor
+        if drive:  # the drive restarts from 0: the children's anchors and events take up its value
+            self.anchor[a:b] += factor * drive
+            self.up_event[a:b] -= drive
+            self.up_mark[a:b] -= drive
+            self.first_event[node] -= drive
+            self.first_mark[node] -= drive
+            self.drive[node] = 0.0
+        # Own events: a component overtaking the dominant share (no child waits).
+        event = math.inf
+        overtake = [math.inf] * len(rate)
+        for r, (d, value) in enumerate(zip(dominant, totals, strict=True)):
+            if not d and rate[r] > own_rate:
+                event = min(event, clock + (share - value) / (rate[r] - own_rate))
+                overtake[r] = clock + (share - value - _EXACT) / (rate[r] - own_rate)
+        self.overtake[node] = overtake
+        mark = min(overtake)
+        kind = _DOMINANT
+        if node == 0:
+            event, mark, kind = self._saturation(event, mark, kind)
+        if child >= 0:
+            self._child_changed(node, child, a, b)
+        self._gather(node, event, mark, kind)
+
+    def _child_changed(self, node: int, child: int, a: int, b: int) -> None:
+        """Update ``node``'s smallest children's events for one child whose own ones changed."""
+        factor = float(self.factor[child])
+        event = mark = math.inf
+        if factor > 0:
+            anchor = float(self.anchor[child])
+            event = (float(self.due_event[child]) - anchor) / factor
+            # Marks are clock values, never negative (inf when there is none).
+            mark = (float(self.due_mark[child]) * (1 - _SLACK) - anchor - _SLACK * abs(anchor)) / factor
+        for up, first, holder, value in (
+            (self.up_event, self.first_event, self.event_child, event),
+            (self.up_mark, self.first_mark, self.mark_child, mark),
+        ):
+            up[child] = value
+            smallest, held = float(first[node]), int(holder[node]) == child
+            if value < smallest or (held and value <= smallest):
+                first[node], holder[node] = value, child
+            elif held:  # the smallest grew: look again
+                at = a + int(up[a:b].argmin())
+                first[node], holder[node] = up[at], at
+
+    def _gather(self, node: int, event: float, mark: float, kind: int) -> None:
+        """First event in the subtree of ``node``: its own, or its children's in its clock."""
+        clock0, divisor = float(self.clock0[node]), float(self.divisor[node])
+        first = clock0 + float(self.first_event[node]) * divisor
+        if first < event or (first == event and self.due_kind[self.event_child[node]] < kind):
+            kind = int(self.due_kind[self.event_child[node]])
+        self.due_event[node] = min(event, first)
+        self.due_mark[node] = min(mark, clock0 + float(self.first_mark[node]) * divisor)
+        self.due_kind[node] = kind
+
+    def _recompute_full(self, parents: IntArray) -> None:
+        """Modes, rates, factors and events of ``parents``, every child looked at (vectorised).
+
+        Children are active when their weighted share is at the level (the lowest among growing
+        siblings); the others wait for a catch-up. A child's clock stays continuous: its anchor
+        moves with its new factor.
+        """
+        children = _Siblings(self.child_start[parents], self.num_children[parents])
         index = children.index
-        clock = self.clock[index]
-        use = self.consumption0[index] + self.rate[index] * clock[:, None]
+        drive = children.spread(self.drive[parents])
+        now = self.clock[parents]
+        clock = self.anchor[index] + self.factor[index] * drive
+        use = self.consumption0[index] + self.rate[index] * (clock - self.clock0[index])[:, None]
         grows = self.live[index] > 0
         weight = self.weight[index]
         weighted = np.where(grows, use.max(axis=1) / weight, math.inf)
         level = children.spread(children.min(weighted))
         active = grows & (weighted <= level + _TIE * np.maximum(level, 1e-300))
-        total = children.sum(use)
-        share = total.max(axis=1)
-        dominant = total >= share[:, None] - _EXACT
-        gap = share[:, None] - total
         # A catch-up due by the clock although the levels say otherwise: sibling weights many orders
         # of magnitude apart can make it take less time than the children's clocks resolve.
-        clocks = self.clock[parents]
-        due = children.spread(clocks + _SLACK * (clocks + self.anchor[parents]) >= self.catch_mark[parents])
+        due = children.spread(now + _SLACK * now >= self.catch_mark[parents])
         if due.any():
             active |= grows & due & (weighted <= children.spread(self.catch_level[parents]) * (1 + _TIE))
         flat = active & (self.mode[index] == _FLAT)
         # Flat children go first, round robin (each carries one unit of leaf share per unit time).
-        flat_count = children.spread(children.sum(flat.astype(np.float64)))
-        factor = np.where(flat_count > 0, flat / np.maximum(flat_count, 1.0), active * weight)
+        flat_count = children.sum(flat.astype(np.float64))
+        served = children.spread(flat_count)
+        factor = np.where(served > 0, flat / np.maximum(served, 1.0), active * weight)
         rate_up = children.sum(factor[:, None] * self.rate[index])
         mass_up = children.sum(factor * self.mass[index])
+        total = children.sum(use)
+        share = total.max(axis=1)
+        # Dominant also when due by the clock (see ``_recompute_light``).
+        dominant = (total >= share[:, None] - _EXACT) | (self.overtake[parents] <= now[:, None] * (1 + _SLACK))
         share_rate = np.where(dominant, rate_up, -math.inf).max(axis=1)
         rising = share_rate > 1e-12 * rate_up.max(axis=1)
         divisor = np.where(rising, share_rate, mass_up)
         divisor = np.where(divisor > 0, divisor, 1.0)
         rate = rate_up / divisor[:, None]
         own_rate = share_rate / divisor  # the largest dominant component of ``rate``
-        k = factor / children.spread(divisor)
+        self.was_flat[parents] = self.mode[parents] == _FLAT
+        self.mode[parents] = np.where(self.live[parents] > 0, np.where(rising, _RISING, _FLAT), _NONE)
+        self.rate[parents] = rate
+        self.mass[parents] = mass_up / divisor
+        self.share_rate[parents] = own_rate
+        self.consumption0[parents], self.clock0[parents], self.divisor[parents] = total, now, divisor
+        self.drive[parents] = 0.0  # restarts: the children's anchors are their clocks
+        anchor = clock
+        self.anchor[index], self.factor[index] = anchor, factor
+        self.flat_count[parents] = flat_count.astype(np.int64)
         # Own events: a component overtaking the dominant share...
         closing = rate - own_rate[:, None]
         passing = ~dominant & (closing > 0)
-        event = np.where(passing, gap / closing, math.inf).min(axis=1)
-        mark = np.where(passing, (gap - _EXACT) / closing, math.inf).min(axis=1)
+        gap = share[:, None] - total
+        event = now + np.where(passing, gap / closing, math.inf).min(axis=1)
+        overtake = now[:, None] + np.where(passing, (gap - _EXACT) / closing, math.inf)
+        self.overtake[parents] = overtake
+        mark = overtake.min(axis=1)
         kind = np.full(len(parents), _DOMINANT)
-        catch_mark = catch_level = np.full(len(parents), math.inf)
-        # ... or a waiting child caught up by the level of its active siblings, rising at ``speed``.
+        # ... or a waiting child caught up by the level of its active siblings, which rises by
+        # ``speed`` per unit of the parent's drive.
         waiting = grows & ~active
+        self.waiting[parents] = children.sum(waiting.astype(np.float64)).astype(np.int64)
+        catch_mark = catch_level = np.full(len(parents), math.inf)
         if waiting.any():
-            speed = children.spread(children.max(np.where(active, self.share_rate[index] * k / weight, 0.0)))
+            speed = children.spread(children.max(np.where(active, self.share_rate[index] * factor / weight, 0.0)))
             closes = waiting & (speed > 0)
-            catch = children.min(np.where(closes, (weighted - level) / speed, math.inf))
-            catch_mark = children.min(np.where(closes, (weighted / (1 + _TIE) - level) / speed, math.inf))
+            scale = children.spread(divisor)  # drive to clock
+            catch = now + children.min(np.where(closes, (weighted - level) / speed * scale, math.inf))
+            catch_mark = now + children.min(np.where(closes, (weighted / (1 + _TIE) - level) / speed * scale, math.inf))
             catch_level = children.min(np.where(closes, weighted, math.inf))
             mark = np.minimum(mark, catch_mark)
             kind = np.where(catch <= event, _CATCH_UP, kind)
             event = np.minimum(event, catch)
         self.catch_mark[parents], self.catch_level[parents] = catch_mark, catch_level
-        self.mode[parents] = np.where(self.live[parents] > 0, np.where(rising, _RISING, _FLAT), _NONE)
-        self.rate[parents] = rate
-        self.mass[parents] = mass_up / divisor
-        self.share_rate[parents] = own_rate
-        self.consumption0[parents] = total
-        self.k[index] = k
-        self.anchor[index] = clock
         if parents[0] == 0:
             event[0], mark[0], kind[0] = self._saturation(float(event[0]), float(mark[0]), int(kind[0]))
-        # The first event in the subtree: its own, or a child's in the parent's clock.
-        moving = k > 0
-        child_event = np.where(moving, (self.due_event[index] - clock) / k, math.inf)
-        child_mark = np.where(moving, (self.due_mark[index] - clock) / k, math.inf)
-        self.up_mark[index] = child_mark
-        first = children.min(child_event)
-        tied = np.where(child_event == children.spread(first), self.due_kind[index], len(_KINDS))
-        child_kind = np.minimum.reduceat(tied, children.offsets)
+        # The children's first events in the parent's drive, and the smallest.
+        moving = factor > 0
+        due_mark = self.due_mark[index]
+        up_event = np.where(moving, (self.due_event[index] - anchor) / factor, math.inf)
+        up_mark = np.where(moving, (due_mark * (1 - _SLACK) - anchor - _SLACK * np.abs(anchor)) / factor, math.inf)
+        self.up_event[index], self.up_mark[index] = up_event, up_mark
+        for up, first, holder in (
+            (up_event, self.first_event, self.event_child),
+            (up_mark, self.first_mark, self.mark_child),
+        ):
+            smallest = children.min(up)
+            at = np.where(up == children.spread(smallest), index, len(self.parent))
+            first[parents], holder[parents] = smallest, np.minimum.reduceat(at, children.offsets)
+        # The first event in each subtree: its own, or its children's in its clock.
+        first = now + self.first_event[parents] * divisor
+        child_kind = self.due_kind[self.event_child[parents]]
         self.due_kind[parents] = np.where(
-            event < first, kind, np.where(event > first, child_kind, np.minimum(kind, child_kind))
+            first < event, child_kind, np.where(first > event, kind, np.minimum(kind, child_kind))
         )
         self.due_event[parents] = np.minimum(event, first)
-        self.due_mark[parents] = np.minimum(mark, children.min(child_mark))
-
-    def _recompute_family(self, node: int) -> None:
-        """``_recompute_internal`` for one parent: children as a slice, per-parent values as floats.
-
-        A phase mostly recomputes one node per depth, where numpy's per-call cost dominates; this
-        form needs about half the calls. The tests hold both forms to ``_Reference``.
-        """
-        a = int(self.first_child[node])
-        b = a + int(self.num_children[node])
-        clock = self.clock[a:b]
-        rate_children = self.rate[a:b]
-        use = self.consumption0[a:b] + rate_children * clock[:, None]
-        grows = self.live[a:b] > 0
-        weight = self.weight[a:b]
-        weighted = np.maximum.reduce(use, axis=1) / weight
-        weighted[~grows] = math.inf
-        level = float(np.minimum.reduce(weighted))
-        # Children that do not grow are at inf: above any finite level.
-        active = weighted <= level + _TIE * max(level, 1e-300) if level < math.inf else grows
-        total = np.add.reduce(use, axis=0)
-        totals = total.tolist()
-        share = max(totals)
-        dominant = [value >= share - _EXACT for value in totals]
-        # A catch-up due by the clock although the levels say otherwise: sibling weights many orders
-        # of magnitude apart can make it take less time than the children's clocks resolve.
-        now = float(self.clock[node])
-        if now + _SLACK * (now + float(self.anchor[node])) >= self.catch_mark[node]:
-            active = active | (grows & (weighted <= float(self.catch_level[node]) * (1 + _TIE)))
-        flat = self.mode[a:b] == _FLAT
-        flat_count = int(np.count_nonzero(flat))
-        if flat_count:
-            flat &= active
-            flat_count = int(np.count_nonzero(flat))
-        factor = flat / flat_count if flat_count else active * weight
-        rate_up = (factor @ rate_children).tolist()
-        share_rate = max(r for r, d in zip(rate_up, dominant, strict=True) if d)
-        rising = share_rate > 1e-12 * max(rate_up)
-        mass_up = float(factor @ self.mass[a:b])
-        divisor = share_rate if rising else mass_up
-        divisor = divisor if divisor > 0 else 1.0
-        rate = [r / divisor for r in rate_up]
-        own_rate = share_rate / divisor  # the largest dominant component of ``rate``
-        k = factor / divisor
-        # Own events: a component overtaking the dominant share...
-        event = mark = catch_mark = catch_level = math.inf
-        kind = _DOMINANT
-        for r, d, value in zip(rate, dominant, totals, strict=True):
-            if not d and r > own_rate:
-                event = min(event, (share - value) / (r - own_rate))
-                mark = min(mark, (share - value - _EXACT) / (r - own_rate))
-        # ... or a waiting child caught up by the level of its active siblings, rising at ``speed``.
-        if np.count_nonzero(active) < np.count_nonzero(grows):
-            speed = float((self.share_rate[a:b] * k / weight * active).max())
-            if speed > 0:
-                catch_level = float(weighted[grows & ~active].min())
-                catch = (catch_level - level) / speed
-                catch_mark = (catch_level / (1 + _TIE) - level) / speed
-                mark = min(mark, catch_mark)
-                kind = _CATCH_UP if catch <= event else kind
-                event = min(event, catch)
-        self.catch_mark[node], self.catch_level[node] = catch_mark, catch_level
-        self.mode[node] = (_RISING if rising else _FLAT) if self.live[node] > 0 else _NONE
-        self.rate[node] = rate
-        self.mass[node] = mass_up / divisor
-        self.share_rate[node] = own_rate
-        self.consumption0[node] = total
-        self.k[a:b] = k
-        self.anchor[a:b] = clock
-        if node == 0:
-            event, mark, kind = self._saturation(event, mark, kind)
-        # The first event in the subtree: its own, or a child's in the parent's clock.
-        still = ~(flat if flat_count else active)
-        child_event = (self.due_event[a:b] - clock) / k
-        child_event[still] = math.inf
-        child_mark = (self.due_mark[a:b] - clock) / k
-        child_mark[still] = math.inf
-        self.up_mark[a:b] = child_mark
-        at = int(child_event.argmin())
-        first = float(child_event[at])
-        if event > first or (event == first and self.due_kind[a + at] < kind):
-            kind = int(self.due_kind[a + at])
-        self.due_event[node] = min(event, first)
-        self.due_mark[node] = min(mark, float(np.minimum.reduce(child_mark)))
-        self.due_kind[node] = kind
+        self.due_mark[parents] = np.minimum(mark, now + self.first_mark[parents] * divisor)
 
     def _saturation(self, event: float, mark: float, kind: int) -> tuple[float, float, int]:
         """The root's own events, with a resource saturating (the root's clock is the time)."""
-        self.saturation_mark = math.inf
+        time = float(self.clock0[0])  # the root was just recomputed
+        marks = []
         for rate, use in zip(self.rate[0].tolist(), self.consumption0[0].tolist(), strict=True):
+            marks.append(time + (1.0 - _EXACT - use) / rate if rate > 0 else math.inf)
             if rate > 0:
-                saturation = (1.0 - use) / rate
+                saturation = time + (1.0 - use) / rate
                 if saturation < event or (saturation == event and kind > _SATURATION):
                     event, kind = saturation, _SATURATION
-                self.saturation_mark = min(self.saturation_mark, (1.0 - _EXACT - use) / rate)
-        return event, min(mark, self.saturation_mark), kind
+        self.saturation_mark[:] = marks
+        return event, min(mark, *marks), kind
 
 
 class _Layout:

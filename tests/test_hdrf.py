@@ -364,21 +364,20 @@ def test_node_clocks_reproduce_the_reference_phase_by_phase(
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_one_parent_form_matches_the_vectorised_form(seed: int, monkeypatch: Any) -> None:
-    """A phase recomputes single parents with ``_recompute_family`` and several at once (the first
-    filling, a saturation) with ``_recompute_internal``: routing every parent through the latter
-    gives the same filling."""
+def test_light_updates_match_full_recomputes(seed: int, monkeypatch: Any) -> None:
+    """Along an event's root path a node is updated from its own values and one child's
+    (``_recompute_light``) unless its active children may change; looking at every child of every
+    touched node instead (``_recompute_full``) gives the same filling."""
     from models.generators import random_tree_instance
     from solver import hdrf
 
     instance = random_tree_instance(seed, 300, 3 + seed, 3 + seed % 3)
     fast = solve_hdrf(instance)
 
-    def vectorised(self: Any, node: int) -> None:
-        parents = np.array([node])
-        self._recompute_internal(parents, hdrf._Siblings(self.first_child[parents], self.num_children[parents]))
+    def full(self: Any, node: int, child: int) -> None:
+        self._recompute_full(np.array([node]))
 
-    monkeypatch.setattr(hdrf._Clocks, "_recompute_family", vectorised)
+    monkeypatch.setattr(hdrf._Clocks, "_recompute_light", full)
     everywhere = solve_hdrf(instance)
     assert everywhere.phases == fast.phases
     assert everywhere.shares == pytest.approx(fast.shares, abs=1e-12)
