@@ -340,18 +340,28 @@ class _Clocks:
             return
         frontier = np.zeros(1, dtype=np.int64)
         while frontier.size:
-            internal = self.num_children[frontier] > 0
-            parents = frontier[internal]
-            self._visited.append((frontier[~internal], parents))
-            if len(parents) == 1:  # the usual case: its children are a slice
-                node = int(parents[0])
+            if len(frontier) == 1:  # the usual case: one node, whose children are a slice
+                node = int(frontier[0])
+                if not self.num_children[node]:
+                    self._visited.append((frontier, _NO_NODES))
+                    return
+                self._visited.append((_NO_NODES, frontier))
                 drive = float(self.drive[node])
                 if self.first_mark[node] > drive:
                     return
                 a = int(self.child_start[node])
                 frontier = (self.up_mark[a : a + int(self.num_children[node])] <= drive).nonzero()[0] + a
+                if len(frontier) == 1:
+                    child = int(frontier[0])
+                    now = float(self.anchor[child]) + float(self.factor[child]) * drive
+                    self.clock[child] = now
+                    self.drive[child] = (now - float(self.clock0[child])) / float(self.divisor[child])
+                    continue
                 clock = self.anchor[frontier] + self.factor[frontier] * drive
             else:
+                internal = self.num_children[frontier] > 0
+                parents = frontier[internal]
+                self._visited.append((frontier[~internal], parents))
                 parents = parents[self.first_mark[parents] <= self.drive[parents]]
                 if not parents.size:
                     return
