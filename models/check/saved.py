@@ -143,7 +143,12 @@ def _schedule(instance: Instance, data: dict[str, Any], rules: SavedRules,
               problems: list[str]) -> tuple[bool, dict[str, Any]]:  # fmt: skip
     schedule = schedule_from_json(instance, data)
     deadlines = None if rules.exact else np.full(len(instance.jobs), np.inf)
-    report = verify_schedule(instance, schedule, fair_completion=deadlines, require_placement=rules.require_placement)
+    names = {job.name: k for k, job in enumerate(instance.jobs)}
+    declared = data.get("unfinished_jobs") or []
+    if not isinstance(declared, list) or any(name not in names for name in declared):
+        raise InstanceError(f"unknown jobs in {declared!r}", "unfinished_jobs")
+    report = verify_schedule(instance, schedule, fair_completion=deadlines, require_placement=rules.require_placement,
+                             unfinished=[names[name] for name in declared])  # fmt: skip
     problems.extend(report.violations)
     for key, value in (("makespan", report.makespan), ("avg_jct", report.avg_jct)):
         if _differs(data.get(key), value):

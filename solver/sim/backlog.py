@@ -45,7 +45,8 @@ import numpy as np
 from models.hierarchy import tree_of
 from models.result import Allocation, Result
 from models.types import FloatArray, Instance
-from solver.sim.engine import Simulation
+from solver.sim.engine import BasePolicy, Simulation
+from solver.sim.policies.flat import FLAT_POLICIES, make_flat_policy
 from solver.sim.policies.hierarchy import POLICIES, HierarchicalScheduler
 from solver.sim.share_meter import ShareMeter, Starvation
 from solver.sim.workload import Workload
@@ -252,8 +253,8 @@ def simulate(
         The final placement, time averages, distance, share series, starvation episodes, counters.
     """
     options = options or SimOptions()
-    if policy not in POLICIES:
-        raise ValueError(f"unknown policy {policy!r}; choose from {', '.join(POLICIES)}")
+    if policy not in (*POLICIES, *FLAT_POLICIES):
+        raise ValueError(f"unknown policy {policy!r}; choose from {', '.join((*POLICIES, *FLAT_POLICIES))}")
     tree = tree_of(instance)
     n = len(instance.tenants)
     caps = np.floor(instance.task_caps)
@@ -277,7 +278,8 @@ def simulate(
     meter = ShareMeter(names, options.warmup, options.horizon, options.samples, reference, floor, threshold)
     observer = _Meter(meter, dominant, options.record)
     workload = Workload.of_backlogs(instance, means, options.duration == "exponential")
-    scheduler = HierarchicalScheduler(tree, policy, instance, options.slots)
+    scheduler: BasePolicy = (HierarchicalScheduler(tree, policy, instance, options.slots) if policy in POLICIES
+                             else make_flat_policy(policy, options.slots))  # fmt: skip
     sim = Simulation(instance, workload, scheduler, "servers", horizon=options.horizon, seed=options.seed,
                      observers=[observer], snapshot=True).run()  # fmt: skip
     assert sim.placed is not None
@@ -343,7 +345,7 @@ def backlog_result(
             "seed": options.seed,
             "duration": options.duration,
             "mean_duration": float(options.means(instance).mean()),
-            "slots": options.slots if policy == "hslots" else None,
+            "slots": options.slots if policy in ("hslots", "slots") else None,
             "events": trace.events,
             "launches": trace.launches,
             "starvation_threshold": trace.threshold,

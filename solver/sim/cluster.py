@@ -47,6 +47,9 @@ class Cluster:
             self.capacity = total[None, :].copy()
         self.free = self.capacity.copy()
         self.slack = FIT_RTOL * np.maximum(1.0, self.capacity)
+        # free + slack, kept up to date machine by machine, column by column: a fit test is one comparison
+        # per resource the task needs (the hot path of every placement).
+        self.room = np.asfortranarray(self.free + self.slack)
         # Best fit scores leftovers as fractions of the cluster, so resources are comparable.
         self.inverse_total = np.divide(1.0, total, out=np.zeros_like(total), where=total > 0)
 
@@ -63,11 +66,14 @@ class Cluster:
 
     def fits(self, demand: FloatArray) -> BoolArray:
         """Per machine: one task of ``demand`` (resources) fits its free room."""
-        return np.all((demand <= 0)[None, :] | (demand[None, :] <= self.free + self.slack), axis=1)
+        mask = np.ones(self.room.shape[0], dtype=bool)
+        for r in np.flatnonzero(demand > 0).tolist():
+            mask &= self.room[:, r] >= demand[r]
+        return mask
 
     def fits_any(self, demands: FloatArray) -> BoolArray:
         """Per row of ``demands`` (tasks, resources): one task fits some machine."""
-        room = self.free + self.slack
+        room = self.room
         need = np.where(demands > 0, demands, -np.inf)  # a zero demand never blocks a fit
         if room.shape[0] == 1:
             return np.all(need <= room[0][None, :], axis=1)
@@ -75,7 +81,7 @@ class Cluster:
 
     def best_fit(self, demand: FloatArray, most: int) -> list[tuple[int, int]]:
         """Up to ``most`` tasks by best fit (see the module docstring)."""
-        room = self.free + self.slack
+        room = self.room
         if room.shape[0] == 1:
             n = int(min(most, fit_count(room[0], demand)))
             return [(0, n)] if n > 0 else []
@@ -93,12 +99,15 @@ class Cluster:
             fitting[machine] = False
         return chunks
 
-    def first_fit(self, demand: FloatArray, most: int) -> list[tuple[int, int]]:
-        """Up to ``most`` tasks on the lowest-numbered machines they fit, each filled before the next."""
-        room = self.free + self.slack
+    def first_fit(self, demand: FloatArray, most: int, mask: BoolArray | None = None) -> list[tuple[int, int]]:
+        """Up to ``most`` tasks on the lowest-numbered machines they fit, each filled before the next.
+
+        ``mask`` is :meth:`fits` of ``demand`` when the caller has it already.
+        """
+        room = self.room
         chunks: list[tuple[int, int]] = []
         left = most
-        for machine in np.flatnonzero(np.all((demand <= 0)[None, :] | (demand[None, :] <= room), axis=1)).tolist():
+        for machine in np.flatnonzero(self.fits(demand) if mask is None else mask).tolist():
             n = int(min(left, fit_count(room[machine], demand)))
             if n > 0:
                 chunks.append((machine, n))
@@ -109,9 +118,16 @@ class Cluster:
 
     def take(self, machine: int, demand: FloatArray, n: int) -> None:
         self.free[machine] -= n * demand
+        self.room[machine] = self.free[machine] + self.slack[machine]
 
     def give(self, machine: int, demand: FloatArray, n: int) -> None:
         self.free[machine] += n * demand
+        self.room[machine] = self.free[machine] + self.slack[machine]
+
+    def reset(self, machine: int) -> None:
+        """The machine runs nothing: its free room is its capacity exactly."""
+        self.free[machine] = self.capacity[machine]
+        self.room[machine] = self.free[machine] + self.slack[machine]
 
     def machine_names(self, instance: Instance) -> tuple[IntArray, IntArray] | tuple[None, None]:
         """Server class and number within the class of every machine (``(None, None)`` when pooled)."""

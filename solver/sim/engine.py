@@ -52,6 +52,9 @@ class Policy(Protocol):
     def on_timer(self, sim: Simulation) -> None:
         """A timer set with :meth:`Simulation.wake_at` is due."""
 
+    def on_finish(self, sim: Simulation, group: int, tasks: int, machine: int) -> None:
+        """``tasks`` tasks of ``group`` ended on ``machine`` (their room is already free)."""
+
     def next(self, sim: Simulation) -> tuple[int, int] | None:
         """The group served next and at most how many of its tasks (one must fit now), or None to stop."""
 
@@ -82,6 +85,9 @@ class BasePolicy:
         pass
 
     def on_timer(self, sim: Simulation) -> None:
+        pass
+
+    def on_finish(self, sim: Simulation, group: int, tasks: int, machine: int) -> None:
         pass
 
     def next(self, sim: Simulation) -> tuple[int, int] | None:
@@ -125,6 +131,7 @@ class Simulation:
         self.launches = 0
         self.completions = 0  # task-end heap entries processed
         self.placed: FloatArray | None = np.zeros((jobs.num_stages, self.cluster.machines)) if snapshot else None
+        self.machine_tasks = np.zeros(self.cluster.machines, dtype=np.int64)  # tasks running on every machine
         self._heap: list[tuple[float, int, int, int, int]] = []  # (end, sequence, group, tasks, machine)
         self._timers: list[float] = []
         self._sequence = 0
@@ -201,9 +208,14 @@ class Simulation:
                 observer.state(self)
         for observer in self.observers:
             observer.close(self)
-        if self.horizon is None and np.any(self.unlaunched > 0):
-            raise RuntimeError("the simulation ended with tasks left (a task that fits no machine?)")
         return self
+
+    def unfinished(self) -> IntArray:
+        """Jobs with tasks never launched: the policy could not place them (slots too small, ...) or the
+        horizon came first."""
+        left = np.zeros(self.jobs.num_jobs, dtype=bool)
+        left[self.jobs.stage_job[self.unlaunched > 0]] = True
+        return np.flatnonzero(left)
 
     def _end_tasks(self, horizon: float) -> None:
         jobs, heap = self.jobs, self._heap
@@ -223,6 +235,10 @@ class Simulation:
             self.tasks_left[k] -= n
             if self.placed is not None:
                 self.placed[g, machine] -= n
+            self.machine_tasks[machine] -= n
+            if self.machine_tasks[machine] == 0:
+                self.cluster.reset(machine)  # an empty machine sheds the round-off of its adds and subtracts
+            self.policy.on_finish(self, g, n, machine)
             if self.running[g] == 0 and self.unlaunched[g] == 0:
                 self.stage_done[g] = True
                 for c in jobs.children[g]:
@@ -282,6 +298,7 @@ class Simulation:
                 self._rows.append((g, int(self._next_index[g]), n, t, end, machine))
                 self._next_index[g] += n
             self.cluster.take(machine, demand, count)
+            self.machine_tasks[machine] += count
             if self.placed is not None:
                 self.placed[g, machine] += count
             total += count
