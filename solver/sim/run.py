@@ -28,6 +28,8 @@ from solver.sim.engine import BasePolicy, Simulation
 from solver.sim.policies.dag import HEURISTICS, make_policy
 from solver.sim.policies.flat import FLAT_POLICIES, make_flat_policy
 from solver.sim.policies.hierarchy import POLICIES as HIERARCHY_POLICIES
+from solver.sim.policies.omega import OMEGA_POLICIES, make_omega_policy
+from solver.sim.policies.sparrow import SPARROW_POLICIES, make_sparrow_policy
 from solver.sim.workload import Workload
 
 #: Time bins of the shares series and of Jain's index and the time below fair share.
@@ -43,6 +45,10 @@ def build_policy(name: str, jobs: Workload, options: SolveOptions) -> BasePolicy
         return make_policy(name, jobs, extra)
     if name in FLAT_POLICIES:
         return make_flat_policy(name, options.slots)
+    if name in SPARROW_POLICIES:
+        return make_sparrow_policy(name, extra)
+    if name in OMEGA_POLICIES:
+        return make_omega_policy(name, extra)
     raise OptionError(f"{name} runs on tenants' backlogs (a hierarchy or tenants, no jobs)", "policy")
 
 
@@ -63,7 +69,8 @@ def run_simulation(instance: Instance, policy: str, options: SolveOptions, budge
     solve_s = time.perf_counter() - started
     schedule = sim.schedule()
     extra: dict[str, Any] = {"policy": policy, "placement": placement, **sim.counters(),
-                             "objective_name": "avg-jct" if len(instance.jobs) > 1 else "makespan"}  # fmt: skip
+                             "objective_name": "avg-jct" if len(instance.jobs) > 1 else "makespan",
+                             **scheduler.counters()}  # fmt: skip
     unfinished = sim.unfinished()
     if unfinished.size:
         extra["unfinished_jobs"] = [instance.jobs[k].name for k in unfinished.tolist()]
