@@ -1,0 +1,431 @@
+"""Sparrow's sampling and Omega's shared state on the simulator, against their yardsticks.
+
+Sparrow (``sparrow`` family: Poisson jobs of ``tasks`` parallel tasks on ``machines`` workers of 4 slots):
+
+1. Response time against offered load for ``random``, per-task sampling, batch sampling, batch sampling with
+   late binding (2 probes per task, round trip ``--rtt``) and the ideal centralised scheduler
+   (``monolithic`` with zero decision times), for fixed, exponential and log-normal task durations. Each
+   job's response time is divided by a proven lower bound on it (its longest task, or its work over the
+   cluster's slots: ``solver.sim.policies.sparrow.response_lower_bound``); mean and p99 over the jobs that
+   arrive between 10% and 90% of the stream (warm-up and drain left out).
+2. The price of late binding: at load 0.9, batch sampling with and without late binding as the round trip
+   grows (each late-bound task holds its slot idle one round trip).
+
+Omega (``omega`` family: a cell of 8-cpu, 32-GB machines, batch and service job streams at offered load 0.6):
+
+3. The monolithic scheduler as its per-job decision time grows (every decision serialised), against Omega
+   with 4 schedulers on the same decision times; and the Omega paper's set-up where only service jobs decide
+   slowly (``t_job_service``): monolithic against Omega with 2 schedulers (one service, one batch).
+4. The number of Omega schedulers k, for batch decision times giving about 0.3, 2, 20 and 200 busy
+   schedulers' worth of decisions (``t_job`` 0.1, 1, 10, 100 s; service decisions 1 s); fine-grained conflict
+   detection, and coarse-grained at t_job = 1 s.
+
+Omega's yardsticks: a job's wait (arrival to its last task started) is at least its own decision time,
+``t_job + t_task * tasks`` (its tasks launch only when a decision that placed them commits), and the
+zero-decision-time monolithic scheduler (the same arrivals packed with no decision cost, greedy, not
+clairvoyant) shows the wait the cell's capacity alone imposes.
+
+Every run is verified by ``models.check`` (``Result.verified``). Run: ``python -m benchmarks.sparrow_omega``
+(about 25 minutes on one core); ``--quick`` for a small smoke run.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks._common import load_line, parser, save, timed
+from models.generators.families import FAMILIES
+from models.result import Result
+from models.timeline import job_table, task_demand
+from models.types import Instance
+from solver.api import simulate
+from solver.sim.policies.omega import DEFAULT_T_JOB, DEFAULT_T_TASK
+from solver.sim.policies.sparrow import response_lower_bound
+from solver.sim.workload import Workload
+
+#: Sparrow variants: policy and settings (the sampling ones also get ``rtt``).
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "random": ("random", {}),
+    "per-task": ("sparrow", {"batch": False}),
+    "batch": ("sparrow", {"late_binding": False}),
+    "batch+late": ("sparrow", {}),
+    "ideal": ("monolithic", {"t_job": 0.0, "t_task": 0.0}),
+}
+COLOURS = {"random": "tab:gray", "per-task": "tab:orange", "batch": "tab:blue", "batch+late": "tab:green",
+           "ideal": "black"}  # fmt: skip
+SERVICE_T_JOB = 1.0  # service decisions in the k sweep (s)
+
+
+def _steady(releases: np.ndarray, low: float = 0.1, high: float = 0.9) -> np.ndarray:
+    """Jobs arriving between ``low`` and ``high`` of the stream's span (warm-up and drain left out)."""
+    span = float(releases.max())
+    return (releases >= low * span) & (releases <= high * span)
+
+
+def _checked(result: Result, label: str) -> Result:
+    if not result.verified:
+        raise RuntimeError(f"{label}: the schedule did not verify: {result.violations[:3]}")
+    return result
+
+
+# --- Sparrow ---------------------------------------------------------------------------------------------
+
+
+def _sparrow_row(instance: Instance, bound: np.ndarray, variant: str, rtt: float, seed: int) -> dict[str, Any]:
+    policy, extra = VARIANTS[variant]
+    settings = dict(extra) if policy == "monolithic" else {**extra, "rtt": rtt}
+    result, seconds = timed(lambda: simulate(instance, policy, placement="servers", seed=seed, extra=settings))
+    _checked(result, f"{instance.name} {variant}")
+    table = job_table(instance, result.schedule)
+    keep = _steady(table["arrival"])
+    jct, ratio = table["jct"][keep], table["jct"][keep] / bound[keep]
+    tasks = int(result.schedule.job.size)
+    return {"variant": variant, "rtt": rtt if policy != "monolithic" else 0.0, "verified": result.verified,
+            "jobs": int(keep.sum()), "mean_jct": float(jct.mean()), "p99_jct": float(np.percentile(jct, 99)),
+            "mean_ratio": float(ratio.mean()), "p99_ratio": float(np.percentile(ratio, 99)),
+            "mean_bound": float(bound[keep].mean()),
+            "idle_per_task": float(result.extra.get("idle_slot_time", 0.0)) / tasks,
+            "probes_per_task": float(result.extra.get("probes", 0)) / tasks, "seconds": seconds}  # fmt: skip
+
+
+def sparrow_sweep(loads: list[float], durations: list[str], params: dict[str, Any], rtt: float,
+                  seed: int) -> list[dict[str, Any]]:  # fmt: skip
+    rows = []
+    for kind in durations:
+        for load in loads:
+            instance = FAMILIES["sparrow"].instance({**params, "load": load, "durations": kind}, seed)
+            bound = response_lower_bound(Workload.of_jobs(instance, "servers"))
+            for variant in VARIANTS:
+                row = {"durations": kind, "load": load, **_sparrow_row(instance, bound, variant, rtt, seed)}
+                rows.append(row)
+                print(f"sparrow {kind} load {load:g} {variant}: mean {row['mean_ratio']:.3f} p99 {row['p99_ratio']:.3f}"
+                      f" ({row['seconds']:.1f} s)", flush=True)  # fmt: skip
+    return rows
+
+
+def rtt_sweep(rtts: list[float], params: dict[str, Any], load: float, seed: int) -> list[dict[str, Any]]:
+    instance = FAMILIES["sparrow"].instance({**params, "load": load, "durations": "exponential"}, seed)
+    bound = response_lower_bound(Workload.of_jobs(instance, "servers"))
+    rows = []
+    for rtt in rtts:
+        for variant in ("batch", "batch+late"):
+            row = {"durations": "exponential", "load": load, **_sparrow_row(instance, bound, variant, rtt, seed)}
+            rows.append(row)
+            print(f"rtt {rtt:g} {variant}: mean {row['mean_ratio']:.3f} p99 {row['p99_ratio']:.3f}", flush=True)
+    return rows
+
+
+# --- Omega -----------------------------------------------------------------------------------------------
+
+
+def _floor(instance: Instance, extra: dict[str, Any]) -> np.ndarray:
+    """Every job's own decision time: a lower bound on its wait under these decision times."""
+    t_job, t_task = float(extra.get("t_job", DEFAULT_T_JOB)), float(extra.get("t_task", DEFAULT_T_TASK))
+    service = {"t_job": float(extra.get("t_job_service", t_job)), "t_task": float(extra.get("t_task_service", t_task))}
+    return np.array([(service["t_job"] + service["t_task"] * job.stages[0].tasks) if job.tenant == "service"
+                     else (t_job + t_task * job.stages[0].tasks) for job in instance.jobs])  # fmt: skip
+
+
+def _utilisation(instance: Instance, result: Result, span: float) -> dict[str, float]:
+    """Fraction of every resource in use over ``[0, span]`` (the arrival window), from the schedule."""
+    s = result.schedule
+    assert s is not None
+    overlap = np.clip(np.minimum(s.end, span) - np.maximum(s.start, 0.0), 0.0, None)
+    used = (task_demand(instance, s) * overlap[:, None]).sum(axis=0)
+    return {r: float(u) for r, u in zip(instance.resources, used / (instance.total_capacity * span), strict=True)}
+
+
+def omega_row(instance: Instance, policy: str, extra: dict[str, Any], span: float, seed: int) -> dict[str, Any]:
+    result, seconds = timed(lambda: simulate(instance, policy, placement="servers", seed=seed, extra=extra))
+    _checked(result, f"{instance.name} {policy} {extra}")
+    s = result.schedule
+    assert s is not None
+    release = np.array([job.release for job in instance.jobs])
+    last = np.full(release.size, -np.inf)
+    np.maximum.at(last, s.job, s.start)
+    wait = last - release
+    floor = _floor(instance, extra)
+    service = np.array([job.tenant == "service" for job in instance.jobs])
+    keep = _steady(release)
+    e = result.extra
+    busy = np.array(e["busy_time"])
+    end = float(last.max())  # the last job fully placed: the schedulers' working period
+    row: dict[str, Any] = {"policy": policy, **extra, "verified": result.verified, "seconds": seconds}
+    for name, mask in (("batch", keep & ~service), ("service", keep & service)):
+        row[f"{name}_wait"] = float(wait[mask].mean()) if mask.any() else math.nan
+        row[f"{name}_p95_wait"] = float(np.percentile(wait[mask], 95)) if mask.any() else math.nan
+        row[f"{name}_floor"] = float(floor[mask].mean()) if mask.any() else math.nan
+    row.update({"conflict_fraction": e["conflict_fraction"], "transactions": e["transactions"],
+                "conflicted_task_fraction": e["conflicted_tasks"] / max(1, e["attempted_tasks"]),
+                "wasted_fraction": e["wasted_time"] / busy.sum() if busy.sum() > 0 else 0.0,
+                "busy_schedulers": float(busy.sum() / end), "busyness_first": float(busy[0] / end),
+                "busyness_batch": float(busy[1:].mean() / end) if busy.size > 1 else math.nan,
+                "first_attempt_wait": e["first_attempt_wait"],
+                **{f"util_{r}": u for r, u in _utilisation(instance, result, span).items()}})  # fmt: skip
+    print(f"{policy} {extra}: batch wait {row['batch_wait']:.2f} (floor {row['batch_floor']:.2f}) service "
+          f"{row['service_wait']:.2f} conflicts {row['conflict_fraction']:.3f} busy {row['busy_schedulers']:.2f}"
+          f" ({seconds:.1f} s)", flush=True)  # fmt: skip
+    return row
+
+
+def monolithic_sweep(instance: Instance, t_jobs: list[float], t_services: list[float], span: float,
+                     seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:  # fmt: skip
+    growth = []
+    for t_job in t_jobs:
+        growth.append({"sweep": "t_job", **omega_row(instance, "monolithic", {"t_job": t_job}, span, seed)})
+        growth.append({"sweep": "t_job", **omega_row(instance, "omega", {"schedulers": 4, "t_job": t_job}, span,
+                                                     seed)})  # fmt: skip
+    service = []
+    for t_service in t_services:
+        settings = {"t_job_service": t_service}
+        service.append({"sweep": "t_job_service", **omega_row(instance, "monolithic", settings, span, seed)})
+        service.append({"sweep": "t_job_service",
+                        **omega_row(instance, "omega", {"schedulers": 2, **settings}, span, seed)})  # fmt: skip
+    return growth, service
+
+
+def scheduler_sweep(instance: Instance, ks: list[int], t_jobs: list[float], coarse_t_job: float | None, span: float,
+                    seed: int) -> list[dict[str, Any]]:  # fmt: skip
+    rows = []
+    runs = [(t, "fine") for t in t_jobs] + ([(coarse_t_job, "coarse")] if coarse_t_job is not None else [])
+    for t_job, detection in runs:
+        for k in ks:
+            settings = {"schedulers": k, "t_job": t_job, "t_job_service": SERVICE_T_JOB, "detection": detection}
+            rows.append(omega_row(instance, "omega", settings, span, seed))
+    return rows
+
+
+# --- tables, claims, figures -----------------------------------------------------------------------------
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if isinstance(value, float):
+        return "-" if math.isnan(value) else f"{value:.{digits}g}"
+    return str(value)
+
+
+def _sparrow_tables(rows: list[dict[str, Any]]) -> list[str]:
+    lines = []
+    for kind in dict.fromkeys(r["durations"] for r in rows):
+        mine = [r for r in rows if r["durations"] == kind]
+        loads = sorted({r["load"] for r in mine})
+        lines += [f"**{kind} task durations**: mean / p99 of response time over its lower bound", "",
+                  "| variant | " + " | ".join(f"load {x:g}" for x in loads) + " |",
+                  "|---|" + "---|" * len(loads)]  # fmt: skip
+        for variant in VARIANTS:
+            cells = []
+            for load in loads:
+                r = next(r for r in mine if r["variant"] == variant and r["load"] == load)
+                cells.append(f"{r['mean_ratio']:.3f} / {r['p99_ratio']:.3f}")
+            lines.append(f"| {variant} | " + " | ".join(cells) + " |")
+        bounds = [next(r for r in mine if r["load"] == x)["mean_bound"] for x in loads]
+        pairs = zip(bounds, loads, strict=True)
+        lines += ["", "Mean lower bound (s): " + ", ".join(f"{b:.3f} at load {x:g}" for b, x in pairs), ""]
+    return lines
+
+
+def _ratio(rows: list[dict[str, Any]], kind: str, load: float, variant: str, key: str) -> float:
+    return float(next(r[key] for r in rows if r["durations"] == kind and r["load"] == load and r["variant"] == variant))
+
+
+def sparrow_claims(rows: list[dict[str, Any]], rtt_rows: list[dict[str, Any]]) -> list[str]:
+    out = []
+    kinds = list(dict.fromkeys(r["durations"] for r in rows))
+    loads = sorted({r["load"] for r in rows})
+    for key, label in (("mean_ratio", "mean"), ("p99_ratio", "p99")):
+        wins = [(k, x) for k in kinds for x in loads
+                if _ratio(rows, k, x, "batch", key) < _ratio(rows, k, x, "per-task", key)]  # fmt: skip
+        out.append(f"- Batch beats per-task sampling ({label}): {len(wins)}/{len(kinds) * len(loads)} (durations, "
+                   f"load) points; not at: {_missing(kinds, loads, wins)}.")  # fmt: skip
+        late = [(k, x) for k in kinds for x in loads
+                if _ratio(rows, k, x, "batch+late", key) < min(_ratio(rows, k, x, "batch", key),
+                                                               _ratio(rows, k, x, "per-task", key))]  # fmt: skip
+        out.append(f"- Late binding beats both ({label}): {len(late)}/{len(kinds) * len(loads)}; not at: "
+                   f"{_missing(kinds, loads, late)}.")  # fmt: skip
+    if rtt_rows:
+        pairs = sorted({r["rtt"] for r in rtt_rows})
+        parts = []
+        for rtt in pairs:
+            b = next(r for r in rtt_rows if r["rtt"] == rtt and r["variant"] == "batch")
+            lb = next(r for r in rtt_rows if r["rtt"] == rtt and r["variant"] == "batch+late")
+            parts.append(f"rtt {rtt * 1000:g} ms: idle {lb['idle_per_task'] * 1000:.3g} ms/task, mean "
+                         f"{lb['mean_ratio']:.3f} vs batch {b['mean_ratio']:.3f}")  # fmt: skip
+        out.append(f"- Late binding's idle time (load {rtt_rows[0]['load']:g}, exponential): " + "; ".join(parts) + ".")
+    return out
+
+
+def _missing(kinds: list[str], loads: list[float], hits: list[tuple[str, float]]) -> str:
+    missing = [f"{k} {x:g}" for k in kinds for x in loads if (k, x) not in hits]
+    return ", ".join(missing) if missing else "none"
+
+
+def _omega_table(rows: list[dict[str, Any]], first: list[str]) -> list[str]:
+    keys = [*first, "batch_wait", "batch_p95_wait", "batch_floor", "service_wait", "conflict_fraction",
+            "conflicted_task_fraction", "wasted_fraction", "busy_schedulers", "busyness_first", "busyness_batch",
+            "util_cpu", "util_mem"]  # fmt: skip
+    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    lines += ["| " + " | ".join(_fmt(r.get(k)) for k in keys) + " |" for r in rows]
+    return lines
+
+
+def _plain_ticks(ax: Any) -> None:
+    """Log axes labelled 1, 1.5, 2 rather than powers of ten."""
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    ax.yaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
+def sparrow_figure(rows: list[dict[str, Any]], path: Path) -> None:
+    from matplotlib.figure import Figure
+
+    kinds = list(dict.fromkeys(r["durations"] for r in rows))
+    figure = Figure(figsize=(4.2 * len(kinds), 7.0), layout="constrained")
+    axes = figure.subplots(2, len(kinds), squeeze=False, sharex=True)
+    for column, kind in enumerate(kinds):
+        for row_index, (key, label) in enumerate((("mean_ratio", "mean"), ("p99_ratio", "p99"))):
+            ax = axes[row_index][column]
+            for variant in VARIANTS:
+                mine = sorted((r for r in rows if r["durations"] == kind and r["variant"] == variant),
+                              key=lambda r: r["load"])  # fmt: skip
+                ax.plot([r["load"] for r in mine], [r[key] for r in mine], marker="o", color=COLOURS[variant],
+                        linestyle="--" if variant == "ideal" else "-", label=variant)  # fmt: skip
+            ax.axhline(1.0, color="black", linewidth=0.8, linestyle=":", label="lower bound")
+            ax.set_yscale("log")
+            _plain_ticks(ax)
+            ax.set_title(f"{kind} durations: {label}")
+            ax.set_ylabel(f"{label} response / lower bound")
+            ax.grid(True, which="both", alpha=0.3)
+            if row_index == 1:
+                ax.set_xlabel("offered load")
+    axes[0][0].legend(fontsize=8)
+    figure.savefig(path, dpi=120)
+
+
+def omega_figure(k_rows: list[dict[str, Any]], growth: list[dict[str, Any]], ideal_wait: float, path: Path) -> None:
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(15.0, 4.6), layout="constrained")
+    conflicts, waits, blowup = figure.subplots(1, 3)
+    series = list(dict.fromkeys((r["t_job"], r["detection"]) for r in k_rows))
+    for t_job, detection in series:
+        mine = sorted((r for r in k_rows if r["t_job"] == t_job and r["detection"] == detection),
+                      key=lambda r: r["schedulers"])  # fmt: skip
+        label = f"t_job {t_job:g} s" + (" (coarse)" if detection == "coarse" else "")
+        style = "--" if detection == "coarse" else "-"
+        ks = [r["schedulers"] for r in mine]
+        line = conflicts.plot(ks, [r["conflict_fraction"] for r in mine], marker="o", linestyle=style, label=label)
+        waits.plot(ks, [r["batch_wait"] for r in mine], marker="o", linestyle=style, color=line[0].get_color(),
+                   label=label)  # fmt: skip
+        waits.axhline(mine[0]["batch_floor"], color=line[0].get_color(), linewidth=0.8, linestyle=":")
+    if ideal_wait > 0:
+        waits.axhline(ideal_wait, color="black", linewidth=1.0, linestyle="--", label="zero-decision packing")
+    for ax, ylabel in ((conflicts, "conflict fraction (transactions)"), (waits, "mean batch wait (s)")):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("Omega schedulers k")
+        ax.set_ylabel(ylabel)
+        ax.grid(True, which="both", alpha=0.3)
+    waits.set_yscale("log")
+    waits.set_title(f"wait (dotted: decision-time floor; zero-decision packing {ideal_wait:.2g} s)")
+    conflicts.set_title("conflicts against schedulers")
+    conflicts.legend(fontsize=8)
+    waits.legend(fontsize=8)
+    for policy, colour in (("monolithic", "tab:red"), ("omega", "tab:blue")):
+        mine = sorted((r for r in growth if r["policy"] == policy), key=lambda r: r["t_job"])
+        label = "monolithic" if policy == "monolithic" else "omega, k = 4"
+        blowup.plot([r["t_job"] for r in mine], [r["batch_wait"] for r in mine], marker="o", color=colour,
+                    label=label)  # fmt: skip
+    floors = sorted((r["t_job"], r["batch_floor"]) for r in growth if r["policy"] == "monolithic")
+    blowup.plot([f[0] for f in floors], [f[1] for f in floors], color="black", linestyle=":", label="decision floor")
+    blowup.set_yscale("log")
+    blowup.set_xlabel("per-job decision time t_job (s)")
+    blowup.set_ylabel("mean batch wait (s)")
+    blowup.set_title("monolithic: wait against decision time")
+    blowup.grid(True, which="both", alpha=0.3)
+    blowup.legend(fontsize=8)
+    figure.savefig(path, dpi=120)
+
+
+def _floats(text: str) -> list[float]:
+    return [float(v) for v in text.split(",") if v]
+
+
+def main() -> None:
+    arguments = parser(__doc__.splitlines()[0])
+    arguments.add_argument("--quick", action="store_true", help="a small smoke run (not the published numbers)")
+    arguments.add_argument("--seed", type=int, default=1)
+    arguments.add_argument("--rtt", type=float, default=0.001)
+    args = arguments.parse_args()
+    quick = args.quick
+    sparrow_params = {"machines": 100, "slots": 4, "tasks": 10, "mean_duration": 0.1, "jobs": 300 if quick else 2500}
+    loads = [0.7, 0.9] if quick else [0.5, 0.7, 0.8, 0.9, 0.95]
+    kinds = ["exponential"] if quick else ["fixed", "exponential", "lognormal"]
+    rtts = [0.0, 0.005] if quick else [0.0, 0.001, 0.005, 0.01, 0.02]
+    span = 300.0 if quick else 1800.0
+    omega_params = {"machines": 200, "load": 0.6, "span": span, "service_share": 0.3, "batch_tasks": 10.0,
+                    "batch_duration": 30.0}  # fmt: skip
+    ks = [1, 4, 16] if quick else [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
+    k_t_jobs = [1.0, 10.0] if quick else [0.1, 1.0, 10.0, 100.0]
+    mono_t_jobs = [0.1, 0.5] if quick else [0.0, 0.1, 0.2, 0.3, 0.4, 0.45, 0.5, 0.6]
+    service_t_jobs = [0.1, 10.0] if quick else [0.1, 1.0, 10.0, 100.0]
+
+    sparrow_rows = sparrow_sweep(loads, kinds, sparrow_params, args.rtt, args.seed)
+    rtt_rows = rtt_sweep(rtts, sparrow_params, 0.9, args.seed)
+    cell = FAMILIES["omega"].instance(omega_params, args.seed)
+    ideal = omega_row(cell, "monolithic", {"t_job": 0.0, "t_task": 0.0}, span, args.seed)
+    growth, service = monolithic_sweep(cell, mono_t_jobs, service_t_jobs, span, args.seed)
+    k_rows = scheduler_sweep(cell, ks, k_t_jobs, None if quick else 1.0, span, args.seed)
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    sparrow_figure(sparrow_rows, out / "sparrow_response.png")
+    omega_figure(k_rows, growth, ideal["batch_wait"], out / "omega_schedulers.png")
+    batch_jobs = sum(job.tenant == "batch" for job in cell.jobs)
+    lines = [
+        "# Sparrow's sampling and Omega's shared state, against their yardsticks", "", load_line(), "",
+        "## Sparrow", "",
+        f"{sparrow_params['machines']} workers x {sparrow_params['slots']} slots; Poisson jobs of "
+        f"{sparrow_params['tasks']} parallel tasks (mean {sparrow_params['mean_duration']:g} s), "
+        f"{sparrow_params['jobs']} jobs per run (the 10%-90% middle of the stream measured); 2 probes per task; "
+        f"round trip {args.rtt * 1000:g} ms; seed {args.seed} (instance and policy). The lower bound of a job is "
+        "max(longest task, work / slots); `ideal` is `monolithic` with zero decision times (every task started "
+        "as soon as any slot frees, no messages).", "", *_sparrow_tables(sparrow_rows),
+        "**Round trip** (load 0.9, exponential): mean / p99 over the bound, idle slot time per task", "",
+        "| rtt (ms) | batch | batch+late | late-binding idle per task (ms) |", "|---|---|---|---|",
+        *[f"| {rtt * 1000:g} | {b['mean_ratio']:.3f} / {b['p99_ratio']:.3f} | {lb['mean_ratio']:.3f} / "
+          f"{lb['p99_ratio']:.3f} | {lb['idle_per_task'] * 1000:.3g} |"
+          for rtt in sorted({r['rtt'] for r in rtt_rows})
+          for b in [next(r for r in rtt_rows if r['rtt'] == rtt and r['variant'] == 'batch')]
+          for lb in [next(r for r in rtt_rows if r['rtt'] == rtt and r['variant'] == 'batch+late')]],
+        "", "Claims:", "", *sparrow_claims(sparrow_rows, rtt_rows), "",
+        "## Omega", "",
+        f"Cell of {omega_params['machines']} machines (8 cpu, 32 GB); {len(cell.jobs)} jobs over {span:g} s "
+        f"({batch_jobs} batch: mean 10 tasks of mean 30 s; {len(cell.jobs) - batch_jobs} service: mean 5 tasks "
+        "of mean 600 s), offered load 0.6 of the dominant resource, 30% of it service; seed "
+        f"{args.seed}. Decision time t_job + t_task x tasks (t_task {DEFAULT_T_TASK:g} s unless said). Wait: "
+        "arrival to the job's last task started, mean over the jobs arriving in the middle 80% of the span; "
+        "floor: the mean of the jobs' own decision times (a lower bound on their wait); conflict fraction: "
+        "transactions with a conflict over all; busy schedulers: total decision time over the period until the "
+        "last job is placed; utilisation over the arrival window.", "",
+        f"Zero-decision packing (yardstick): batch wait {ideal['batch_wait']:.3g} s, service wait "
+        f"{ideal['service_wait']:.3g} s, cpu {ideal['util_cpu']:.3f}, mem {ideal['util_mem']:.3f}.", "",
+        "**Per-job decision time, monolithic against Omega (k = 4)**", "",
+        *_omega_table(growth, ["policy", "t_job"]), "",
+        "**Service decision time, monolithic against Omega (k = 2: one service, one batch scheduler)**", "",
+        *_omega_table(service, ["policy", "t_job_service"]), "",
+        f"**Number of schedulers** (service decisions {SERVICE_T_JOB:g} s)", "",
+        *_omega_table(k_rows, ["schedulers", "t_job", "detection"]), "",
+        "Figures: `sparrow_response.png`, `omega_schedulers.png`.",
+    ]  # fmt: skip
+    save("sparrow_omega", {"sparrow": sparrow_rows, "rtt": rtt_rows, "omega_ideal": ideal, "omega_growth": growth,
+                           "omega_service": service, "omega_schedulers": k_rows,
+                           "settings": {**vars(args), "sparrow": sparrow_params, "omega": omega_params}},
+         "\n".join(lines), out)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
