@@ -32,6 +32,7 @@ DURATIONS = ("fixed", "exponential", "lognormal")
 LOGNORMAL_SIGMA = 1.5
 #: Times are multiples of this (seconds).
 TICK = 1e-6
+TICK_DIGITS = 6
 #: Omega cell machines: cpu cores and memory (GB).
 OMEGA_MACHINE = (8.0, 32.0)
 #: Per-task (cpu, mem) demands of batch and service jobs, one drawn per job (uniformly).
@@ -43,13 +44,15 @@ MAX_TASKS_PER_MACHINE = 2
 MAX_TASKS_FRACTION = 0.5
 
 
-def _ticks(values: FloatArray) -> FloatArray:
-    return np.maximum(np.round(np.asarray(values, dtype=np.float64) / TICK), 1.0) * TICK
+def _ticks(values: FloatArray, least: float = 1.0) -> FloatArray:
+    """Whole ticks (at least ``least`` of them), as the double nearest the decimal (YAML prints it short)."""
+    ticks = np.maximum(np.round(np.asarray(values, dtype=np.float64) / TICK), least)
+    return np.round(ticks * TICK, TICK_DIGITS)
 
 
 def _arrivals(rng: np.random.Generator, rate: float, count: int) -> FloatArray:
     """``count`` Poisson arrival times at ``rate`` per second, the first one gap after 0."""
-    return np.round(np.cumsum(rng.exponential(1.0 / rate, size=count)) / TICK) * TICK
+    return _ticks(np.cumsum(rng.exponential(1.0 / rate, size=count)), least=0.0)
 
 
 def task_durations(rng: np.random.Generator, kind: str, mean: float, size: int) -> FloatArray:
@@ -146,7 +149,8 @@ def omega_jobs(
         length = float(_ticks(np.array([rng.exponential(mean_duration)]))[0])
         shape = shapes[int(rng.integers(len(shapes)))]
         stage = Stage("tasks", n, length, np.array(shape, dtype=np.float64))
-        job_list.append(Job(f"{kind[0]}{k}", (stage,), 1.0, float(_ticks(np.array([release]))[0]), tenant=kind))
+        arrival = float(_ticks(np.array([release]), least=0.0)[0])
+        job_list.append(Job(f"{kind[0]}{k}", (stage,), 1.0, arrival, tenant=kind))
     cell = ServerClass("machine", capacity, machines)
     name = f"omega-{machines}m-load{load:g}-service{service_share:g}-s{seed}"
     return Instance(("cpu", "mem"), (cell,), jobs=tuple(job_list), name=name)

@@ -68,9 +68,10 @@ def run_simulation(instance: Instance, policy: str, options: SolveOptions, budge
                      seed=options.seed or 0).run()  # fmt: skip
     solve_s = time.perf_counter() - started
     schedule = sim.schedule()
+    counters = scheduler.counters()
     extra: dict[str, Any] = {"policy": policy, "placement": placement, **sim.counters(),
                              "objective_name": "avg-jct" if len(instance.jobs) > 1 else "makespan",
-                             **scheduler.counters()}  # fmt: skip
+                             **counters, "policy_counters": list(counters)}  # fmt: skip
     unfinished = sim.unfinished()
     if unfinished.size:
         extra["unfinished_jobs"] = [instance.jobs[k].name for k in unfinished.tolist()]

@@ -26,7 +26,10 @@ zero-cost packing of the same arrivals).
 Counters in ``Result.extra``: ``transactions``, ``conflicted_transactions``, ``conflict_fraction`` (their
 ratio), ``attempted_tasks``, ``conflicted_tasks``, ``busy_time`` per scheduler (time spent deciding),
 ``wasted_time`` (the decision time of conflicted claims: a transaction's time times the fraction of its
-tasks that conflicted), ``first_attempt_wait`` (mean time from a job's arrival to its first decision).
+tasks that conflicted), ``first_attempt_wait`` (mean time from a job's arrival to its first decision),
+``wait_mean`` (mean time from a job's arrival to its last task's start, over jobs fully started) and its
+floor ``decision_floor_mean`` (the mean of those jobs' own decision times ``t_job + t_task * tasks``: a job's
+tasks start only when a decision that placed them commits, so no job waits less).
 """
 
 from __future__ import annotations
@@ -38,7 +41,9 @@ import numpy as np
 
 from models.tolerance import FIT_EPS
 from models.types import FloatArray, IntArray
+from solver.registry import OptionError
 from solver.sim.engine import BasePolicy, Simulation
+from solver.sim.policies.options import choice, duration, integer
 from solver.sim.policies.sparrow import Agenda, Submissions
 
 OMEGA_POLICIES = ("omega", "monolithic")
@@ -107,6 +112,10 @@ class Omega(BasePolicy):
         self.chunks: list[tuple[int, int]] = []
         self.busy = np.zeros(self.k)
         self.first_attempt = np.full(jobs.num_jobs, np.nan)
+        self.last_start = np.full(jobs.num_jobs, np.nan)
+        tasks = np.zeros(jobs.num_jobs)
+        np.add.at(tasks, jobs.stage_job, jobs.count)
+        self.floor = self.t_job[self.service] + self.t_task[self.service] * tasks
         self.release = jobs.release
         self.counts = {"transactions": 0, "conflicted_transactions": 0, "attempted_tasks": 0, "conflicted_tasks": 0}
         self.wasted = 0.0
@@ -115,9 +124,12 @@ class Omega(BasePolicy):
         tried = ~np.isnan(self.first_attempt)
         waits = self.first_attempt[tried] - self.release[tried] if tried.any() else np.zeros(1)
         fraction = self.counts["conflicted_transactions"] / max(1, self.counts["transactions"])
+        started = ~np.isnan(self.last_start)
+        wait, floor = (float(np.mean(x[started])) if started.any() else None
+                       for x in (self.last_start - self.release, self.floor))  # fmt: skip
         return {**self.counts, "conflict_fraction": fraction, "busy_time": self.busy.tolist(),
                 "wasted_time": self.wasted, "first_attempt_wait": float(np.mean(waits)),
-                "schedulers": self.k}  # fmt: skip
+                "wait_mean": wait, "decision_floor_mean": floor, "schedulers": self.k}  # fmt: skip
 
     # --- events -----------------------------------------------------------------------------------
 
@@ -160,6 +172,10 @@ class Omega(BasePolicy):
     def place(self, sim: Simulation, group: int, most: int) -> list[tuple[int, int]]:
         for machine, _ in self.chunks:
             self.version[machine] += 1
+        job = int(sim.jobs.stage_job[group])
+        groups = sim.jobs.job_stages[job]
+        if sim.unlaunched[groups].sum() == sum(n for _, n in self.chunks):  # these are the job's last tasks
+            self.last_start[job] = sim.t
         return self.chunks
 
     def _groups(self, sim: Simulation, job: int) -> IntArray:
@@ -250,12 +266,15 @@ class Omega(BasePolicy):
 
 
 def make_omega_policy(name: str, extra: dict[str, Any]) -> Omega:
-    """``omega`` or ``monolithic`` with its ``--option`` settings (module docstring)."""
+    """``omega`` or ``monolithic`` with its ``--option`` settings (module docstring).
 
-    def optional(key: str) -> float | None:
-        return None if extra.get(key) is None else float(extra[key])
-
-    schedulers = int(extra.get("schedulers", 1 if name == "monolithic" else 2))
-    return Omega(name, schedulers, float(extra.get("t_job", DEFAULT_T_JOB)), float(extra.get("t_task", DEFAULT_T_TASK)),
-                 optional("t_job_service"), optional("t_task_service"), str(extra.get("detection", "fine")),
-                 int(extra.get("seed", 0)))  # fmt: skip
+    Raises ``OptionError`` naming a setting of the wrong kind or out of range.
+    """
+    schedulers = integer(extra, "schedulers", 1 if name == "monolithic" else 2, least=1)
+    if name == "monolithic" and schedulers != 1:
+        raise OptionError("monolithic is one scheduler; use omega for more", "schedulers")
+    t_job, t_task = duration(extra, "t_job", DEFAULT_T_JOB), duration(extra, "t_task", DEFAULT_T_TASK)
+    assert t_job is not None and t_task is not None
+    return Omega(name, schedulers, t_job, t_task, duration(extra, "t_job_service", None),
+                 duration(extra, "t_task_service", None), choice(extra, "detection", "fine", DETECTION),
+                 integer(extra, "seed", 0))  # fmt: skip

@@ -24,7 +24,9 @@ take ``rtt / 2`` each way (``rtt`` in the instance's time unit, default ``DEFAUL
 
 With more probes than workers, probes cycle through random permutations of the workers. The counters in
 ``Result.extra``: ``probes`` (probe or reservation messages), ``requests`` (late binding asks),
-``cancelled`` (reservations dropped), ``idle_slot_time`` (room held idle by asks: ``rtt`` per task).
+``cancelled`` (reservations dropped), ``idle_slot_time`` (room held idle by asks: ``rtt`` per task), and
+the yardstick: ``response_ratio_mean`` and ``response_ratio_p99`` (every finished job's response time over
+its proven lower bound, :func:`response_lower_bound`) with ``response_bound_mean``.
 
 The ideal centralised scheduler (every task starts as soon as room frees anywhere, no message delay) is
 ``monolithic`` with its default zero decision times (:mod:`solver.sim.policies.omega`).
@@ -40,7 +42,9 @@ import numpy as np
 
 from models.tolerance import TIME_RTOL
 from models.types import FloatArray, IntArray
+from solver.registry import OptionError
 from solver.sim.engine import BasePolicy, Simulation
+from solver.sim.policies.options import duration, flag, integer
 from solver.sim.workload import Workload
 
 SPARROW_POLICIES = ("random", "sparrow")
@@ -114,6 +118,18 @@ def response_lower_bound(jobs: Workload) -> FloatArray:
     return np.maximum(jobs.critical_path(), jobs.work().max(axis=1))
 
 
+def response_ratios(sim: Simulation) -> dict[str, float | None]:
+    """The yardstick of a finished run: mean and p99 over finished jobs of response time over
+    :func:`response_lower_bound`, and the bound's mean (None when no job finished)."""
+    bound = response_lower_bound(sim.jobs)
+    done = sim.finished & (bound > 0)
+    if not done.any():
+        return {"response_bound_mean": None, "response_ratio_mean": None, "response_ratio_p99": None}
+    ratio = (sim.completion[done] - sim.jobs.release[done]) / bound[done]
+    return {"response_bound_mean": float(bound[done].mean()), "response_ratio_mean": float(ratio.mean()),
+            "response_ratio_p99": float(np.percentile(ratio, 99))}  # fmt: skip
+
+
 def distinct_machines(rng: np.random.Generator, machines: int, count: int) -> IntArray:
     """``count`` random machines, all distinct while ``count <= machines`` (then whole permutations)."""
     if count <= machines // 8:
@@ -163,9 +179,10 @@ class Sparrow(BasePolicy):
         self.choice = -1
         self.counts = {"probes": 0, "requests": 0, "cancelled": 0}
         self.idle_slot_time = 0.0
+        self.sim = sim
 
     def counters(self) -> dict[str, Any]:
-        return {**self.counts, "idle_slot_time": self.idle_slot_time}
+        return {**self.counts, "idle_slot_time": self.idle_slot_time, **response_ratios(self.sim)}
 
     # --- events -----------------------------------------------------------------------------------
 
@@ -278,11 +295,17 @@ class Sparrow(BasePolicy):
 
 
 def make_sparrow_policy(name: str, extra: dict[str, Any]) -> Sparrow:
-    """``random`` or ``sparrow`` with its ``--option`` settings (``probes``, ``batch``, ``late_binding``, ``rtt``)."""
-    rtt = float(extra.get("rtt", DEFAULT_RTT))
-    seed = int(extra.get("seed", 0))
+    """``random`` or ``sparrow`` with its ``--option`` settings (``probes``, ``batch``, ``late_binding``, ``rtt``).
+
+    Raises ``OptionError`` naming a setting of the wrong kind, or late binding without batch sampling.
+    """
+    rtt = duration(extra, "rtt", DEFAULT_RTT)
+    assert rtt is not None
+    seed = integer(extra, "seed", 0)
     if name == "random":
         return Sparrow("random", 1, False, False, rtt, seed)
-    batch = bool(extra.get("batch", True))
-    late = bool(extra.get("late_binding", batch))
-    return Sparrow(name, int(extra.get("probes", 2)), batch, late, rtt, seed)
+    batch = flag(extra, "batch", True)
+    late = flag(extra, "late_binding", batch)
+    if late and not batch:
+        raise OptionError("late binding places reservations by batch sampling: give batch=true", "late_binding")
+    return Sparrow(name, integer(extra, "probes", 2, least=1), batch, late, rtt, seed)
