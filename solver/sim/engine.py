@@ -134,6 +134,7 @@ class Simulation:
         self.events = 0
         self.launches = 0
         self.completions = 0  # task-end heap entries processed
+        self.arrived: list[int] = []  # the jobs released at the current event time
         self.placed: FloatArray | None = np.zeros((jobs.num_stages, self.cluster.machines)) if snapshot else None
         self.machine_tasks = np.zeros(self.cluster.machines, dtype=np.int64)  # tasks running on every machine
         self._heap: list[tuple[float, int, int, int, int]] = []  # (end, sequence, group, tasks, machine)
@@ -256,8 +257,10 @@ class Simulation:
     def _release_jobs(self, horizon: float) -> None:
         jobs = self.jobs
         order = self._releases
+        self.arrived = []
         while self._next_release < len(order) and jobs.release[order[self._next_release]] <= horizon:
             self.released[order[self._next_release]] = True
+            self.arrived.append(order[self._next_release])
             self.active_changed = True
             self._next_release += 1
 

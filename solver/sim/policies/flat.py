@@ -25,7 +25,6 @@ until nothing more fits; a tenant whose head fits no machine now is passed over 
 from __future__ import annotations
 
 import heapq
-import math
 
 import numpy as np
 
@@ -38,11 +37,8 @@ TIE = 1e-9
 
 
 def _key(value: float) -> float:
-    """A share rounded so that values within ``TIE`` of each other usually compare equal (then by index)."""
-    if value == 0 or not math.isfinite(value):
-        return value
-    scale = 10.0 ** math.floor(math.log10(abs(value)))
-    return round(value / scale, 8) * scale
+    """A share rounded so that values within about ``TIE`` of each other compare equal (then by index)."""
+    return round(value, 10) if value < 1e3 else value
 
 
 class TenantQueues:
@@ -73,18 +69,29 @@ class TenantQueues:
 
 
 class _TenantPolicy(BasePolicy):
-    """Tenants served by the smallest key; subclasses define the key and the placement."""
+    """Tenants served by the smallest key; subclasses define the key and the placement.
+
+    Incremental: a tenant whose head fits nowhere is *blocked*, with its head's demand remembered; it is
+    looked at again only when it may fit -- one of its own tasks ends (its key drops and room frees), a job
+    of its arrives, or some machine's room grows enough for that demand (checked for all blocked tenants at
+    once). The heap keeps one live entry per unblocked tenant (stale entries carry an old version).
+    """
 
     mask: BoolArray = np.zeros(0, dtype=bool)
 
     def start(self, sim: Simulation) -> None:
+        jobs = sim.jobs
         self.queues = TenantQueues(sim)
-        self.heap: list[tuple[float, int]] = []
-        self.last: int = -1
-        self.inverse = np.divide(1.0, sim.jobs.capacity, out=np.zeros_like(sim.jobs.capacity),
-                                 where=sim.jobs.capacity > 0)  # fmt: skip
+        self.inverse = np.divide(1.0, jobs.capacity, out=np.zeros_like(jobs.capacity), where=jobs.capacity > 0)
+        self.blocked = np.ones(jobs.num_tenants, dtype=bool)
+        self.waiting = np.full((jobs.num_tenants, jobs.capacity.size), np.inf)  # a blocked tenant's head demand
+        self.version = [0] * jobs.num_tenants
+        self.heap: list[tuple[float, int, int]] = []
+        self.changed: set[int] = set()
+        self.last = -1
 
-    def key(self, sim: Simulation, tenant: int) -> float:
+    def keys(self, sim: Simulation) -> FloatArray:
+        """Every tenant's key (vectorised); subclasses define it."""
         raise NotImplementedError
 
     def admitted(self, sim: Simulation, group: int) -> bool:
@@ -92,22 +99,72 @@ class _TenantPolicy(BasePolicy):
         self.mask = sim.cluster.fits(sim.jobs.demand[group])
         return bool(self.mask.any())
 
+    def _push(self, tenant: int, key: float) -> None:
+        self.version[tenant] += 1
+        self.blocked[tenant] = False
+        heapq.heappush(self.heap, (_key(key), tenant, self.version[tenant]))
+
+    def on_finish(self, sim: Simulation, group: int, tasks: int, machine: int) -> None:
+        self.changed.add(machine)
+        tenant = int(sim.jobs.job_tenant[sim.jobs.stage_job[group]])
+        self.waiting[tenant] = -np.inf  # its key dropped: rank it again
+
     def on_event(self, sim: Simulation) -> None:
-        below = sim.tenant_running < sim.jobs.tenant_cap
-        self.heap = [(_key(self.key(sim, t)), t) for t in np.flatnonzero(below).tolist()]
-        heapq.heapify(self.heap)
+        jobs = sim.jobs
+        for k in sim.arrived:
+            self.waiting[jobs.job_tenant[k]] = -np.inf
+        if self.changed:
+            grown = sim.cluster.room[sorted(self.changed)].max(axis=0)
+            self.changed.clear()
+            self.waiting[np.all(self.waiting <= grown[None, :], axis=1)] = -np.inf
+        wake = np.flatnonzero(np.isneginf(self.waiting[:, 0]) & (sim.tenant_running < jobs.tenant_cap))
+        if wake.size:
+            keys = self.keys(sim)
+            for tenant in wake.tolist():
+                self.waiting[tenant] = np.inf
+                self._push(tenant, float(keys[tenant]))
         self.last = -1
 
+    #: Whether consecutive tasks of one tenant may be granted in one batch (only where placing them one by
+    #: one would put them exactly where the batch does: first fit, first free slot).
+    batch = False
+
+    def key_after(self, sim: Simulation, tenant: int, group: int, tasks: int) -> float:
+        """The tenant's key once ``tasks`` more tasks of ``group`` run (for batches)."""
+        raise NotImplementedError
+
+    def _run_length(self, sim: Simulation, tenant: int, group: int) -> int:
+        """How many tasks in a row the tenant gets before another tenant's key comes first (ties by index)."""
+        most = int(min(sim.unlaunched[group], sim.jobs.tenant_cap[tenant] - sim.tenant_running[tenant], 1 << 20))
+        if not self.batch or most <= 1:
+            return 1
+        heap = self.heap
+        while heap and (heap[0][2] != self.version[heap[0][1]] or self.blocked[heap[0][1]]):
+            heapq.heappop(heap)  # stale entries off the top
+        if not heap:
+            return most
+        top = (heap[0][0], heap[0][1])
+        count = 1
+        while count < most and (_key(self.key_after(sim, tenant, group, count)), tenant) < top:
+            count += 1
+        return count
+
     def next(self, sim: Simulation) -> tuple[int, int] | None:
-        if self.last >= 0 and sim.tenant_running[self.last] < sim.jobs.tenant_cap[self.last]:
-            heapq.heappush(self.heap, (_key(self.key(sim, self.last)), self.last))
+        jobs = sim.jobs
+        if self.last >= 0 and sim.tenant_running[self.last] < jobs.tenant_cap[self.last]:
+            self._push(self.last, self.key_after(sim, self.last, 0, 0))
         self.last = -1
         while self.heap:
-            _, tenant = heapq.heappop(self.heap)
+            _, tenant, version = heapq.heappop(self.heap)
+            if version != self.version[tenant] or self.blocked[tenant]:
+                continue
             g = self.queues.head(sim, tenant)
             if g >= 0 and self.admitted(sim, g):
                 self.last = tenant
-                return g, 1
+                self.blocked[tenant] = True  # until it is pushed back after its launch
+                return g, self._run_length(sim, tenant, g)
+            self.blocked[tenant] = True
+            self.waiting[tenant] = jobs.demand[g] if g >= 0 else np.inf
         return None
 
 
@@ -116,14 +173,19 @@ class DrfhOnline(_TenantPolicy):
 
     def __init__(self, name: str) -> None:
         self.name = name
+        self.batch = name == "first-fit"
 
-    def key(self, sim: Simulation, tenant: int) -> float:
-        return float((sim.tenant_usage[tenant] * self.inverse).max()) / float(sim.jobs.tenant_weight[tenant])
+    def keys(self, sim: Simulation) -> FloatArray:
+        return np.asarray((sim.tenant_usage * self.inverse).max(axis=1) / sim.jobs.tenant_weight)
+
+    def key_after(self, sim: Simulation, tenant: int, group: int, tasks: int) -> float:
+        usage = sim.tenant_usage[tenant] + tasks * sim.jobs.demand[group]
+        return float((usage * self.inverse).max()) / float(sim.jobs.tenant_weight[tenant])
 
     def place(self, sim: Simulation, group: int, most: int) -> list[tuple[int, int]]:
         demand = sim.jobs.demand[group]
         if self.name == "first-fit":
-            return [(int(np.argmax(self.mask)), 1)]
+            return sim.cluster.first_fit(demand, most, self.mask)
         return [(best_fitness_machine(sim.cluster.free, self.mask, demand, self.inverse), 1)]
 
 
@@ -131,16 +193,17 @@ def best_fitness_machine(free: FloatArray, fitting: BoolArray, demand: FloatArra
     """The DRFH paper's Best-Fit choice among the ``fitting`` machines (module docstring), ties to the lower."""
     relative = demand * inverse_total
     star = int(np.argmax(relative))
-    top = relative[star]
+    top = float(relative[star])
     candidates = np.flatnonzero(fitting)
-    room = free[candidates] * inverse_total
-    present = inverse_total > 0
-    if top <= 0 or present.sum() <= 1:
+    others = [r for r in np.flatnonzero(inverse_total > 0).tolist() if r != star]
+    if top <= 0 or not others:
         return int(candidates[0])
-    ratio = np.divide(room, room[:, [star]], out=np.zeros_like(room), where=room[:, [star]] > 0)
-    terms = np.abs(relative / top - ratio)
-    terms[:, star] = 0.0
-    fitness = (terms * present).sum(axis=1)
+    room = free[candidates]
+    base = room[:, star] * inverse_total[star]
+    fitness = np.zeros(candidates.size)
+    for r in others:  # one column at a time: few resources, many machines
+        ratio = np.divide(room[:, r] * inverse_total[r], base, out=np.zeros(candidates.size), where=base > 0)
+        fitness += np.abs(relative[r] / top - ratio)
     best = fitness.min()
     return int(candidates[np.flatnonzero(fitness <= best + TIE * (1.0 + abs(best)))[0]])
 
@@ -166,8 +229,11 @@ class SlotPolicy(_TenantPolicy):
         self.slot = slot
         self.has = has
 
-    def key(self, sim: Simulation, tenant: int) -> float:
-        return float(sim.tenant_running[tenant]) / float(sim.jobs.tenant_weight[tenant])
+    def keys(self, sim: Simulation) -> FloatArray:
+        return np.asarray(sim.tenant_running / sim.jobs.tenant_weight)
+
+    def key_after(self, sim: Simulation, tenant: int, group: int, tasks: int) -> float:
+        return float(sim.tenant_running[tenant] + tasks) / float(sim.jobs.tenant_weight[tenant])
 
     def _machines(self, sim: Simulation, group: int) -> IntArray:
         demand = sim.jobs.demand[group]
