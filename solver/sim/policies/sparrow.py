@@ -81,20 +81,14 @@ class Submissions:
     """Groups as they become runnable, batched per job: what a framework submits to a scheduler."""
 
     def __init__(self, sim: Simulation) -> None:
-        jobs = sim.jobs
-        self.order = sorted(range(jobs.num_jobs), key=lambda k: (jobs.release[k], k))
-        self.position = 0
-        self.submitted = np.zeros(jobs.num_stages, dtype=bool)
+        self.submitted = np.zeros(sim.jobs.num_stages, dtype=bool)
         self.waiting: set[int] = set()  # released jobs with groups not yet runnable
 
     def new(self, sim: Simulation) -> list[tuple[int, list[int]]]:
-        """``(job, groups)`` for every job with groups runnable since the last call (jobs in release order)."""
-        jobs, now = sim.jobs, due(sim)
-        touched: list[int] = []
-        while self.position < len(self.order) and jobs.release[self.order[self.position]] <= now:
-            touched.append(self.order[self.position])
-            self.position += 1
-        touched.extend(sorted(self.waiting))
+        """``(job, groups)`` for every job with groups runnable since the last call (the jobs arriving now,
+        in release order, then the waiting ones); called once per event time, after its arrivals."""
+        jobs = sim.jobs
+        touched = [*sim.arrived, *sorted(self.waiting)]
         self.waiting.clear()
         out = []
         for k in touched:
