@@ -8,8 +8,8 @@ Sparrow (``sparrow`` family: Poisson jobs of ``tasks`` parallel tasks on ``machi
    job's response time is divided by a proven lower bound on it (its longest task, or its work over the
    cluster's slots: ``solver.sim.policies.sparrow.response_lower_bound``); mean and p99 over the jobs that
    arrive between 10% and 90% of the stream (warm-up and drain left out).
-2. The price of late binding: at load 0.9, batch sampling with and without late binding as the round trip
-   grows (each late-bound task holds its slot idle one round trip).
+2. The price of late binding: at load 0.9, fixed and exponential durations, batch sampling with and
+   without late binding as the round trip grows (each late-bound task holds its slot idle one round trip).
 
 Omega (``omega`` family: a cell of 8-cpu, 32-GB machines, batch and service job streams at offered load 0.6):
 
@@ -111,16 +111,35 @@ def sparrow_sweep(loads: list[float], durations: list[str], params: dict[str, An
     return rows
 
 
-def rtt_sweep(rtts: list[float], params: dict[str, Any], load: float, seed: int) -> list[dict[str, Any]]:
-    instance = FAMILIES["sparrow"].instance({**params, "load": load, "durations": "exponential"}, seed)
-    bound = response_lower_bound(Workload.of_jobs(instance, "servers"))
+def rtt_sweep(rtts: list[float], params: dict[str, Any], load: float, seed: int,
+              kinds: list[str]) -> list[dict[str, Any]]:  # fmt: skip
     rows = []
-    for rtt in rtts:
-        for variant in ("batch", "batch+late"):
-            row = {"durations": "exponential", "load": load, **_sparrow_row(instance, bound, variant, rtt, seed)}
-            rows.append(row)
-            print(f"rtt {rtt:g} {variant}: mean {row['mean_ratio']:.3f} p99 {row['p99_ratio']:.3f}", flush=True)
+    for kind in kinds:
+        instance = FAMILIES["sparrow"].instance({**params, "load": load, "durations": kind}, seed)
+        bound = response_lower_bound(Workload.of_jobs(instance, "servers"))
+        for rtt in rtts:
+            for variant in ("batch", "batch+late"):
+                row = {"durations": kind, "load": load, **_sparrow_row(instance, bound, variant, rtt, seed)}
+                rows.append(row)
+                print(f"rtt {rtt:g} {kind} {variant}: mean {row['mean_ratio']:.3f} p99 {row['p99_ratio']:.3f}",
+                      flush=True)  # fmt: skip
     return rows
+
+
+def _rtt_pair(rows: list[dict[str, Any]], kind: str, rtt: float) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Batch sampling's and late binding's rows at one round trip."""
+    mine = [r for r in rows if r["durations"] == kind and r["rtt"] == rtt]
+    return next(r for r in mine if r["variant"] == "batch"), next(r for r in mine if r["variant"] == "batch+late")
+
+
+def _rtt_table(rows: list[dict[str, Any]]) -> list[str]:
+    lines = ["| durations | rtt (ms) | batch | batch+late | late-binding idle per task (ms) |", "|---|---|---|---|---|"]
+    for kind in dict.fromkeys(r["durations"] for r in rows):
+        for rtt in sorted({r["rtt"] for r in rows}):
+            b, lb = _rtt_pair(rows, kind, rtt)
+            cells = [f"{r['mean_ratio']:.3f} / {r['p99_ratio']:.3f}" for r in (b, lb)]
+            lines.append(f"| {kind} | {rtt * 1000:g} | {' | '.join(cells)} | {lb['idle_per_task'] * 1000:.3g} |")
+    return lines
 
 
 # --- Omega -----------------------------------------------------------------------------------------------
@@ -314,15 +333,13 @@ def sparrow_claims(rows: list[dict[str, Any]], rtt_rows: list[dict[str, Any]]) -
                                                                _ratio(rows, k, x, "per-task", key))]  # fmt: skip
         out.append(f"- Late binding beats both ({label}): {len(late)}/{len(kinds) * len(loads)}; not at: "
                    f"{_missing(kinds, loads, late)}.")  # fmt: skip
-    if rtt_rows:
-        pairs = sorted({r["rtt"] for r in rtt_rows})
+    for kind in dict.fromkeys(r["durations"] for r in rtt_rows):
         parts = []
-        for rtt in pairs:
-            b = next(r for r in rtt_rows if r["rtt"] == rtt and r["variant"] == "batch")
-            lb = next(r for r in rtt_rows if r["rtt"] == rtt and r["variant"] == "batch+late")
+        for rtt in sorted({r["rtt"] for r in rtt_rows}):
+            b, lb = _rtt_pair(rtt_rows, kind, rtt)
             parts.append(f"rtt {rtt * 1000:g} ms: idle {lb['idle_per_task'] * 1000:.3g} ms/task, mean "
                          f"{lb['mean_ratio']:.3f} vs batch {b['mean_ratio']:.3f}")  # fmt: skip
-        out.append(f"- Late binding's idle time (load {rtt_rows[0]['load']:g}, exponential): " + "; ".join(parts) + ".")
+        out.append(f"- Late binding's idle time (load {rtt_rows[0]['load']:g}, {kind}): " + "; ".join(parts) + ".")
     return out
 
 
@@ -458,20 +475,20 @@ def main() -> None:
     arguments.add_argument("--rtt", type=float, default=0.001)
     args = arguments.parse_args()
     quick = args.quick
-    sparrow_params = {"machines": 100, "slots": 4, "tasks": 10, "mean_duration": 0.1, "jobs": 300 if quick else 2500}
+    sparrow_params = {"machines": 100, "slots": 4, "tasks": 10, "mean_duration": 0.1, "jobs": 300 if quick else 2000}
     loads = [0.7, 0.9] if quick else [0.5, 0.7, 0.8, 0.9, 0.95]
     kinds = ["exponential"] if quick else ["fixed", "exponential", "lognormal"]
     rtts = [0.0, 0.005] if quick else [0.0, 0.001, 0.005, 0.01, 0.02]
-    span = 300.0 if quick else 1800.0
+    span = 300.0 if quick else 1200.0
     omega_params = {"machines": 200, "load": 0.6, "span": span, "service_share": 0.3, "batch_tasks": 10.0,
                     "batch_duration": 30.0}  # fmt: skip
     ks = [1, 4, 16] if quick else [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
     k_t_jobs = [1.0, 10.0] if quick else [0.1, 1.0, 10.0, 100.0]
-    mono_t_jobs = [0.1, 0.5] if quick else [0.0, 0.1, 0.2, 0.3, 0.4, 0.45, 0.5, 0.6]
+    mono_t_jobs = [0.1, 0.5] if quick else [0.05, 0.1, 0.2, 0.3, 0.4, 0.45, 0.5, 0.6]
     service_t_jobs = [0.1, 10.0] if quick else [0.1, 1.0, 10.0, 100.0]
 
     sparrow_rows = sparrow_sweep(loads, kinds, sparrow_params, args.rtt, args.seed)
-    rtt_rows = rtt_sweep(rtts, sparrow_params, 0.9, args.seed)
+    rtt_rows = rtt_sweep(rtts, sparrow_params, 0.9, args.seed, ["exponential"] if quick else ["fixed", "exponential"])
     cell = FAMILIES["omega"].instance(omega_params, args.seed)
     ideal = omega_row(cell, "monolithic", {"t_job": 0.0, "t_task": 0.0}, span, args.seed)
     small = clairvoyant_rows([1, 2] if quick else list(range(1, 11)), 30.0)
@@ -492,13 +509,8 @@ def main() -> None:
         f"round trip {args.rtt * 1000:g} ms; seed {args.seed} (instance and policy). The lower bound of a job is "
         "max(longest task, work / slots); `ideal` is `monolithic` with zero decision times (every task started "
         "as soon as any slot frees, no messages).", "", *_sparrow_tables(sparrow_rows),
-        "**Round trip** (load 0.9, exponential): mean / p99 over the bound, idle slot time per task", "",
-        "| rtt (ms) | batch | batch+late | late-binding idle per task (ms) |", "|---|---|---|---|",
-        *[f"| {rtt * 1000:g} | {b['mean_ratio']:.3f} / {b['p99_ratio']:.3f} | {lb['mean_ratio']:.3f} / "
-          f"{lb['p99_ratio']:.3f} | {lb['idle_per_task'] * 1000:.3g} |"
-          for rtt in sorted({r['rtt'] for r in rtt_rows})
-          for b in [next(r for r in rtt_rows if r['rtt'] == rtt and r['variant'] == 'batch')]
-          for lb in [next(r for r in rtt_rows if r['rtt'] == rtt and r['variant'] == 'batch+late')]],
+        "**Round trip** (load 0.9): mean / p99 over the bound, idle slot time per task", "",
+        *_rtt_table(rtt_rows),
         "", "Claims:", "", *sparrow_claims(sparrow_rows, rtt_rows), "",
         "## Omega", "",
         f"Cell of {omega_params['machines']} machines (8 cpu, 32 GB); {len(cell.jobs)} jobs over {span:g} s "
