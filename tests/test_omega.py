@@ -43,7 +43,7 @@ def test_a_stale_snapshot_conflicts_and_the_job_is_retried() -> None:
     result = _run(instance, "omega", schedulers=2, t_job=1.0, t_task=0.0, t_job_service=2.0)
     assert _first_starts(result, 2) == pytest.approx([6.0, 1.0])
     extra = result.extra
-    assert (extra["transactions"], extra["conflicted_transactions"], extra["conflicted_tasks"]) == (3, 1, 1)
+    assert (extra["transactions"], extra["conflicts"], extra["conflicted_tasks"]) == (3, 1, 1)
     assert extra["conflict_fraction"] == pytest.approx(1 / 3)
     assert extra["wasted_time"] == pytest.approx(2.0)
     assert extra["busy_time"] == pytest.approx([4.0, 1.0])
@@ -56,7 +56,7 @@ def test_monolithic_serialises_the_same_decisions() -> None:
     instance = _cell(2, [("service", 0.0, 1, 2.0, 5.0), ("batch", 0.0, 1, 2.0, 3.0)])
     result = _run(instance, "monolithic", t_job=1.0, t_task=0.0, t_job_service=2.0)
     assert _first_starts(result, 2) == pytest.approx([2.0, 8.0])
-    assert result.extra["conflicted_transactions"] == 0 and result.extra["busy_time"] == pytest.approx([3.0])
+    assert result.extra["conflicts"] == 0 and result.extra["busy_time"] == pytest.approx([3.0])
 
 
 def test_monolithic_decision_times_queue_jobs_up() -> None:
@@ -74,7 +74,7 @@ def test_omega_decides_in_parallel_where_monolithic_queues() -> None:
     instance = _cell(100, [("batch", 0.0, 4, 1.0, 10.0)] * 5)
     result = _run(instance, "omega", schedulers=6, t_job=1.0, t_task=0.5)
     assert _first_starts(result, 5) == pytest.approx([3.0] * 5)
-    assert result.extra["conflicted_transactions"] == 0
+    assert result.extra["conflicts"] == 0
     assert result.extra["busy_time"] == pytest.approx([0.0] + [3.0] * 5)
 
 
@@ -94,7 +94,7 @@ def test_omega_on_a_generated_cell() -> None:
     instance = omega_jobs(1, machines=30, load=0.6, span=900.0, batch_tasks=10, batch_duration=30.0)
     assert {job.tenant for job in instance.jobs} == {"batch", "service"}
     ideal = _run(instance, "omega", schedulers=4, t_job=0.0, t_task=0.0)
-    assert ideal.extra["conflicted_transactions"] == 0 and sum(ideal.extra["busy_time"]) == 0.0
+    assert ideal.extra["conflicts"] == 0 and sum(ideal.extra["busy_time"]) == 0.0
     mono = _run(instance, "monolithic", t_job=2.0)
     many = _run(instance, "omega", schedulers=8, t_job=2.0)
     assert many.extra["first_attempt_wait"] < mono.extra["first_attempt_wait"] / 5

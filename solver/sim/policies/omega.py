@@ -20,16 +20,18 @@ or in hand otherwise (ties to the lower number); with one scheduler every job go
 
 ``monolithic`` is the same with one scheduler: every decision serialised, whatever the job. With zero
 decision times it is the ideal centralised list scheduler: jobs in arrival order, every task started as
-soon as room frees anywhere (the reference of the Sparrow benchmark, and of Omega's as the clairvoyant-free
-zero-cost packing of the same arrivals).
+soon as room frees anywhere (the reference of the Sparrow benchmark; for Omega, the zero-cost packing of
+the same arrivals, and where waiting is unavoidable the clairvoyant packing ``spacetime-cp`` is the
+yardstick: ``benchmarks/sparrow_omega.py``).
 
-Counters in ``Result.extra``: ``transactions``, ``conflicted_transactions``, ``conflict_fraction`` (their
-ratio), ``attempted_tasks``, ``conflicted_tasks``, ``busy_time`` per scheduler (time spent deciding),
-``wasted_time`` (the decision time of conflicted claims: a transaction's time times the fraction of its
-tasks that conflicted), ``first_attempt_wait`` (mean time from a job's arrival to its first decision),
-``wait_mean`` (mean time from a job's arrival to its last task's start, over jobs fully started) and its
-floor ``decision_floor_mean`` (the mean of those jobs' own decision times ``t_job + t_task * tasks``: a job's
-tasks start only when a decision that placed them commits, so no job waits less).
+Counters in ``Result.extra``: ``transactions``, ``conflicts`` (transactions with a conflict),
+``conflict_fraction`` (their ratio), ``attempted_tasks``, ``conflicted_tasks``, ``busy_time`` per scheduler
+(time spent deciding), ``wasted_time`` (the decision time of conflicted claims: a transaction's time times
+the fraction of its tasks that conflicted), ``first_attempt_wait`` (mean time from a job's arrival to its
+first decision), ``wait_mean`` (mean time from a job's arrival to its last task's start, over jobs fully
+started) and its floor ``decision_floor_mean`` (the mean of those jobs' own decision times
+``t_job + t_task * tasks``: every task starts only when a decision that placed it commits, and one
+scheduler decides a job's tasks one transaction after another, so no job waits less).
 """
 
 from __future__ import annotations
@@ -117,13 +119,13 @@ class Omega(BasePolicy):
         np.add.at(tasks, jobs.stage_job, jobs.count)
         self.floor = self.t_job[self.service] + self.t_task[self.service] * tasks
         self.release = jobs.release
-        self.counts = {"transactions": 0, "conflicted_transactions": 0, "attempted_tasks": 0, "conflicted_tasks": 0}
+        self.counts = {"transactions": 0, "conflicts": 0, "attempted_tasks": 0, "conflicted_tasks": 0}
         self.wasted = 0.0
 
     def counters(self) -> dict[str, Any]:
         tried = ~np.isnan(self.first_attempt)
         waits = self.first_attempt[tried] - self.release[tried] if tried.any() else np.zeros(1)
-        fraction = self.counts["conflicted_transactions"] / max(1, self.counts["transactions"])
+        fraction = self.counts["conflicts"] / max(1, self.counts["transactions"])
         started = ~np.isnan(self.last_start)
         wait, floor = (float(np.mean(x[started])) if started.any() else None
                        for x in (self.last_start - self.release, self.floor))  # fmt: skip
@@ -260,7 +262,7 @@ class Omega(BasePolicy):
         self.counts["transactions"] += 1
         self.counts["attempted_tasks"] += transaction.tasks
         if rejected:
-            self.counts["conflicted_transactions"] += 1
+            self.counts["conflicts"] += 1
             self.counts["conflicted_tasks"] += rejected
             self.wasted += transaction.duration * rejected / transaction.tasks
 
