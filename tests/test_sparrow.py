@@ -218,3 +218,15 @@ def test_bad_settings_exit_2_naming_the_option(policy: str, option: str, named: 
     assert main(["simulate", str(path), "--policy", policy, "--option", option]) == 2
     error = capsys.readouterr().err
     assert f"{named}:" in error and "Traceback" not in error
+
+
+@pytest.mark.parametrize("policy", ["random", "sparrow", "omega", "monolithic"])
+def test_an_instance_without_jobs_is_refused(policy: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Tenants' endless backlogs are not arrivals of jobs: exit 2 naming the policy, no traceback."""
+    from pathlib import Path
+
+    from solver.cli import main
+
+    path = Path(__file__).resolve().parents[1] / "instances" / "drfh_fig1.yaml"
+    assert main(["simulate", str(path), "--policy", policy]) == 2
+    assert "policy:" in capsys.readouterr().err

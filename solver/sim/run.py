@@ -105,7 +105,7 @@ def _timeline(instance: Instance, schedule: Any, trace: TraceData | None, unfini
 def _backlog(instance: Instance, policy: str, options: SolveOptions) -> Result:
     if not instance.tenants:
         raise InstanceError("nothing to simulate: the instance has neither jobs nor tenants (give --trace)", "jobs")
-    if policy in HEURISTICS:
+    if policy in (*HEURISTICS, *SPARROW_POLICIES, *OMEGA_POLICIES):
         raise OptionError(f"{policy} schedules DAG jobs; this instance has tenants only (give --trace or jobs)",
                           "policy")  # fmt: skip
     extra = dict(options.extra)
