@@ -35,6 +35,7 @@ Every run is verified by ``models.check`` (``Result.verified``). Run: ``python -
 from __future__ import annotations
 
 import functools
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -386,10 +387,16 @@ def _omega_table(rows: list[dict[str, Any]], first: list[str]) -> list[str]:
     return lines
 
 
-def _plain_ticks(ax: Any) -> None:
-    """Log axes labelled 1, 1.5, 2 rather than powers of ten."""
-    from matplotlib.ticker import NullFormatter, ScalarFormatter
+#: Labelled values on the log-scaled ratio axes (powers of ten alone would leave 1.0 as the only label).
+RATIO_TICKS = (1.0, 1.1, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 50.0)
 
+
+def _plain_ticks(ax: Any) -> None:
+    """Log axes labelled 1, 1.25, 1.5, 2, ... within the plotted range rather than powers of ten."""
+    from matplotlib.ticker import FixedLocator, NullFormatter, ScalarFormatter
+
+    low, high = ax.get_ylim()
+    ax.yaxis.set_major_locator(FixedLocator([v for v in RATIO_TICKS if low <= v <= high]))
     ax.yaxis.set_major_formatter(ScalarFormatter())
     ax.yaxis.set_minor_formatter(NullFormatter())
 
@@ -464,8 +471,11 @@ def omega_figure(k_rows: list[dict[str, Any]], growth: list[dict[str, Any]], ide
     figure.savefig(path, dpi=120)
 
 
-def _floats(text: str) -> list[float]:
-    return [float(v) for v in text.split(",") if v]
+def draw_figures(sparrow_rows: list[dict[str, Any]], k_rows: list[dict[str, Any]], growth: list[dict[str, Any]],
+                 ideal: dict[str, Any], out: Path) -> None:  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    sparrow_figure(sparrow_rows, out / "sparrow_response.png")
+    omega_figure(k_rows, growth, ideal["batch_wait"], out / "omega_schedulers.png")
 
 
 def main() -> None:
@@ -473,7 +483,14 @@ def main() -> None:
     arguments.add_argument("--quick", action="store_true", help="a small smoke run (not the published numbers)")
     arguments.add_argument("--seed", type=int, default=1)
     arguments.add_argument("--rtt", type=float, default=0.001)
+    arguments.add_argument("--figures-only", action="store_true",
+                           help="redraw the two figures from the saved sparrow_omega.json in --out")  # fmt: skip
     args = arguments.parse_args()
+    if args.figures_only:
+        saved = json.loads((Path(args.out) / "sparrow_omega.json").read_text())
+        draw_figures(saved["sparrow"], saved["omega_schedulers"], saved["omega_growth"], saved["omega_ideal"],
+                     Path(args.out))  # fmt: skip
+        return
     quick = args.quick
     sparrow_params = {"machines": 100, "slots": 4, "tasks": 10, "mean_duration": 0.1, "jobs": 300 if quick else 2000}
     loads = [0.7, 0.9] if quick else [0.5, 0.7, 0.8, 0.9, 0.95]
@@ -496,9 +513,7 @@ def main() -> None:
     k_rows = scheduler_sweep(cell, ks, k_t_jobs, None if quick else 1.0, span, args.seed)
 
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    sparrow_figure(sparrow_rows, out / "sparrow_response.png")
-    omega_figure(k_rows, growth, ideal["batch_wait"], out / "omega_schedulers.png")
+    draw_figures(sparrow_rows, k_rows, growth, ideal, out)
     batch_jobs = sum(job.tenant == "batch" for job in cell.jobs)
     lines = [
         "# Sparrow's sampling and Omega's shared state, against their yardsticks", "", load_line(), "",
