@@ -78,6 +78,22 @@ def test_omega_decides_in_parallel_where_monolithic_queues() -> None:
     assert result.extra["busy_time"] == pytest.approx([0.0] + [3.0] * 5)
 
 
+def test_commits_at_the_same_instant_see_each_other() -> None:
+    """Two batch schedulers snapshot one empty 2-cpu machine at 0 and both commit a 2-cpu task at 1: the
+    first commit takes the machine, the second conflicts (it must not launch on top: the machine would hold
+    4 cpus) and is retried when the room frees at 6, deciding 6..7. With 1-cpu tasks on a 4-cpu machine both
+    fit (fine-grained detection), but coarse detection sees the machine changed by the first commit."""
+    instance = _cell(2, [("batch", 0.0, 1, 2.0, 5.0), ("batch", 0.0, 1, 2.0, 5.0)])
+    result = _run(instance, "omega", schedulers=3, t_job=1.0, t_task=0.0)
+    assert _first_starts(result, 2) == pytest.approx([1.0, 7.0])
+    assert (result.extra["conflicts"], result.extra["transactions"]) == (1, 3)
+    small = _cell(4, [("batch", 0.0, 1, 1.0, 5.0), ("batch", 0.0, 1, 1.0, 5.0)])
+    fine = _run(small, "omega", schedulers=3, t_job=1.0, t_task=0.0)
+    coarse = _run(small, "omega", schedulers=3, t_job=1.0, t_task=0.0, detection="coarse")
+    assert _first_starts(fine, 2) == pytest.approx([1.0, 1.0]) and fine.extra["conflicts"] == 0
+    assert _first_starts(coarse, 2) == pytest.approx([1.0, 2.0]) and coarse.extra["conflicts"] == 1
+
+
 def test_coarse_detection_rejects_a_claim_that_still_fits() -> None:
     """One 4-cpu machine, two 1-cpu tasks decided concurrently: fine-grained detection commits both (the
     machine still holds the second); coarse detection rejects the second (the machine changed) and retries."""

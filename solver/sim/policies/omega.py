@@ -111,6 +111,9 @@ class Omega(BasePolicy):
         self.stale = [False] * self.k  # something changed since the scheduler last found nothing to place
         self.version = np.zeros(sim.cluster.machines, dtype=np.int64)
         self.pending: list[tuple[int, list[tuple[int, int]]]] = []  # committed (group, chunks) to launch now
+        # Room taken by commits whose tasks the engine has not launched yet: several schedulers may commit at
+        # one event time, and each must see the claims committed before it.
+        self.committed = np.zeros_like(sim.cluster.free)
         self.chunks: list[tuple[int, int]] = []
         self.busy = np.zeros(self.k)
         self.first_attempt = np.full(jobs.num_jobs, np.nan)
@@ -172,8 +175,8 @@ class Omega(BasePolicy):
         return g, sum(n for _, n in self.chunks)
 
     def place(self, sim: Simulation, group: int, most: int) -> list[tuple[int, int]]:
-        for machine, _ in self.chunks:
-            self.version[machine] += 1
+        for machine, n in self.chunks:
+            self.committed[machine] -= n * sim.jobs.demand[group]
         job = int(sim.jobs.stage_job[group])
         groups = sim.jobs.job_stages[job]
         if sim.unlaunched[groups].sum() == sum(n for _, n in self.chunks):  # these are the job's last tasks
@@ -251,13 +254,17 @@ class Omega(BasePolicy):
         rejected = 0
         for g, machine, n in transaction.claims:
             demand = sim.jobs.demand[g]
-            free = room.setdefault(machine, np.array(sim.cluster.room[machine]))
+            free = room.setdefault(machine, sim.cluster.room[machine] - self.committed[machine])
             changed = self.detection == "coarse" and self.version[machine] != transaction.versions[machine]
             if changed or fit_counts(free[None, :], demand)[0] < n:
                 rejected += n
                 continue
             free -= n * demand
             launched.setdefault(g, []).append((machine, n))
+        for g, chunks in launched.items():
+            for machine, n in chunks:
+                self.committed[machine] += n * sim.jobs.demand[g]
+                self.version[machine] += 1  # the commit changes the shared state (what coarse detection sees)
         self.pending.extend(launched.items())
         self.counts["transactions"] += 1
         self.counts["attempted_tasks"] += transaction.tasks
