@@ -29,7 +29,8 @@ load-0.6 cell every job starts at its arrival, which no packing beats); and on s
 (5.) the clairvoyant packing itself, ``spacetime-cp`` per machine, proven optimal by CP-SAT.
 
 Every run is verified by ``models.check`` (``Result.verified``). Run: ``python -m benchmarks.sparrow_omega``
-(about 25 minutes on one core); ``--quick`` for a small smoke run.
+(17 minutes in one process at load 5-6 on 2 cores); ``--quick`` for a small smoke run; ``--from-json`` rewrites
+the report and the figures from the saved JSON.
 """
 
 from __future__ import annotations
