@@ -344,3 +344,24 @@ def test_carbyne_headline_by_hand() -> None:
     assert numbers["makespan"] == pytest.approx(math.sqrt(0.8 * 1.0))
     assert numbers["jain_drop_mean"] == pytest.approx((0.05 - 0.02) / 2)
     assert numbers["jain_drop_worst"] == pytest.approx(0.05)
+
+
+def test_online_policies_run_in_a_sweep_against_the_clairvoyant_yardstick() -> None:
+    from solver.bench.task import run_task
+
+    sweep = parse_sweep({"name": "online", "time_limit": 20, "grid": [{
+        "name": "g", "family": "arrivals",
+        "sizes": {"tenants": 2, "machines": 2, "horizon": 3.0, "mean_duration": 3.0},
+        "methods": ["spacetime-cp", "online:fifo", "online:slots"], "reference": "spacetime-cp",
+        "options": {"objective": "avg-jct", "placement": "servers"}}]})  # fmt: skip
+    tasks, _ = sweep.tasks()
+    frame = with_gaps(pd.DataFrame([run_task(task) for task in tasks])).set_index("method")
+    assert frame["verified"].all()
+    assert frame.loc["spacetime-cp", "status"] == "optimal"
+    for policy in ("online:fifo", "online:slots"):
+        assert frame.loc[policy, "exact"] == False  # noqa: E712 (a numpy bool)
+        assert frame.loc[policy, "gap"] >= 0  # nothing online beats the proven clairvoyant optimum
+        assert frame.loc[policy, "bound_gap"] >= frame.loc[policy, "gap"]
+    with pytest.raises(SweepError, match="online:bogus"):
+        parse_sweep({"grid": [{"name": "g", "family": "arrivals", "sizes": {"tenants": 2},
+                               "methods": ["online:bogus"]}]})  # fmt: skip

@@ -33,7 +33,10 @@ def _shapes(rng: np.random.Generator, tenants: int, machine: np.ndarray, max_fra
     demand = rng.uniform(0.05, 0.3, size=(tenants, r)) * max_fraction * machine[None, :]
     dominant = rng.integers(0, r, size=tenants)
     demand[np.arange(tenants), dominant] = rng.uniform(0.3, 1.0, size=tenants) * max_fraction * machine[dominant]
-    return np.asarray(demand)
+    # Three significant decimals of the machine's size: exact models (spacetime-cp scales data to integers)
+    # can then prove their optimum on the same arrivals, as a yardstick must.
+    unit = 10.0 ** (np.floor(np.log10(np.where(machine > 0, machine, 1.0))) - 3)
+    return np.asarray(np.maximum(np.round(demand / unit[None, :]), 1.0) * unit[None, :])
 
 
 def _arrival_times(rng: np.random.Generator, rate: float, horizon: float, bursty: bool, period: float) -> np.ndarray:
