@@ -208,7 +208,8 @@ def allocation_figure(instance: Instance, result: Result, title: str | None = No
     allocation: Allocation = result.allocation
     names = allocation.unit_names(instance)
     capacity = allocation.unit_capacity(instance)  # (units, resources)
-    shown = np.argsort(-capacity.sum(axis=1) / np.maximum(instance.total_capacity.sum(), 1e-300))[:30]
+    # The 30 largest units; equal ones keep their order (machine 0, 1, 2, ...).
+    shown = np.argsort(-capacity.sum(axis=1) / np.maximum(instance.total_capacity.sum(), 1e-300), kind="stable")[:30]
     tenants = len(instance.tenants)
     colours = _colours(tenants)
     resources = len(instance.resources)

@@ -182,9 +182,9 @@ def drfh_figure(by_grid: Sequence[tuple[str, pd.DataFrame]]) -> Any:
                          label="worst instance")  # fmt: skip
         fairness.axhline(1.0, color="grey", linestyle="--", linewidth=1)
         fairness.set_ylabel("f / drfh")
-        fairness.set_ylim(0, 1.1)
+        fairness.set_ylim(0, 1.3)  # room above the ratio 1 for the legend
         fairness.set_title(f"{grid}: fairness ratio", fontsize=10)
-        fairness.legend(fontsize=8, loc="lower left")
+        fairness.legend(fontsize=8, loc="upper right", ncols=2)
         columns = [c for c in summary.columns if c.startswith("util_")]
         width = 0.8 / max(1, len(columns))
         for offset, column in enumerate(columns):
@@ -362,10 +362,20 @@ def figure_sections(tables: Sequence[str | Path], folder: str | Path, prefix: st
         return "No benchmark rows yet: run `make figures`.\n"
     sources = ", ".join(f"`{Path(path).name}`" for path in tables)
     lines = [f"From {sources}: {len(frame)} rows, {frame['instance_key'].nunique()} instances, "
-             f"{int(frame['verified'].astype(bool).sum())} of them verified by `models.check`.", ""]  # fmt: skip
+             f"{int(frame['verified'].astype(bool).sum())} of them verified by `models.check`.{_load(frame)}",
+             ""]  # fmt: skip
     for section in (drfh_section, hdrf_section, carbyne_section, scaling_section):
         lines += section(frame, folder, prefix)
     return "\n".join(lines)
+
+
+def _load(frame: pd.DataFrame) -> str:
+    """The machine's load when the tasks ran (rows from before ``load_1m`` was recorded are left out)."""
+    load = _numeric(frame, "load_1m").dropna()
+    if load.empty:
+        return ""
+    return (f" Machine load (one-minute average) when a task started: median "
+            f"{load.median():.1f}, highest {load.max():.1f}, over the {len(load)} rows that recorded it.")
 
 
 def splice(readme: str, sections: str) -> str:
