@@ -312,6 +312,9 @@ GENERATE = {
     "dag": ("dag-random", None),
     "tpch": ("tpch", None),
     "psplib": ("psplib", None),
+    "arrivals": ("arrivals", "tenants"),
+    "tpch-arrivals": ("tpch-arrivals", None),
+    "google-day": ("google-day", None),
 }
 
 

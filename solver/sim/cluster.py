@@ -24,10 +24,14 @@ from models.types import BoolArray, FloatArray, Instance, IntArray
 
 def fit_count(free: FloatArray, demand: FloatArray) -> float:
     """How many tasks of ``demand`` fit in ``free`` (``inf`` for a zero demand)."""
-    need = demand > 0
-    if not np.any(need):
+    # Plain floats: with a handful of resources, numpy's per-call overhead is most of the cost (hot path).
+    least = math.inf
+    for room, need in zip(free.tolist(), demand.tolist(), strict=True):
+        if need > 0 and room / need < least:
+            least = room / need
+    if least == math.inf:
         return math.inf
-    return float(max(0.0, math.floor(float(np.min(free[need] / demand[need])) + FIT_EPS)))
+    return float(max(0.0, math.floor(least + FIT_EPS)))
 
 
 class Cluster:
@@ -71,9 +75,9 @@ class Cluster:
             mask &= self.room[:, r] >= demand[r]
         return mask
 
-    def fits_any(self, demands: FloatArray) -> BoolArray:
-        """Per row of ``demands`` (tasks, resources): one task fits some machine."""
-        room = self.room
+    def fits_any(self, demands: FloatArray, machines: IntArray | None = None) -> BoolArray:
+        """Per row of ``demands`` (tasks, resources): one task fits some machine (of ``machines``, if given)."""
+        room = self.room if machines is None else self.room[machines]
         need = np.where(demands > 0, demands, -np.inf)  # a zero demand never blocks a fit
         if room.shape[0] == 1:
             return np.all(need <= room[0][None, :], axis=1)
