@@ -153,3 +153,12 @@ def test_readme_commands_write_no_file_into_the_folder_they_run_in() -> None:
         for option, value in itertools.pairwise(words):
             if option in OUTPUT_OPTIONS and not value.startswith("-"):
                 assert "/" in value, f"README: `fairpack {command}` writes {value} where it runs"
+
+
+def test_every_generate_family_is_named_in_readme() -> None:
+    generate = _command(["generate"])[0]
+    family = next(action for action in generate._actions if action.dest == "family")
+    block = README[README.index("#### `fairpack generate FAMILY`") : README.index(END)]
+    missing = [name for name in family.choices or () if f"`{name}`" not in block]
+    assert not missing, f"README's fairpack generate does not name {missing}"
+    assert all(name in (family.help or "") for name in family.choices or ())  # and neither does --help
