@@ -201,12 +201,13 @@ def test_local_run_rows(smoke_run: Path) -> None:
     assert (heuristics["gap"] >= -1e-9).all(), heuristics.loc[heuristics["gap"] < -1e-9, ["key", "gap"]]
     assert (frame.loc[frame["exact"], "gap"].abs() <= 1e-9).all()  # the reference, and drfh on ortools
     flat, tree, jobs = (frame[frame["kind"] == kind] for kind in ("flat", "hierarchy", "jobs"))
-    assert flat[["util_cpu", "util_mem", "min_dominant_share"]].notna().all().all()
+    assert flat[["util_cpu", "util_mem", "min_dominant_share", "below_cap"]].notna().all().all()
     assert tree[["min_share_guarantee", "guarantee_violations"]].notna().all().all()
     assert (tree["objective"] == tree["min_share_guarantee"]).all()
     assert jobs[["avg_jct", "p95_jct", "makespan", "jain", "late"]].notna().all().all()
     assert (jobs["objective"] == jobs["avg_jct"]).all()  # the sweep asks for avg JCT
     assert (frame["peak_rss_mb"] > 0).all() and (frame["wall_s"] > 0).all()
+    assert (frame["load_1m"] >= 0).all()  # the machine's load beside every timing
     assert len(pd.read_csv(csv_path(smoke_run))) == len(frame)
 
 

@@ -16,7 +16,8 @@ Columns (``solver.bench.runner`` and ``solver.bench.metrics`` say how each is me
 * numbers: ``objective`` (``Result.objective``, recomputed from the solution; ``objective_name`` and
   ``sense`` say which and whether it is maximised), ``bound`` and ``solver_gap`` (the method's own),
   ``generate_s``, ``build_s``, ``solve_s``, ``wall_s`` (the whole task), ``peak_rss_mb`` (the task
-  process's peak resident memory, including about 100 MiB of interpreter and solver libraries);
+  process's peak resident memory, including about 100 MiB of interpreter and solver libraries),
+  ``load_1m`` (the machine's one-minute load average when the task started);
 * fairness: ``min_dominant_share``, ``util_<resource>``; hierarchies ``min_share_guarantee``,
   ``guarantee_violations``, and for simulated schedulers ``avg_min_share_guarantee``,
   ``avg_guarantee_violations``, ``starving_time``; DAG jobs ``avg_jct``, ``p95_jct``, ``makespan``,
@@ -67,8 +68,7 @@ LEADING = ("key", "sweep", "grid", "family", "kind", "size_params", "seed", "ins
            "method", "solver_method", "backend", "exact", "status", "verified", "objective", "objective_name",
            "sense", "bound", "solver_gap", "reference", "reference_status", "reference_verified",
            "reference_objective", "reference_bound", "gap", "bound_gap", "best_known", "best_known_gap",
-           "generate_s", "build_s", "solve_s",
-           "wall_s", "peak_rss_mb")  # fmt: skip
+           "generate_s", "build_s", "solve_s", "wall_s", "peak_rss_mb", "load_1m")  # fmt: skip
 
 
 def csv_path(path: str | Path) -> Path:

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import os
 import resource
 import time
 from pathlib import Path
@@ -43,6 +44,8 @@ def run_task(task: Task) -> dict[str, Any]:
     """Generate the instance, solve it, verify and measure: one row (failures are rows too)."""
     started = time.perf_counter()
     row = task_row(task)
+    # Times mean little without the machine's load beside them (other jobs share the cores).
+    row["load_1m"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     family = FAMILIES[task.family]
     try:
         data_dir = Path(task.data_dir) if task.data_dir else None
