@@ -11,6 +11,7 @@ import numpy as np
 
 from models.check.report import (
     ABS_TOL,
+    CAPACITY_RTOL,
     CheckReport,
     clean_tasks,
     empty_report,
@@ -30,7 +31,7 @@ def verify_allocation(
     instance: Instance,
     allocation: Allocation,
     *,
-    tol: float = 1e-6,
+    tol: float = CAPACITY_RTOL,
     amounts: Mapping[str, Any] | None = None,
 ) -> CheckReport:
     """Re-verify an allocation from the instance alone and recompute its numbers.

@@ -27,6 +27,7 @@ from solver.drfh.filling import (
     unit_tasks,
 )
 from solver.drfh.model import DrfhModel, UnitGrouping
+from solver.drfh.tolerance import repair_shares
 from solver.lp import LinearProgram
 from solver.registry import SolveOptions
 
@@ -44,6 +45,9 @@ def solve_drfh(
 ) -> tuple[DrfhModel, FillingResult, float]:
     """Build and solve DRFH; returns the model, the filling result and the build time.
 
+    The LP's shares are brought inside the tolerance policy (``solver.drfh.tolerance``) before they are
+    returned; ``FillingResult.repair`` says what that cost.
+
     ``strategy`` is 'plain' (all columns), 'colgen' (progressive filling with column generation),
     'aggregate' (certify the pooled-groups relaxation, falling back to column generation) or 'auto',
     which picks 'aggregate' when the merged instance has many distinct units and the backend keeps its
@@ -59,14 +63,14 @@ def solve_drfh(
         chosen = "aggregate" if incremental and model.units.num_units > AGGREGATE_ABOVE_UNITS else "plain"
     if chosen == "aggregate":
         build_s = time.perf_counter() - started
-        return model, solve_by_aggregation(model, backend, budget), build_s
+        return model, repair_shares(model, solve_by_aggregation(model, backend, budget)), build_s
     rounds: RoundSolver
     if chosen == "colgen":
         rounds = ColumnGenerationRounds(model, backend, budget)
     else:
         rounds = SessionRounds.all_columns(model, backend, budget)
     build_s = time.perf_counter() - started
-    return model, progressive_filling(model, rounds), build_s
+    return model, repair_shares(model, progressive_filling(model, rounds)), build_s
 
 
 def drfh_allocation(instance: Instance, backend: Backend, budget: Budget, strategy: str = "auto",
@@ -93,12 +97,15 @@ def run_drfh(instance: Instance, options: SolveOptions, budget: Budget, pooled: 
         solve_s=filled.solve_s,
         allocation=allocation,
         solver_objective=filled.first_level,
+        # A repair that cost more than the checker's precision leaves the LP's level as the bound.
+        bound=filled.first_level if filled.repair is not None and filled.status == "feasible" else None,
         message=filled.message,
         extra={
             "rounds": filled.rounds,
             "lp_solves": filled.lp_solves,
             "units": model.units.num_units,
             "levels": {t.name: float(v) for t, v in zip(instance.tenants, filled.levels, strict=True)},
+            **({"repair": filled.repair.as_dict()} if filled.repair is not None else {}),
         },
     )
 

@@ -1,0 +1,110 @@
+"""One tolerance policy for DRFH's divisible answers, shared in meaning with the checker.
+
+The checker (``models.check.verify_allocation``) accepts a unit's use of a resource up to
+``C (1 + CAPACITY_RTOL)`` and a tenant's tasks up to ``cap + CAPACITY_RTOL max(1, cap)``: tolerances
+relative to the capacity (or cap) they compare with. An LP solver's tolerances are absolute and apply
+to its own variables; DRFH's are global dominant shares, whose capacity coefficients (resource per unit
+of share) are cluster totals in the thousands on the Google cluster. A share that HiGHS returns at
+-1.7e-9 (inside its 1e-7 feasibility tolerance) is clipped to 0 and frees nothing, and the machine
+it was offsetting is then over capacity by 2e-5 of its size: twenty times the checker's tolerance.
+
+So the solver aims inside the checker by a stated margin, ``SOLVER_RTOL = CAPACITY_RTOL / 1000``: after
+the LP, :func:`repair_shares` clips negative shares, scales a tenant whose tasks exceed its cap by more
+than ``SOLVER_RTOL`` back to the cap, and scales every share on a unit that uses more than
+``C (1 + SOLVER_RTOL)`` of a resource down by the excess, so the unit uses at most C. Scaling down keeps
+every other constraint. What it costs is reported (:class:`ShareRepair`): the answer stays ``optimal``
+only when no tenant lost more than ``CAPACITY_RTOL`` of its share, the precision the checker itself
+grants.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from models.check.report import ABS_TOL, CAPACITY_RTOL
+
+if TYPE_CHECKING:  # filling.py holds a ShareRepair in its result
+    from solver.drfh.filling import FillingResult
+    from solver.drfh.model import DrfhModel
+
+#: How far inside the checker's tolerance the solver's answers stay (relative to capacity or cap).
+SOLVER_RTOL = CAPACITY_RTOL / 1000
+
+
+@dataclass(frozen=True)
+class ShareRepair:
+    """What :func:`repair_shares` changed in an LP answer, and what it cost."""
+
+    units: int  # units whose shares were scaled down to fit their capacity
+    tenants_capped: int  # tenants scaled back to their task cap
+    worst_excess: float  # largest excess over a capacity found, relative to that capacity
+    share_lost: float  # global dominant share removed, summed over tenants
+    worst_loss: float  # largest loss of one tenant's share, relative to that share
+
+    def __post_init__(self) -> None:
+        if min(self.units, self.tenants_capped) < 0 or min(self.worst_excess, self.share_lost, self.worst_loss) < 0:
+            raise ValueError(f"a share repair counts and loses non-negative amounts: {self}")
+
+    @property
+    def changed(self) -> bool:
+        return self.units > 0 or self.tenants_capped > 0
+
+    @property
+    def within_tolerance(self) -> bool:
+        """No tenant lost more than the checker's own precision: the answer is still the LP's optimum."""
+        return self.worst_loss <= CAPACITY_RTOL
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {"units": self.units, "tenants_capped": self.tenants_capped, "worst_excess": self.worst_excess,
+                "share_lost": self.share_lost, "worst_loss": self.worst_loss}  # fmt: skip
+
+    def describe(self) -> str:
+        return (f"repaired the LP's round-off: {self.units} units over capacity by up to {self.worst_excess:.2g} "
+                f"of it and {self.tenants_capped} tenants over their cap scaled down; largest loss "
+                f"{self.worst_loss:.2g} of a tenant's share")  # fmt: skip
+
+
+def repair_shares(model: DrfhModel, filled: FillingResult) -> FillingResult:
+    """``filled`` with its pair shares scaled down where they exceed a cap or a capacity (module docstring).
+
+    A repair that changed something is recorded in ``repair`` and the message; one that cost a tenant
+    more than ``CAPACITY_RTOL`` of its share turns an ``optimal`` answer into a ``feasible`` one.
+    """
+    tenants, units, before = filled.pair_tenants, filled.pair_units, filled.pair_shares
+    g = np.maximum(before, 0.0)
+    n = model.num_tenants
+    share_per_task = model.share_per_task
+    held = np.bincount(tenants, weights=g, minlength=n)
+    caps = model.instance.task_caps
+    tasks = np.divide(held, share_per_task, out=np.zeros(n), where=share_per_task > 0)
+    over_cap = np.isfinite(caps) & (tasks > caps + SOLVER_RTOL * np.maximum(1.0, caps))
+    tenant_scale = np.where(over_cap, caps / np.where(over_cap, tasks, 1.0), 1.0)
+    g = g * tenant_scale[tenants]
+
+    capacity = model.units.capacity
+    use = np.zeros_like(capacity)
+    np.add.at(use, units, g[:, None] * model.consumption()[tenants])
+    limit = capacity * (1 + SOLVER_RTOL) + ABS_TOL * SOLVER_RTOL
+    over = use > limit
+    # Scale each offending unit by its tightest resource; a zero capacity in use takes everything off.
+    ratio = np.where(over, np.divide(capacity, use, out=np.zeros_like(use), where=over), 1.0)
+    unit_scale = ratio.min(axis=1)
+    excess = np.where(over, (use - capacity) / np.where(capacity > 0, capacity, 1.0), 0.0)
+    g = g * unit_scale[units]
+
+    after = np.bincount(tenants, weights=g, minlength=n).astype(np.float64)
+    lost = np.maximum(np.bincount(tenants, weights=before, minlength=n) - after, 0.0)
+    reference = np.bincount(tenants, weights=before, minlength=n)
+    loss = np.divide(lost, reference, out=np.zeros(n), where=reference > 0)
+    repair = ShareRepair(int(np.count_nonzero(unit_scale < 1)), int(np.count_nonzero(over_cap)),
+                         float(excess.max(initial=0.0)), float(lost.sum()), float(loss.max(initial=0.0)))  # fmt: skip
+    if not repair.changed:
+        return filled
+    keep = g > 0
+    status = "feasible" if filled.status == "optimal" and not repair.within_tolerance else filled.status
+    message = "; ".join(part for part in (filled.message, repair.describe()) if part)
+    return replace(filled, status=status, shares=after, pair_tenants=tenants[keep], pair_units=units[keep],
+                   pair_shares=g[keep], message=message, repair=repair)  # fmt: skip
