@@ -20,18 +20,22 @@ import numpy as np
 import pytest
 
 from models.check.report import CAPACITY_RTOL
+from models.check.saved import check_saved
 from models.generators import google_instance
 from models.generators.clusters import random_tenants
-from models.types import Instance, ServerClass
+from models.types import Instance, ServerClass, Tenant
+from models.view import result_json
 from solver.api import solve
 from solver.backends import SolveOutcome
 from solver.backends.highs import HighsBackend
 from solver.budget import Budget
-from solver.drfh import colgen, methods
+from solver.cli.render import format_table
+from solver.drfh import colgen, int_search, methods
 from solver.drfh.filling import FillingResult
 from solver.drfh.model import DrfhModel, UnitGrouping
 from solver.drfh.tolerance import SOLVER_RTOL, repair_shares
 from solver.lp import LinearProgram
+from solver.registry import get_method
 
 #: The relative excess HiGHS's round-off caused on the full case (9.8e-6 of a 0.4991 memory capacity).
 OBSERVED_EXCESS = 2e-5
@@ -183,3 +187,51 @@ def test_certificate_of_a_group_that_cannot_carry_its_part_says_so() -> None:
     certificate = colgen.GroupCertificate(usage, capacity, HighsBackend(), Budget.of(None))
     assert certificate.solve() == pytest.approx(0.1)
     assert certificate.fractions().sum() == pytest.approx(0.1)
+
+
+# ---------------------------------------------------------------------------------------------
+# drfh-int: the reported bound is the proven one, and the status agrees with it
+# ---------------------------------------------------------------------------------------------
+
+
+def _integrality_gap_case() -> Instance:
+    """One machine of 1 unit, two tenants of 0.4: the LP gives both 0.5, whole tasks give both 0.4."""
+    tenants = (Tenant("a", np.array([0.4]), 1.0, math.inf), Tenant("b", np.array([0.4]), 1.0, math.inf))
+    return Instance(("cpu",), (ServerClass("m", np.array([1.0])),), tenants)
+
+
+def test_drfh_int_optimal_means_no_gap_to_its_bound() -> None:
+    instance = _integrality_gap_case()
+    result = solve(instance, "drfh-int")
+    assert result.status == "optimal" and result.verified
+    assert result.objective == pytest.approx(0.4)
+    # The LP's 0.5 is a weaker bound, reported beside the proof: not the bound of an optimal answer.
+    assert result.extra["lp_bound"] == pytest.approx(0.5)
+    assert result.bound == pytest.approx(0.4) and not result.gap
+    checked = check_saved(instance, result_json(instance, result), get_method("drfh-int").saved_rules(None))
+    assert checked.verified, checked.violations
+    table = format_table(instance, result)
+    assert "bound 0.4   gap 0   LP bound 0.5" in table
+
+
+def test_drfh_int_gap_is_met_or_the_message_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    instance = google_instance(None, 6, 3, machines=12)
+    loose = solve(instance, "drfh-int", gap=0.5)
+    assert loose.status == "feasible" and loose.verified
+    assert loose.bound == loose.extra["proven_bound"] and loose.gap is not None and loose.gap <= 0.5
+    assert num(loose.bound) <= loose.extra["lp_bound"] * (1 + 1e-12)
+    assert "within the requested 50.00%" in loose.message
+    # Without the per-machine MILPs (as on clusters too large for them) a tight gap cannot be proven:
+    # the answer says so, with the gap it has.
+    monkeypatch.setattr(int_search, "PER_MACHINE_PAIRS", 0)
+    tight = solve(instance, "drfh-int", gap=1e-6, time_limit=5.0)
+    assert tight.status == "feasible" and tight.verified
+    assert num(tight.gap) > 1e-6
+    assert "were not tried" in tight.message and "the requested gap 0.00% was not reached" in tight.message
+    checked = check_saved(instance, result_json(instance, tight), get_method("drfh-int").saved_rules(None))
+    assert checked.verified, checked.violations
+
+
+def num(value: float | None) -> float:
+    assert value is not None
+    return value

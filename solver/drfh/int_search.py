@@ -29,6 +29,10 @@ PATTERN_SHARE = 0.5  # of the time left after the LP bisection, for the pattern 
 PATTERN_BUDGET_S = 60.0  # its budget when there is no time limit
 LNS_SHARE = 0.6  # of the time left after the pattern search, for the neighbourhood search
 LNS_BUDGET_S = 60.0  # its budget when there is no time limit
+#: Per-machine MILPs (the climb's level MILPs, leximin steps) are only built up to this many tenant x
+#: machine pairs: beyond it HiGHS neither solves nor even holds them usefully (the Google cluster with
+#: 1,000 tenants has 12.6 million pairs, and one such LP took 25 s to pass and 9.9 GB).
+PER_MACHINE_PAIRS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -70,13 +74,25 @@ def solve_drfh_int(
         search.status, search.best, 0, search.solves, search.solve_s, search.proven_bound(),
         search.status, time.perf_counter() - started, best_f,
     )  # fmt: skip
-    if search.status == "feasible":
-        bound = result.first_bound
-        return replace(result, message=f"f within {relative_gap:.2%} of its proven bound {bound:.6g}; "
-                                       "no leximin refinement")  # fmt: skip
     if search.status != "optimal":
-        return replace(result, message="max-min search stopped at the time limit; no leximin refinement")
+        return replace(result, message=_unproven(search, best_f, relative_gap))
+    if model.num_pairs > PER_MACHINE_PAIRS:
+        pairs = f"{model.num_pairs:,} tenant x machine pairs (limit {PER_MACHINE_PAIRS:,})"
+        return replace(result, status="feasible",
+                       message=f"f = {best_f:.6g} is proven optimal; the leximin steps were not tried: {pairs}")
     return _leximin(model, backend, budget, result)
+
+
+def _unproven(search: LevelSearch, f: float, relative_gap: float) -> str:
+    """Why the max-min search stopped before proving f, with f, its proven bound and the gap between them."""
+    bound = search.proven_bound()
+    gap = (bound - f) / bound if bound > 0 else 0.0
+    numbers = f"f = {f:.6g}, proven bound {bound:.6g} (gap {gap:.3%}); no leximin refinement"
+    if search.status == "feasible" and not search.skipped:
+        return f"f within the requested {relative_gap:.2%} of its proven bound: {numbers}"
+    why = search.skipped or "max-min search stopped at the time limit"
+    missed = f"; the requested gap {relative_gap:.2%} was not reached" if gap > relative_gap > 0 else ""
+    return f"{why}: {numbers}{missed}"
 
 
 def _leximin(model: DrfhIntModel, backend: Backend, budget: Budget, result: IntegerFilling) -> IntegerFilling:
@@ -132,6 +148,7 @@ class LevelSearch:
         self.next_level = 0  # levels below next_level are reached by best
         self.solves, self.solve_s = 0, 0.0
         self.status: Status = "optimal"
+        self.skipped = ""  # why the search stopped short of a proof without running out of time
 
     def _candidates(self, level_bound: float | None) -> FloatArray:
         instance, low = self.model.instance, self.low
@@ -162,6 +179,9 @@ class LevelSearch:
     def _level_model(self, level: float) -> LinearProgram:
         return self.model.build_level(self.model.required(level))
 
+    def _level_relaxation(self, level: float) -> LinearProgram:
+        return self.model.build_level_relaxation(self.model.required(level))
+
     def _top(self) -> float:
         return float(self.levels[self.above - 1]) if self.above > 0 else self.low
 
@@ -182,9 +202,7 @@ class LevelSearch:
         below = 0
         while below < self.above:
             middle = (below + self.above) // 2
-            lp = self._level_model(float(self.levels[middle]))
-            relaxed = self.backend.solve(replace(lp, integrality=np.zeros_like(lp.integrality)),
-                                         self.budget.remaining())  # fmt: skip
+            relaxed = self.backend.solve(self._level_relaxation(float(self.levels[middle])), self.budget.remaining())
             self._count(relaxed.solve_s)
             if relaxed.status == "infeasible":
                 self.above = middle
@@ -213,10 +231,15 @@ class LevelSearch:
 
     def climb(self) -> None:
         """Feasibility MILPs level by level: they prove small instances; near the LP's top on large ones they
-        are hard."""
+        are hard, and above ``PER_MACHINE_PAIRS`` pairs they are not tried (the search ends ``feasible``)."""
         while self.status == "optimal" and self.next_level < self.above:
             if self._close_enough():
                 self.status = "feasible"
+                return
+            if self.model.num_pairs > PER_MACHINE_PAIRS:
+                self.status = "feasible"
+                self.skipped = (f"the level MILPs that would prove f were not tried: {self.model.num_pairs:,} "
+                                f"tenant x machine pairs (limit {PER_MACHINE_PAIRS:,})")  # fmt: skip
                 return
             outcome = self.backend.solve(self._level_model(float(self.levels[self.next_level])),
                                          self.budget.remaining())  # fmt: skip

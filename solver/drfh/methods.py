@@ -137,7 +137,9 @@ def run_drfh_int(instance: Instance, options: SolveOptions, budget: Budget) -> R
         backend=backend.name,
         build_s=max(total - found.solve_s, 0.0),
         solve_s=found.solve_s,
-        bound=lp_bound,
+        # The best proven bound on f: f itself once leximin is done (the checker's f then sets it, gap 0),
+        # else the level search's proof. The divisible LP's f is a weaker bound, reported as lp_bound.
+        bound=None if found.status == "optimal" else found.first_bound,
         allocation=Allocation(found.tasks, "machine", integral=True),
         message=found.message,
         extra={
