@@ -25,7 +25,7 @@ from functools import cached_property
 
 import numpy as np
 
-from models.types import FloatArray, Instance, IntArray
+from models.types import BoolArray, FloatArray, Instance, IntArray
 from solver.lp import LinearProgram, LPBuilder
 
 
@@ -260,20 +260,23 @@ class DrfhIntModel:
                 )
         return builder.build()
 
-    def build_repair(self, required: FloatArray, tasks: FloatArray, free: IntArray) -> tuple[LinearProgram, FloatArray]:
+    def build_repair(self, required: FloatArray, tasks: FloatArray, free: IntArray,
+                     tenants: BoolArray | None = None) -> tuple[LinearProgram, FloatArray]:  # fmt: skip
         """Large-neighbourhood repair MILP: re-pack the machines ``free``, every other machine kept as in ``tasks``.
 
         Each player ``i`` should reach ``required[i]`` tasks (aligned with ``players``); ``d_i >= 0`` is its
         shortfall, and the objective minimises the shortfall in weighted-share units, ``sum_i s_i d_i``, with a
         reward a thousand times smaller for every task placed (so capacity is not left idle). Task caps hold.
-        Returns the MILP and a warm start: the free machines as they are in ``tasks``.
+        Returns the MILP and a warm start: the free machines as they are in ``tasks``. With ``tenants``
+        (a mask over all tenants) only those may hold tasks on the free machines: it must include every
+        tenant that holds one there now (``repair_tenants``), so the warm start stays feasible.
         """
         instance = self.instance
         players = self.players
         local = np.full(len(instance.tenants), -1)
         local[players] = np.arange(len(players))
         num_res = len(instance.resources)
-        tenant, machine, upper = self._pairs_on(free)
+        tenant, machine, upper = self._pairs_on(free, tenants)
         slot = np.full(self.num_machines, -1)
         slot[free] = np.arange(len(free))
         counts = tasks.sum(axis=1)[players]
@@ -304,17 +307,31 @@ class DrfhIntModel:
         start = np.concatenate([start_x, np.maximum(required - placed, 0.0)])
         return builder.build(), start
 
-    def apply_repair(self, tasks: FloatArray, free: IntArray, x: FloatArray) -> FloatArray:
-        """``tasks`` with the free machines replaced by the repair MILP's solution ``x``."""
-        tenant, machine, _ = self._pairs_on(free)
+    def apply_repair(self, tasks: FloatArray, free: IntArray, x: FloatArray,
+                     tenants: BoolArray | None = None) -> FloatArray:  # fmt: skip
+        """``tasks`` with the free machines replaced by the repair MILP's solution ``x`` (same ``tenants``)."""
+        tenant, machine, _ = self._pairs_on(free, tenants)
         repaired = tasks.copy()
         repaired[:, free] = 0.0
         np.add.at(repaired, (tenant, machine), np.round(x[: len(tenant)]))
         return repaired
 
-    def _pairs_on(self, machines: IntArray) -> tuple[IntArray, IntArray, FloatArray]:
-        """(tenant, machine, upper) of the pairs on the sorted ``machines``, in pair order (tenant, then
-        machine): the repair MILP's column order. Read from the class fits, not the expanded pairs."""
+    def repair_tenants(self, required: FloatArray, tasks: FloatArray, free: IntArray) -> BoolArray:
+        """The tenants worth a column in a repair of ``free``: those with tasks there, and the players short
+        of ``required``. Any other tenant keeps what it has elsewhere, which is already enough: leaving it
+        out only narrows the search, and on 1,000 tenants it shrinks the MILP from every tenant that fits
+        to the few dozen that matter."""
+        chosen = tasks[:, free].sum(axis=1) > 0
+        short = np.zeros(len(self.instance.tenants), dtype=bool)
+        short[self.players] = tasks.sum(axis=1)[self.players] < required
+        return np.asarray(chosen | short)
+
+    def _pairs_on(self, machines: IntArray, tenants: BoolArray | None = None) -> tuple[IntArray, IntArray, FloatArray]:
+        """(tenant, machine, upper) of the pairs on the sorted ``machines`` (of ``tenants`` only, if given), in
+        pair order (tenant, then machine): the repair MILP's column order. Read from the class fits."""
         classes = self.instance.machine_class()[machines]
-        tenants, positions = np.nonzero(self.class_upper[:, classes] >= 1)
-        return tenants.astype(np.int64), machines[positions], self.class_upper[tenants, classes[positions]]
+        fits = self.class_upper[:, classes] >= 1
+        if tenants is not None:
+            fits &= tenants[:, None]
+        rows, positions = np.nonzero(fits)
+        return rows.astype(np.int64), machines[positions], self.class_upper[rows, classes[positions]]

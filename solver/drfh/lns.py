@@ -82,11 +82,12 @@ def search_neighbourhoods(
         left = budget.left()
         if left <= 0.05:
             break
-        lp, warm = model.build_repair(need, work, free)
+        tenants = model.repair_tenants(need, work, free)
+        lp, warm = model.build_repair(need, work, free, tenants)
         outcome = backend.solve(lp, min(REPAIR_LIMIT_S, left), warm)
         repairs += 1
         solve_s += outcome.solve_s
-        candidate = work if outcome.x is None else model.apply_repair(work, free, outcome.x)
+        candidate = work if outcome.x is None else model.apply_repair(work, free, outcome.x, tenants)
         after = shortfall(candidate, need)
         if count == model.num_machines and outcome.status == "optimal" and after > 0:
             break  # the whole cluster re-packed exactly still falls short: no allocation reaches the target
