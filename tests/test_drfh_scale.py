@@ -7,7 +7,8 @@ clipping that share to 0 left the machine 2e-5 of its size over capacity, twenty
 checker accepts, and ``drfh`` exited 1 with ``verified: false``. No smaller instance was found on
 which HiGHS rounds the same way by itself, so these tests hand the solver exactly that round-off on a
 cluster whose coefficients are as large (a bulk class of 5,000 machines beside a few small distinct
-ones): without ``solver.drfh.tolerance.repair_shares`` the answer fails the checker.
+ones): without ``solver.drfh.filling.repair_shares`` the answer fails the checker. (The full case
+no longer rounds that way either: its certification now works in fractions of each group's usage.)
 """
 
 from __future__ import annotations
@@ -31,9 +32,9 @@ from solver.backends.highs import HighsBackend
 from solver.budget import Budget
 from solver.cli.render import format_table
 from solver.drfh import colgen, int_search, methods
-from solver.drfh.filling import FillingResult
+from solver.drfh.filling import FillingResult, repair_shares
 from solver.drfh.model import DrfhModel, UnitGrouping
-from solver.drfh.tolerance import SOLVER_RTOL, repair_shares
+from solver.drfh.tolerance import SOLVER_RTOL
 from solver.lp import LinearProgram
 from solver.registry import get_method
 
@@ -222,9 +223,12 @@ def test_drfh_int_gap_is_met_or_the_message_says_why(monkeypatch: pytest.MonkeyP
     assert num(loose.bound) <= loose.extra["lp_bound"] * (1 + 1e-12)
     assert "within the requested 50.00%" in loose.message
     # Without the per-machine MILPs (as on clusters too large for them) a tight gap cannot be proven:
-    # the answer says so, with the gap it has.
+    # the answer says so, with the gap it has. (The searches that lift f are switched off too, so the
+    # outcome does not depend on how far they get in the time they have.)
     monkeypatch.setattr(int_search, "PER_MACHINE_PAIRS", 0)
-    tight = solve(instance, "drfh-int", gap=1e-6, time_limit=5.0)
+    monkeypatch.setattr(int_search.LevelSearch, "lift_by_patterns", lambda self: None)
+    monkeypatch.setattr(int_search.LevelSearch, "lift_by_neighbourhoods", lambda self: None)
+    tight = solve(instance, "drfh-int", gap=1e-6)
     assert tight.status == "feasible" and tight.verified
     assert num(tight.gap) > 1e-6
     assert "were not tried" in tight.message and "the requested gap 0.00% was not reached" in tight.message
@@ -235,3 +239,20 @@ def test_drfh_int_gap_is_met_or_the_message_says_why(monkeypatch: pytest.MonkeyP
 def num(value: float | None) -> float:
     assert value is not None
     return value
+
+
+def test_certificate_prices_the_columns_it_lacks(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Start every tenant on its largest unit only (no pairing): two tenants that each need 1.5 units of
+    # room must spread over three units of 1, so t reaches 1 only through priced columns.
+    monkeypatch.setattr(colgen, "_group_pairs", lambda usage, capacity: (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+    usage = np.array([[1.5, 0.75], [0.75, 1.5]])
+    capacity = np.array([[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]])
+    certificate = colgen.GroupCertificate(usage, capacity, HighsBackend(), Budget.of(None))
+    assert len(certificate.tenants) == 2
+    assert certificate.solve() == pytest.approx(1.0)
+    assert len(certificate.tenants) > 2 and certificate.solves > 1
+    fractions = certificate.fractions()
+    placed = np.zeros((2, 3))
+    np.add.at(placed, (certificate.tenants, certificate.units), fractions)
+    np.testing.assert_allclose(placed.sum(axis=1), 1.0, atol=1e-9)
+    assert np.all(placed.T @ usage <= capacity + 1e-9)

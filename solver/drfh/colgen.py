@@ -186,10 +186,9 @@ def _group_pairs(usage: FloatArray, capacity: FloatArray) -> tuple[IntArray, Int
     group_capacity = capacity.sum(axis=0)
     relative = usage / np.where(group_capacity > 0, group_capacity, np.inf)[None, :]
     stream = np.argmax(relative, axis=1)
-    weight = usage.sum(axis=1)
     tenant_parts, unit_parts = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
     for resource in range(capacity.shape[1]):
-        in_stream = np.where(stream == resource, weight, 0.0)
+        in_stream = np.where(stream == resource, usage[:, resource], 0.0)
         sizes = capacity[:, resource]
         if not in_stream.any() or sizes.sum() <= 0:
             continue

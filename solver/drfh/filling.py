@@ -17,7 +17,7 @@ so the probe reaches ``B[k]`` exactly when the true requirement at ``B[k]`` is f
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import numpy as np
@@ -28,7 +28,7 @@ from solver.backends import Backend
 from solver.backends.base import Session, SolveOutcome
 from solver.budget import Budget
 from solver.drfh.model import DrfhModel
-from solver.drfh.tolerance import ShareRepair
+from solver.drfh.tolerance import ShareRepair, repair_pairs
 
 _REL = 1e-9  # relative tolerance for level comparisons
 _DUAL = 1e-9  # a level-row dual above this (times the tenant's weight) freezes the tenant
@@ -273,3 +273,21 @@ def unit_tasks(model: DrfhModel, result: FillingResult) -> FloatArray:
     share = model.share_per_task
     np.add.at(tasks, (result.pair_tenants, result.pair_units), result.pair_shares / share[result.pair_tenants])
     return tasks
+
+
+def repair_shares(model: DrfhModel, filled: FillingResult) -> FillingResult:
+    """``filled`` with its pair shares brought inside the tolerance policy (``solver.drfh.tolerance``).
+
+    A repair that changed something is recorded in ``repair`` and the message; one that cost a tenant
+    more than ``CAPACITY_RTOL`` of its share turns an ``optimal`` answer into a ``feasible`` one.
+    """
+    g, repair = repair_pairs(model, filled.pair_tenants, filled.pair_units, filled.pair_shares)
+    if not repair.changed:
+        return filled
+    keep = g > 0
+    tenants, units = filled.pair_tenants[keep], filled.pair_units[keep]
+    shares = np.bincount(tenants, weights=g[keep], minlength=model.num_tenants).astype(np.float64)
+    status: Status = "feasible" if filled.status == "optimal" and not repair.within_tolerance else filled.status
+    message = "; ".join(part for part in (filled.message, repair.describe()) if part)
+    return replace(filled, status=status, shares=shares, pair_tenants=tenants, pair_units=units,
+                   pair_shares=g[keep], message=message, repair=repair)  # fmt: skip

@@ -24,10 +24,10 @@ from solver.drfh.filling import (
     SessionRounds,
     level_upper_bound,
     progressive_filling,
+    repair_shares,
     unit_tasks,
 )
 from solver.drfh.model import DrfhModel, UnitGrouping
-from solver.drfh.tolerance import repair_shares
 from solver.lp import LinearProgram
 from solver.registry import SolveOptions
 

@@ -9,7 +9,7 @@ of share) are cluster totals in the thousands on the Google cluster. A share tha
 it was offsetting is then over capacity by 2e-5 of its size: twenty times the checker's tolerance.
 
 So the solver aims inside the checker by a stated margin, ``SOLVER_RTOL = CAPACITY_RTOL / 1000``: after
-the LP, :func:`repair_shares` clips negative shares, scales a tenant whose tasks exceed its cap by more
+the LP, :func:`repair_pairs` clips negative shares, scales a tenant whose tasks exceed its cap by more
 than ``SOLVER_RTOL`` back to the cap, and scales every share on a unit that uses more than
 ``C (1 + SOLVER_RTOL)`` of a resource down by the excess, so the unit uses at most C. Scaling down keeps
 every other constraint. What it costs is reported (:class:`ShareRepair`): the answer stays ``optimal``
@@ -19,16 +19,13 @@ grants.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 import numpy as np
 
 from models.check.report import ABS_TOL, CAPACITY_RTOL
-
-if TYPE_CHECKING:  # filling.py holds a ShareRepair in its result
-    from solver.drfh.filling import FillingResult
-    from solver.drfh.model import DrfhModel
+from models.types import FloatArray, IntArray
+from solver.drfh.model import DrfhModel
 
 #: How far inside the checker's tolerance the solver's answers stay (relative to capacity or cap).
 SOLVER_RTOL = CAPACITY_RTOL / 1000
@@ -67,14 +64,15 @@ class ShareRepair:
                 f"{self.worst_loss:.2g} of a tenant's share")  # fmt: skip
 
 
-def repair_shares(model: DrfhModel, filled: FillingResult) -> FillingResult:
-    """``filled`` with its pair shares scaled down where they exceed a cap or a capacity (module docstring).
+def repair_pairs(model: DrfhModel, tenants: IntArray, units: IntArray, shares: FloatArray
+                 ) -> tuple[FloatArray, ShareRepair]:  # fmt: skip
+    """Pair shares ``g`` (of pairs ``(tenants, units)``) brought inside the policy, and what that cost.
 
-    A repair that changed something is recorded in ``repair`` and the message; one that cost a tenant
-    more than ``CAPACITY_RTOL`` of its share turns an ``optimal`` answer into a ``feasible`` one.
+    Negative shares become 0, a tenant over its cap by more than ``SOLVER_RTOL`` is scaled back to it,
+    and every share on a unit over a capacity by more than ``SOLVER_RTOL`` is scaled by the unit's
+    tightest ratio of capacity to use. ``solver.drfh.filling.repair_shares`` applies it to a result.
     """
-    tenants, units, before = filled.pair_tenants, filled.pair_units, filled.pair_shares
-    g = np.maximum(before, 0.0)
+    g = np.maximum(shares, 0.0)
     n = model.num_tenants
     share_per_task = model.share_per_task
     held = np.bincount(tenants, weights=g, minlength=n)
@@ -95,16 +93,9 @@ def repair_shares(model: DrfhModel, filled: FillingResult) -> FillingResult:
     excess = np.where(over, (use - capacity) / np.where(capacity > 0, capacity, 1.0), 0.0)
     g = g * unit_scale[units]
 
-    after = np.bincount(tenants, weights=g, minlength=n).astype(np.float64)
-    lost = np.maximum(np.bincount(tenants, weights=before, minlength=n) - after, 0.0)
-    reference = np.bincount(tenants, weights=before, minlength=n)
+    reference = np.bincount(tenants, weights=shares, minlength=n)
+    lost = np.maximum(reference - np.bincount(tenants, weights=g, minlength=n), 0.0)
     loss = np.divide(lost, reference, out=np.zeros(n), where=reference > 0)
     repair = ShareRepair(int(np.count_nonzero(unit_scale < 1)), int(np.count_nonzero(over_cap)),
                          float(excess.max(initial=0.0)), float(lost.sum()), float(loss.max(initial=0.0)))  # fmt: skip
-    if not repair.changed:
-        return filled
-    keep = g > 0
-    status = "feasible" if filled.status == "optimal" and not repair.within_tolerance else filled.status
-    message = "; ".join(part for part in (filled.message, repair.describe()) if part)
-    return replace(filled, status=status, shares=after, pair_tenants=tenants[keep], pair_units=units[keep],
-                   pair_shares=g[keep], message=message, repair=repair)  # fmt: skip
+    return np.asarray(g, dtype=np.float64), repair
