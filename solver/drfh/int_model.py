@@ -26,6 +26,7 @@ from functools import cached_property
 import numpy as np
 
 from models.types import BoolArray, FloatArray, Instance, IntArray
+from solver.drfh.int_levels import LEVEL_RTOL
 from solver.lp import LinearProgram, LPBuilder
 
 
@@ -117,8 +118,35 @@ class DrfhIntModel:
         return float((counts * self.player_step)[hungry].min()) if hungry.any() else math.inf
 
     def required(self, level: float) -> FloatArray:
-        """Tasks every player needs for ``f >= level``: enough to reach the level, or its whole cap."""
-        return np.asarray(np.minimum(self.player_caps, np.ceil(level / self.player_step - 1e-9)))
+        """Tasks every player needs for ``f >= level``: enough to reach the level, or its whole cap.
+
+        The round-off allowance is relative: an absolute one (``ceil(level / step - 1e-9)``) asked nothing
+        of a player whose one task is worth a trillion levels (weight 1e-6 beside 1e6), so a level MILP
+        "reached" f with that player at no task at all.
+        """
+        return np.asarray(np.minimum(self.player_caps, np.ceil(level / self.player_step * (1 - LEVEL_RTOL))))
+
+    @cached_property
+    def share_unit(self) -> float:
+        """The leximin MILPs count weighted shares in this unit (the smallest player's step): HiGHS's absolute
+        gap and feasibility tolerances (1e-6, 1e-7) would otherwise swallow whole tasks of a player whose
+        step is 3e-8 (weight 1e6), and call an allocation that starves it optimal."""
+        step = self.player_step
+        return float(step.min()) if len(step) else 1.0
+
+    @cached_property
+    def rank_ceilings(self) -> FloatArray:
+        """``R_k`` (in ``share_unit``s): no allocation's k-th smallest weighted share exceeds it.
+
+        Every player's share is at most its step times the tasks it can hold (its cap, or what the
+        cluster holds of its tasks), so the k-th smallest share is at most the k-th smallest of those.
+        Leximin step k only needs shares up to its k-th smallest: a step above ``R_k`` counts as ``R_k``
+        in its rows, which changes nothing there, and keeps a weight-1e-6 player's step (1e12 times the
+        smallest) out of the rows of the steps that rank the small shares.
+        """
+        reach = self.class_upper[self.players] @ self.instance.counts.astype(np.float64)
+        most = np.minimum(self.player_caps, reach)
+        return np.asarray(np.sort(self.player_step * most) / self.share_unit)
 
     def tasks(self, x: FloatArray) -> FloatArray:
         """Task matrix (tenants, machines) from the pair block of a solution vector."""
@@ -134,13 +162,15 @@ class DrfhIntModel:
 
     def start(self, tasks: FloatArray, steps: int) -> FloatArray:
         """A feasible solution vector for warm-starting step ``steps`` from a task matrix."""
-        values = np.sort(self.shares(tasks))
+        counts = tasks.sum(axis=1)[self.players]
+        values = np.sort(self.shares(tasks)) / self.share_unit
+        step = self.player_step / self.share_unit
         parts = [tasks[self.pair_tenant, self.pair_machine]]
-        y = self.shares(tasks)
         for k in range(1, steps + 1):
-            r = values[k - 1]
-            parts.append(np.array([r]))
-            parts.append(np.maximum(r - y, 0.0))
+            ceiling, unit = self.rank_ceilings[k - 1], self._step_unit(k)
+            r = min(values[k - 1], ceiling)
+            parts.append(np.array([r / unit]))
+            parts.append(np.maximum(r - np.minimum(step, ceiling) * counts, 0.0) / unit)
         return np.concatenate(parts)
 
     def canonical(self, tasks: FloatArray) -> FloatArray:
@@ -224,19 +254,32 @@ class DrfhIntModel:
         )  # fmt: skip
         return builder
 
+    def _step_unit(self, k: int) -> float:
+        """Step k's ``r`` and ``d`` are counted in this many ``share_unit``s, so that they stay below 1e6
+        (HiGHS's absolute tolerances on rows worth 1e12 fail: "Solve error", "Unbounded") while the
+        smallest coefficient, ``1 / unit``, stays far above the 1e-9 it drops as zero."""
+        return max(1.0, float(self.rank_ceilings[k - 1]) / 1e6)
+
     def build(self, steps: int, achieved: FloatArray) -> LinearProgram:
-        """The MILP of leximin step ``steps`` (1-based): maximise theta_steps, keep theta_j >= achieved[j-1]."""
+        """The MILP of leximin step ``steps`` (1-based): maximise theta_steps, keep theta_j >= achieved[j-1].
+
+        ``achieved`` is in weighted-share units; the MILP counts them in ``share_unit``s.
+        """
         instance = self.instance
         players = self.players
         p = len(players)
         local = np.full(len(instance.tenants), -1)
         local[players] = np.arange(p)
-        coefficient = instance.dominant_demand / instance.weights  # d y_i / d n_i
+        step = instance.dominant_demand / instance.weights / self.share_unit  # d y_i / d n_i
         builder = self._base_builder(f"drfh_int_step{steps}")
         pair_ids = np.arange(len(self.pair_tenant))
         for k in range(1, steps + 1):
             last = k == steps
-            r = builder.add_variables(f"r{k}", (1,), lower=-math.inf, cost=float(k) if last else 0.0)
+            ceiling = float(self.rank_ceilings[k - 1])
+            unit = self._step_unit(k)
+            coefficient = np.minimum(step, ceiling) / unit  # exact while r_k <= R_k (``rank_ceilings``)
+            r = builder.add_variables(f"r{k}", (1,), lower=-math.inf, upper=ceiling / unit,
+                                      cost=float(k) if last else 0.0)  # fmt: skip
             d = builder.add_variables(f"d{k}", (p,), lower=0.0, cost=-1.0 if last else 0.0)
             # d_ik - r_k + y_i >= 0 with y_i = coefficient_i * sum of the tenant's pair variables.
             builder.add_rows(
@@ -248,7 +291,7 @@ class DrfhIntModel:
                 lower=0.0,
             )
             if not last:
-                target = float(achieved[k - 1])
+                target = float(achieved[k - 1]) / self.share_unit / unit
                 slack = 1e-9 * max(abs(target), 1e-12)  # the earlier optimum, up to round-off
                 builder.add_rows(
                     f"keep{k}",

@@ -15,6 +15,7 @@ search a better allocation.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,9 +40,17 @@ class NeighbourhoodSearch:
 
 
 def search_neighbourhoods(
-    model: DrfhIntModel, backend: Backend, start: FloatArray, levels: FloatArray, budget: Budget, seed: int = 0
+    model: DrfhIntModel,
+    backend: Backend,
+    start: FloatArray,
+    next_level: Callable[[float], float | None],
+    budget: Budget,
+    seed: int = 0,
 ) -> NeighbourhoodSearch:
-    """Best allocation found within ``budget`` (a limited one); ``levels`` are f's candidate values, ascending."""
+    """Best allocation found within ``budget`` (a limited one).
+
+    ``next_level(v)`` is the lowest of f's candidate values above ``v`` still worth a try (None: none is).
+    """
     instance = model.instance
     players = model.players
     step = model.player_step
@@ -56,13 +65,13 @@ def search_neighbourhoods(
     # ``work`` is the allocation being repaired: a repair may trade one short tenant's task for another's,
     # which lowers the shortfall but can dip f, so the best allocation by f is kept apart.
     best = work = start
-    target = int(np.searchsorted(levels, value(start) * (1 + 1e-12), side="right"))
+    target = next_level(value(start))
     repairs, solve_s, gained, stale, size = 0, 0.0, 0, 0, SMALLEST
-    while target < len(levels) and not budget.expired():
-        need = required(float(levels[target]))
+    while target is not None and not budget.expired():
+        need = required(target)
         current = shortfall(work, need)
         if current <= 0:
-            target = int(np.searchsorted(levels, value(work) * (1 + 1e-12), side="right"))
+            target = next_level(value(work))
             gained += 1
             continue
         # Draw half the machines by what they could offer the short tenants, in the resources those use:
