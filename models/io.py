@@ -65,6 +65,8 @@ class JobSpec(_Spec):
     name: str
     weight: float = 1.0
     release: float = 0.0
+    tenant: str | None = None
+    deadline: float | None = None
     stages: list[StageSpec]
 
 
@@ -214,7 +216,8 @@ def _build_job(spec: JobSpec, resources: tuple[str, ...], field_name: str) -> Jo
         except InstanceError as error:
             raise _located(error, path) from None
     try:
-        return Job(spec.name, tuple(stages), spec.weight, spec.release)
+        deadline = math.inf if spec.deadline is None else spec.deadline
+        return Job(spec.name, tuple(stages), spec.weight, spec.release, spec.tenant or "", deadline)
     except InstanceError as error:
         raise _located(error, field_name) from None
 
@@ -338,6 +341,8 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
                 "name": job.name,
                 "weight": job.weight,
                 "release": job.release,
+                **({"tenant": job.tenant} if job.tenant else {}),
+                **({"deadline": job.deadline} if math.isfinite(job.deadline) else {}),
                 "stages": [
                     {
                         "name": s.name,

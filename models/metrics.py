@@ -26,6 +26,7 @@ import numpy as np
 
 from models.check.hierarchy import guaranteed_nodes
 from models.result import Allocation, Schedule, job_completion
+from models.tolerance import CHECK_RTOL
 from models.types import FloatArray, Instance
 
 
@@ -38,7 +39,7 @@ def weighted_shares(instance: Instance, allocation: Allocation) -> FloatArray:
     return dominant_shares(instance, allocation) / instance.weights
 
 
-def min_weighted_share(instance: Instance, allocation: Allocation, tol: float = 1e-6) -> float:
+def min_weighted_share(instance: Instance, allocation: Allocation, tol: float = CHECK_RTOL) -> float:
     """The max-min objective ``f``: the smallest weighted global dominant share of an unsatisfied tenant.
 
     ``f`` is the largest level ``t`` such that every tenant has at least ``min(t, its cap level)``, the
@@ -78,7 +79,7 @@ def jain_index(values: FloatArray) -> float:
     return float(np.sum(values) ** 2 / denominator) if denominator > 0 else 1.0
 
 
-def guarantee_ratio(instance: Instance, allocation: Allocation, tol: float = 1e-6) -> float:
+def guarantee_ratio(instance: Instance, allocation: Allocation, tol: float = CHECK_RTOL) -> float:
     """Smallest ``dominant share / hierarchical guarantee`` over demanding, unsatisfied non-root nodes.
 
     The objective reported for hierarchy instances: at least 1 when every node gets its share

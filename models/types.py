@@ -185,18 +185,26 @@ class Stage(_ValueEquality):
 
 @dataclass(frozen=True, eq=False)
 class Job(_ValueEquality):
-    """A DAG of stages released at ``release``."""
+    """A DAG of stages released at ``release``.
+
+    ``tenant`` names the queue (user) the job belongs to; empty means the job is its own tenant.
+    ``deadline`` is when the job should finish (``inf``: none).
+    """
 
     name: str
     stages: tuple[Stage, ...]
     weight: float = 1.0
     release: float = 0.0
+    tenant: str = ""
+    deadline: float = math.inf
 
     def __post_init__(self) -> None:
         _check_name(self.name, "name")
         _check_positive(self.weight, "weight")
         if not (math.isfinite(self.release) and self.release >= 0):
             raise InstanceError(f"release must be finite and non-negative, got {self.release!r}", "release")
+        if not (self.deadline == math.inf or (math.isfinite(self.deadline) and self.deadline > 0)):
+            raise InstanceError(f"deadline must be a positive time, got {self.deadline!r}", "deadline")
         if not self.stages:
             raise InstanceError("a job needs at least one stage", "stages")
         _check_unique([s.name for s in self.stages], "stages")

@@ -14,7 +14,7 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,9 +22,12 @@ from models.result import SOLUTION_STATUSES, Result
 from models.types import Instance, InstanceError
 from solver.budget import Budget
 from solver.lp import LinearProgram
+
+if TYPE_CHECKING:
+    from models.traces import TraceData
 from solver.registry import FAMILY_NEEDS, Method, OptionError, SolveOptions, check_request, get_method, methods
 
-__all__ = ["METHODS", "Method", "OptionError", "SolveOptions", "export_model", "preflight", "solve"]
+__all__ = ["METHODS", "Method", "OptionError", "SolveOptions", "export_model", "preflight", "simulate", "solve"]
 
 #: Every registered method by name (the registry's view, kept under its old name).
 METHODS: Mapping[str, Method] = methods()
@@ -106,6 +109,34 @@ def export_model(instance: Instance, method: str) -> LinearProgram:
     return lp
 
 
+def simulate(
+    instance: Instance,
+    policy: str,
+    trace: TraceData | None = None,
+    time_limit: float | None = None,
+    **options: Any,
+) -> Result:
+    """Run online ``policy`` on ``instance``'s arrivals (its jobs and ``trace``'s) or its tenants' backlogs.
+
+    Options are ``SolveOptions`` fields the policy honours (``placement``, ``seed``, ``slots``) and ``extra``
+    for the policy's own settings (``fairpack methods`` lists them). The answer is verified as ``solve``'s are.
+    """
+    from solver.registry import get_policy
+
+    started = time.perf_counter()
+    spec = get_policy(policy)
+    unknown = sorted(set(options) - _OPTION_NAMES)
+    if unknown:
+        raise OptionError(f"unknown options {unknown}; choose from {sorted(_OPTION_NAMES)}")
+    settings = SolveOptions(time_limit=time_limit, **options)
+    check_request(spec, settings)
+    workload = instance if trace is None else trace.on(instance)
+    from solver.sim.run import run_simulation
+
+    raw = run_simulation(workload, policy, settings, Budget.of(time_limit), trace)
+    return finish(workload, spec, replace(raw, warnings=(*preflight(workload), *raw.warnings)), started)
+
+
 def _check_instance(instance: Instance, spec: Method) -> None:
     need = FAMILY_NEEDS[spec.family]
     if need == "jobs" and not instance.jobs:
@@ -172,7 +203,10 @@ def _verified_schedule(instance: Instance, result: Result, exact: bool) -> Resul
     # reported (Carbyne's promise can fail), so its schedule is checked for feasibility alone.
     deadlines = None if exact else np.full(len(instance.jobs), np.inf)
     placed = result.extra.get("placement") == "servers"
-    report = verify_schedule(instance, result.schedule, fair_completion=deadlines, require_placement=placed)
+    names = {job.name: k for k, job in enumerate(instance.jobs)}
+    unfinished = [names[name] for name in result.extra.get("unfinished_jobs", ())]
+    report = verify_schedule(instance, result.schedule, fair_completion=deadlines, require_placement=placed,
+                             unfinished=unfinished)  # fmt: skip
     name = str(result.extra.get("objective_name", "makespan"))
     objective = report.objective(name, float(result.extra.get("alpha", 0.5)))
     bound = result.bound

@@ -23,6 +23,9 @@ import numpy as np
 from models.result import Allocation, Result, Schedule
 from models.types import Instance
 
+#: Simulated runs with at most this many tasks also get a Gantt chart.
+GANTT_TASKS = 2000
+
 
 class PlotUnavailable(RuntimeError):
     """matplotlib is not installed."""
@@ -243,4 +246,37 @@ def plot_hierarchy(instance: Instance, result: Result, path: str | Path, title: 
     axis.set_ylim(-height + 0.4, 0.6)
     axis.axis("off")
     axis.set_title(_title(instance, result, title) + "  (red: share below guarantee)")
+    return _save(figure, path)
+
+
+def plot_simulation(instance: Instance, result: Result, path: str | Path, title: str | None = None) -> Path:
+    """A simulated run: utilisation per resource and every tenant's dominant share over time (time bins),
+    and for runs of at most ``GANTT_TASKS`` tasks on machines a Gantt chart below."""
+    series = result.extra.get("utilisation_series")
+    shares = result.extra.get("shares")
+    if not isinstance(series, dict) or not isinstance(shares, dict):
+        return plot_result(instance, result, path, title)  # a backlog run: its placement at the horizon
+    schedule = result.schedule
+    gantt = schedule is not None and schedule.machine is not None and len(schedule) <= GANTT_TASKS
+    figure, axes = _figure(3 if gantt else 2, 1, (10, 9.0 if gantt else 6.0), sharex=True)
+    times = np.asarray(series["time"], dtype=np.float64)
+    for resource in instance.resources:
+        axes[0, 0].step(times, series[resource], where="post", label=resource)
+    axes[0, 0].set_ylabel("utilisation")
+    axes[0, 0].set_ylim(0, 1.05)
+    axes[0, 0].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    edges = np.asarray(shares["edges"], dtype=np.float64)
+    values = {name: np.asarray(v, dtype=np.float64) for name, v in shares["shares"].items()}
+    shown = sorted(values, key=lambda name: -float(values[name].mean()))[:12]
+    colours = _colours(len(shown))
+    for colour, name in zip(colours, shown, strict=True):
+        axes[1, 0].stairs(values[name], edges, color=colour, label=name)
+    axes[1, 0].set_ylabel("dominant share")
+    if shown:
+        axes[1, 0].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small",
+                          title=None if len(shown) == len(values) else f"top {len(shown)} of {len(values)}")
+    if gantt and schedule is not None:
+        _gantt(instance, schedule, axes[2, 0], _colours(len(instance.jobs)))
+    axes[-1, 0].set_xlabel("time")
+    axes[0, 0].set_title(title or f"{instance.name}: {result.method} (simulated)")
     return _save(figure, path)

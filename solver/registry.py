@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from models.result import Result
 
 #: Families whose ``register`` modules are imported on first use, in listing order.
-FAMILY_PACKAGES = ("solver.drfh", "solver.hdrf", "solver.spacetime")
+FAMILY_PACKAGES = ("solver.drfh", "solver.hdrf", "solver.spacetime", "solver.sim")
 
 #: ``Method.family`` values and the instance part each needs (a flat instance is a one-level tree).
 FAMILY_NEEDS = {"flat": "tenants", "hierarchy": "tenants", "jobs": "jobs"}
@@ -162,25 +162,53 @@ class Method:
 
 
 _REGISTRY: dict[str, Method] = {}
+_POLICIES: dict[str, Method] = {}
 _LOADED = False
 
 
+def _add(table: dict[str, Method], entries: Iterable[Method], what: str) -> None:
+    for entry in entries:
+        if entry.name in table and table[entry.name] != entry:
+            raise ValueError(f"{what} {entry.name!r} is registered twice")
+        table[entry.name] = entry
+
+
 def register(*entries: Method) -> None:
-    """Add methods to the registry (called by each family's ``register`` module at import)."""
-    for method in entries:
-        if method.name in _REGISTRY and _REGISTRY[method.name] != method:
-            raise ValueError(f"method {method.name!r} is registered twice")
-        _REGISTRY[method.name] = method
+    """Add methods (``fairpack solve``) to the registry (called by each family's ``register`` module)."""
+    _add(_REGISTRY, entries, "method")
 
 
-def methods() -> Mapping[str, Method]:
-    """Every registered method, by name, in family order."""
+def register_policy(*entries: Method) -> None:
+    """Add online policies (``fairpack simulate``); a policy may share a method's name (first-fit: the static
+    heuristic is a method, the online scheduler a policy)."""
+    _add(_POLICIES, entries, "policy")
+
+
+def _load() -> None:
     global _LOADED
     if not _LOADED:
         for package in FAMILY_PACKAGES:
             importlib.import_module(f"{package}.register")
         _LOADED = True
+
+
+def methods() -> Mapping[str, Method]:
+    """Every registered method, by name, in family order."""
+    _load()
     return _REGISTRY
+
+
+def policies() -> Mapping[str, Method]:
+    """Every registered online policy, by name."""
+    _load()
+    return _POLICIES
+
+
+def get_policy(name: str) -> Method:
+    registry = policies()
+    if name not in registry:
+        raise OptionError(f"unknown policy {name!r}; choose from {', '.join(registry)}", "policy")
+    return registry[name]
 
 
 def get_method(name: str) -> Method:
@@ -255,6 +283,7 @@ def method_names(family: str | None = None) -> list[str]:
     return [name for name, method in methods().items() if family is None or method.family == family]
 
 
-def describe_all(names: Iterable[str] | None = None) -> list[dict[str, Any]]:
-    registry = methods()
-    return [registry[name].describe() for name in (names or registry)]
+def describe_all() -> list[dict[str, Any]]:
+    """Every method (``solve``) and policy (``simulate``), each with ``command`` saying which."""
+    return ([{**m.describe(), "command": "solve"} for m in methods().values()]
+            + [{**p.describe(), "command": "simulate"} for p in policies().values()])  # fmt: skip

@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from models.check.report import CAPACITY_RTOL
 from models.check.saved import check_saved
 from models.generators import google_instance
 from models.generators.clusters import random_tenants
+from models.tolerance import CHECK_RTOL
 from models.types import Instance, ServerClass, Tenant
 from models.view import result_json
 from solver.api import solve
@@ -116,7 +116,7 @@ def test_lp_round_off_is_repaired_inside_the_checker(round_off: Instance) -> Non
     assert repair["units"] == 1
     assert repair["worst_excess"] == pytest.approx(OBSERVED_EXCESS, rel=1e-3)
     # The loss is a sliver of one machine's share, far inside the checker's precision: still optimal.
-    assert 0 < repair["worst_loss"] <= CAPACITY_RTOL
+    assert 0 < repair["worst_loss"] <= CHECK_RTOL
     assert result.status == "optimal" and result.gap == 0.0
     assert "repaired" in result.message
 
@@ -138,7 +138,7 @@ def test_repair_stays_a_margin_inside_the_checker() -> None:
     consumption, capacity = model.consumption(), model.units.capacity
     g = np.zeros(len(tenants))
     first = np.flatnonzero(units == 0)[0]
-    g[first] = (1 + 10 * CAPACITY_RTOL) * (capacity[0] / consumption[tenants[first]]).min()
+    g[first] = (1 + 10 * CHECK_RTOL) * (capacity[0] / consumption[tenants[first]]).min()
     filled = FillingResult("optimal", np.zeros(6), np.zeros(6), 0.0, 1, 1, 0.0, tenants, units, g)
     repaired = repair_shares(model, filled)
     assert repaired.repair is not None and repaired.repair.units == 1
@@ -151,7 +151,7 @@ def test_repair_stays_a_margin_inside_the_checker() -> None:
     capped = np.flatnonzero(np.isfinite(instance.task_caps) & (model.share_per_task > 0))[0]
     pairs = np.flatnonzero(tenants == capped)
     g = np.zeros(len(tenants))
-    g[pairs] = instance.task_caps[capped] * model.share_per_task[capped] * (1 + 5 * CAPACITY_RTOL) / len(pairs)
+    g[pairs] = instance.task_caps[capped] * model.share_per_task[capped] * (1 + 5 * CHECK_RTOL) / len(pairs)
     repaired = repair_shares(model, replace(filled, pair_shares=g))
     assert repaired.repair is not None and repaired.repair.tenants_capped == 1
     held = repaired.pair_shares[repaired.pair_tenants == capped].sum() / model.share_per_task[capped]

@@ -29,8 +29,8 @@ from models.io import instance_from_dict, load_instance
 from models.types import Instance
 from models.view import result_json
 from solver.api import METHODS, solve
-from solver.hdrf.hsim import SimOptions, hsim_result, simulate
-from solver.hdrf.policies import HierarchicalPolicy
+from solver.sim.backlog import SimOptions, backlog_result, simulate
+from solver.sim.policies.hierarchy import HierarchicalPolicy
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"
 
@@ -254,7 +254,7 @@ def test_capacities_and_caps_hold_at_every_event(policy: str) -> None:
         assert np.all(tasks.sum(axis=1) <= caps)
     assert np.all(trace.peak_usage <= capacity * (1 + 1e-9))
     assert np.all(trace.peak_running <= caps)
-    result = hsim_result(instance, policy, options, use_reference=False)
+    result = backlog_result(instance, policy, options)
     from models.check import verify_allocation
 
     report = verify_allocation(instance, result.allocation)  # type: ignore[arg-type]

@@ -20,9 +20,10 @@ from models.view import schedule_from_json
 from solver.api import METHODS, solve
 from solver.backends import get_backend, installed_backends
 from solver.cli import main
+from solver.sim.policies.dag import HEURISTICS
+from solver.sim.runs import run_policy
 from solver.spacetime.milp import solve_spacetime
 from solver.spacetime.model import SlotData, build_spacetime, objective_coefficients, order_machines_by_load
-from solver.spacetime.policies import HEURISTICS, run_policy
 from solver.spacetime.warmstart import priority_rules, serial_sgs
 
 TWO_JOBS = Path(__file__).resolve().parents[1] / "instances" / "dag_two_jobs.yaml"

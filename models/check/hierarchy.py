@@ -35,6 +35,7 @@ from models.check.report import (
 )
 from models.hierarchy import Tree, tree_of
 from models.result import Allocation
+from models.tolerance import CHECK_RTOL
 from models.types import BoolArray, FloatArray, Instance
 
 # ----------------------------------------------------------------------------------------------
@@ -126,7 +127,7 @@ def node_shares(
 
 
 def guaranteed_nodes(
-    instance: Instance, allocation: Allocation, tol: float = 1e-6, *, tree: Tree | None = None
+    instance: Instance, allocation: Allocation, tol: float = CHECK_RTOL, *, tree: Tree | None = None
 ) -> tuple[BoolArray, FloatArray, FloatArray]:
     """The nodes the share guarantee applies to, with every node's dominant share and guarantee.
 
@@ -152,7 +153,7 @@ def guaranteed_nodes(
     return applies, share, guarantee
 
 
-def share_guarantee(instance: Instance, allocation: Allocation, tol: float = 1e-6) -> PropertyCheck:
+def share_guarantee(instance: Instance, allocation: Allocation, tol: float = CHECK_RTOL) -> PropertyCheck:
     """Hierarchical share guarantee: every demanding node gets its guaranteed dominant share.
 
     The guarantee of a node ``n`` is ``G_parent * w_n / (sum of w over n's demanding siblings, n
@@ -213,7 +214,7 @@ def share_guarantee(instance: Instance, allocation: Allocation, tol: float = 1e-
 # ----------------------------------------------------------------------------------------------
 
 
-def hierarchical_pareto(instance: Instance, allocation: Allocation, tol: float = 1e-6) -> PropertyCheck:
+def hierarchical_pareto(instance: Instance, allocation: Allocation, tol: float = CHECK_RTOL) -> PropertyCheck:
     """Pareto efficiency of the leaves: no leaf can get more tasks without another getting fewer.
 
     The hierarchy adds no constraint to what is feasible (an internal node only consumes what its
@@ -303,7 +304,7 @@ def group_strategyproof(
     solve: Solver,
     group: Sequence[int | str],
     misreports: Sequence[Sequence[Sequence[float] | FloatArray]],
-    tol: float = 1e-6,
+    tol: float = CHECK_RTOL,
     *,
     truthful_allocation: Allocation | None = None,
 ) -> PropertyCheck:

@@ -24,6 +24,7 @@ from models.check.report import (
     vector_text,
 )
 from models.result import Allocation
+from models.tolerance import CHECK_RTOL
 from models.types import FloatArray, Instance
 
 # ----------------------------------------------------------------------------------------------
@@ -92,7 +93,7 @@ def truthful(
     solve: Solver,
     tenant: int | str,
     misreports: Sequence[Sequence[float] | FloatArray],
-    tol: float = 1e-6,
+    tol: float = CHECK_RTOL,
     *,
     truthful_allocation: Allocation | None = None,
 ) -> PropertyCheck:
@@ -165,7 +166,7 @@ def truthful(
 def population_monotone(
     instance: Instance,
     solve: Solver,
-    tol: float = 1e-6,
+    tol: float = CHECK_RTOL,
     *,
     tenants: Sequence[int | str] | None = None,
     base: Allocation | None = None,

@@ -24,6 +24,7 @@ from models.check.report import (
     task_slack,
 )
 from models.result import Allocation, unit_capacity, unit_names
+from models.tolerance import CHECK_RTOL
 from models.types import FloatArray, Instance
 
 # ----------------------------------------------------------------------------------------------
@@ -31,7 +32,7 @@ from models.types import FloatArray, Instance
 # ----------------------------------------------------------------------------------------------
 
 
-def envy_free(instance: Instance, allocation: Allocation, tol: float = 1e-6) -> PropertyCheck:
+def envy_free(instance: Instance, allocation: Allocation, tol: float = CHECK_RTOL) -> PropertyCheck:
     """Weighted envy-freeness in the DRFH sense.
 
     Tenant ``j`` receives on unit ``u`` the bundle ``x[j, u] * D[j]``. Tenant ``i`` is entitled to
@@ -116,7 +117,7 @@ def envy_free(instance: Instance, allocation: Allocation, tol: float = 1e-6) -> 
 # ----------------------------------------------------------------------------------------------
 
 
-def pareto_optimal(instance: Instance, allocation: Allocation, tol: float = 1e-6) -> PropertyCheck:
+def pareto_optimal(instance: Instance, allocation: Allocation, tol: float = CHECK_RTOL) -> PropertyCheck:
     """Whether some tenant can get more without any other tenant getting less.
 
     Divisible allocations (``not allocation.integral``): solve with ``scipy.optimize.linprog``
@@ -329,7 +330,7 @@ def equal_split_tasks(instance: Instance, kind: str = "class", integral: bool = 
     return np.minimum(entitled, instance.task_caps)
 
 
-def sharing_incentive(instance: Instance, allocation: Allocation, tol: float = 1e-6) -> PropertyCheck:
+def sharing_incentive(instance: Instance, allocation: Allocation, tol: float = CHECK_RTOL) -> PropertyCheck:
     """Every tenant runs at least as many tasks as under a weighted equal split of every unit.
 
     The entitlement is :func:`equal_split_tasks` for the allocation's kind and integrality: with

@@ -16,20 +16,14 @@ from typing import Any
 import numpy as np
 
 from models.result import Allocation
+from models.tolerance import CHECK_ATOL, FIT_EPS
 from models.types import FloatArray, Instance
 
 #: ``Instance -> Allocation`` (or an object with ``.allocation``, such as ``Result``).
 Solver = Callable[[Instance], Any]
 
-#: Absolute tolerance on resource amounts, used where a capacity is zero.
-ABS_TOL = 1e-9
-#: The feasibility checks' relative tolerance: a unit's use of a resource may exceed its capacity C by
-#: ``max(CAPACITY_RTOL * C, ABS_TOL)``, a task count its bound by ``CAPACITY_RTOL * max(1, bound)``.
-#: Solvers aim inside it by a stated margin (``solver.drfh.tolerance``), so their answers pass.
-CAPACITY_RTOL = 1e-6
-#: Slack used when deciding whether a whole task fits or how many whole tasks a bundle holds
-#: (guards ``floor(2.9999999999)`` and exact fits against rounding noise).
-FIT_EPS = 1e-9
+#: Absolute tolerance on resource amounts, used where a capacity is zero (``models.tolerance``).
+ABS_TOL = CHECK_ATOL
 #: Elements per temporary array when processing (tenants x units) matrices in row chunks.
 _CHUNK_ELEMENTS = 1 << 22
 #: Messages reported per violation category; the rest are summarised in one line.

@@ -20,6 +20,7 @@ from models.check.schedule import verify_schedule
 from models.check.verify import verify_allocation
 from models.metrics import guarantee_ratio
 from models.result import SCHEDULE_OBJECTIVES, Allocation, UnitKind
+from models.tolerance import CHECK_RTOL
 from models.types import Instance, InstanceError
 from models.view import allocation_from_json, schedule_from_json
 
@@ -27,7 +28,7 @@ from models.view import allocation_from_json, schedule_from_json
 ANSWER_STATUSES = ("optimal", "feasible")
 NO_ANSWER_STATUSES = ("infeasible", "unbounded", "error", "time_limit")
 #: Relative slack when comparing a saved number with its recomputation.
-SAVED_RTOL = 1e-6
+SAVED_RTOL = CHECK_RTOL
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,12 @@ def _schedule(instance: Instance, data: dict[str, Any], rules: SavedRules,
               problems: list[str]) -> tuple[bool, dict[str, Any]]:  # fmt: skip
     schedule = schedule_from_json(instance, data)
     deadlines = None if rules.exact else np.full(len(instance.jobs), np.inf)
-    report = verify_schedule(instance, schedule, fair_completion=deadlines, require_placement=rules.require_placement)
+    names = {job.name: k for k, job in enumerate(instance.jobs)}
+    declared = data.get("unfinished_jobs") or []
+    if not isinstance(declared, list) or any(name not in names for name in declared):
+        raise InstanceError(f"unknown jobs in {declared!r}", "unfinished_jobs")
+    report = verify_schedule(instance, schedule, fair_completion=deadlines, require_placement=rules.require_placement,
+                             unfinished=[names[name] for name in declared])  # fmt: skip
     problems.extend(report.violations)
     for key, value in (("makespan", report.makespan), ("avg_jct", report.avg_jct)):
         if _differs(data.get(key), value):

@@ -22,6 +22,7 @@ import numpy as np
 
 from models.check.report import ABS_TOL, fmt, truncate
 from models.result import Schedule, job_completion, objective_value, schedule_objectives
+from models.tolerance import CHECK_RTOL
 from models.types import FloatArray, Instance, IntArray
 
 
@@ -82,8 +83,9 @@ def verify_schedule(
     instance: Instance,
     schedule: Schedule,
     fair_completion: Mapping[str, float] | Sequence[float] | FloatArray | None = None,
-    tol: float = 1e-6,
+    tol: float = CHECK_RTOL,
     require_placement: bool = False,
+    unfinished: Sequence[int] = (),
 ) -> ScheduleReport:
     """Re-verify a schedule from the instance alone and recompute makespan, completions and avg JCT.
 
@@ -102,6 +104,9 @@ def verify_schedule(
     require_placement : bool
         The schedule claims per-server placement (``placement='servers'``): a schedule without one
         is a violation. A schedule that carries a placement is checked per machine either way.
+    unfinished : sequence of int
+        Jobs a simulated policy never finished (e.g. tasks larger than any slot): their missing tasks are
+        not violations, but each must indeed miss a task.
 
     Returns
     -------
@@ -156,10 +161,19 @@ def verify_schedule(
     seen = np.bincount(task_id, minlength=int(task_offset[-1]))
     task_stage = np.repeat(np.arange(len(stages)), tasks_per_stage)
     task_index = np.arange(int(task_offset[-1])) - task_offset[task_stage]
+    excused = np.zeros(len(jobs), dtype=bool)
+    excused[np.asarray(list(unfinished), dtype=np.int64)] = True
+    absent = seen == 0
+    missing_job = stage_job[task_stage]
     violations += truncate(
         "missing-task",
-        [f"{task_name(int(task_stage[t]), int(task_index[t]))} is missing" for t in np.flatnonzero(seen == 0)],
-    )
+        [f"{task_name(int(task_stage[t]), int(task_index[t]))} is missing"
+         for t in np.flatnonzero(absent & ~excused[missing_job])],
+    )  # fmt: skip
+    complete = np.ones(len(jobs), dtype=bool)
+    complete[missing_job[absent]] = False
+    violations += truncate("unfinished", [f"job {jobs[k].name} is called unfinished but every task ran"
+                                          for k in np.flatnonzero(excused & complete)])  # fmt: skip
     violations += truncate(
         "duplicate-task",
         [

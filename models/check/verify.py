@@ -11,7 +11,6 @@ import numpy as np
 
 from models.check.report import (
     ABS_TOL,
-    CAPACITY_RTOL,
     CheckReport,
     clean_tasks,
     empty_report,
@@ -24,6 +23,7 @@ from models.check.report import (
     vector_text,
 )
 from models.result import Allocation, unit_capacity, unit_names
+from models.tolerance import CHECK_RTOL
 from models.types import BoolArray, FloatArray, Instance
 
 
@@ -31,7 +31,7 @@ def verify_allocation(
     instance: Instance,
     allocation: Allocation,
     *,
-    tol: float = CAPACITY_RTOL,
+    tol: float = CHECK_RTOL,
     amounts: Mapping[str, Any] | None = None,
 ) -> CheckReport:
     """Re-verify an allocation from the instance alone and recompute its numbers.
@@ -216,7 +216,7 @@ def verify_amounts(
     allocation: Allocation,
     amounts: Mapping[str, Any],
     *,
-    tol: float = 1e-6,
+    tol: float = CHECK_RTOL,
 ) -> CheckReport:
     """Check reported per-resource amounts against ``tasks * demand`` (non-wastefulness).
 

@@ -90,21 +90,29 @@ class Backend(ABC):
     ) -> SolveOutcome:
         """Solve ``lp``; ``algorithm`` picks a variant where the backend has several (e.g. 'pdlp')."""
 
-    def session(self, lp: LinearProgram, time_limit: float | None = None, algorithm: str | None = None) -> Session:
-        """A session on ``lp``; ``time_limit`` bounds all its solves together, from the first one."""
-        return RebuildSession(self, lp, time_limit, algorithm or self.algorithm)
+    def session(self, lp: LinearProgram, time_limit: float | None = None, algorithm: str | None = None, *,
+                deadline: float | None = None, presolve: bool = True) -> Session:  # fmt: skip
+        """A session on ``lp``.
+
+        ``time_limit`` bounds all its solves together, counted from the first solve (so that moving the model
+        into the solver does not eat a tiny limit); ``deadline`` (a ``time.perf_counter()`` value) is an
+        absolute end instead. ``presolve=False`` skips the solver's presolve (it does not watch the clock,
+        and re-solves from a basis gain little from it).
+        """
+        return RebuildSession(self, lp, time_limit, algorithm or self.algorithm, deadline)
 
 
 class RebuildSession:
     """The :class:`Session` protocol for backends without incremental solves: every solve starts afresh."""
 
-    def __init__(self, backend: Backend, lp: LinearProgram, time_limit: float | None, algorithm: str | None) -> None:
+    def __init__(self, backend: Backend, lp: LinearProgram, time_limit: float | None, algorithm: str | None,
+                 deadline: float | None = None) -> None:  # fmt: skip
         self.backend = backend
         self.algorithm = algorithm
         self.lp = lp
         self.num_columns = lp.num_columns
         self._time_limit = time_limit
-        self._deadline: float | None = None
+        self._deadline: float | None = deadline
         self._start: FloatArray | None = None
         self._matrix = lp.matrix.tolil(copy=True)
         self._matrix_changed = False

@@ -43,7 +43,8 @@ def _status(model_status: Any, has_solution: bool) -> Status:
 class HighsSession:
     """A live HiGHS model that keeps its basis between solves (column generation, filling rounds)."""
 
-    def __init__(self, lp: LinearProgram, time_limit: float | None = None, algorithm: str | None = None) -> None:
+    def __init__(self, lp: LinearProgram, time_limit: float | None = None, algorithm: str | None = None,
+                 deadline: float | None = None, presolve: bool = True) -> None:  # fmt: skip
         import highspy
 
         self._highs = highspy.Highs()
@@ -53,7 +54,7 @@ class HighsSession:
                 raise ValueError(f"HiGHS has no algorithm {algorithm!r}; choose from {', '.join(ALGORITHMS['highs'])}")
             self._highs.setOptionValue("solver", algorithm)
         self._time_limit = time_limit
-        self._deadline: float | None = None
+        self._deadline: float | None = deadline
         self.sense = lp.sense
         # HiGHS 1.12's PDLP postsolve mislabels an optimal maximisation LP as "Unknown" (dual
         # infeasibilities after presolve); the same LP posed as a minimisation comes back optimal. So a
@@ -83,6 +84,9 @@ class HighsSession:
         if lp.is_mip:
             # HiGHS stops at a 1e-4 relative gap by default; leximin steps need the true optimum.
             self._highs.setOptionValue("mip_rel_gap", 1e-7)
+        if not presolve:
+            self._highs.setOptionValue("presolve", "off")
+        self._presolve = "choose" if presolve else "off"
         self._row_lower = _clip(lp.row_lower).copy()
         self._row_upper = _clip(lp.row_upper).copy()
         self.num_columns = lp.num_columns
@@ -144,7 +148,9 @@ class HighsSession:
             remaining = self._deadline - time.perf_counter()
             if remaining <= 0:
                 return SolveOutcome("time_limit", message="time limit reached before the solve")
-            self._highs.setOptionValue("time_limit", float(remaining))
+            # HiGHS compares its time_limit with its run time summed over every solve of this model, not
+            # with this solve's: the limit is the run time so far plus what is left.
+            self._highs.setOptionValue("time_limit", float(self._highs.getRunTime()) + float(remaining))
         started = time.perf_counter()
         try:
             self._highs.run()
@@ -155,7 +161,7 @@ class HighsSession:
             except Exception:
                 return SolveOutcome("error", message=f"HiGHS failed: {error}")
             finally:
-                self._highs.setOptionValue("presolve", "choose")
+                self._highs.setOptionValue("presolve", self._presolve)
         elapsed = time.perf_counter() - started
         info = self._highs.getInfo()
         solution = self._highs.getSolution()
@@ -181,8 +187,9 @@ class HighsSession:
 class HighsBackend(Backend):
     name = "highs"
 
-    def session(self, lp: LinearProgram, time_limit: float | None = None, algorithm: str | None = None) -> HighsSession:
-        return HighsSession(lp, time_limit, algorithm or self.algorithm)
+    def session(self, lp: LinearProgram, time_limit: float | None = None, algorithm: str | None = None, *,
+                deadline: float | None = None, presolve: bool = True) -> HighsSession:  # fmt: skip
+        return HighsSession(lp, time_limit, algorithm or self.algorithm, deadline, presolve)
 
     def solve(
         self,

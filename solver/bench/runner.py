@@ -50,7 +50,7 @@ from solver.bench.task import (
 #: Modules the forkserver imports once, so that forked tasks start with them loaded.
 PRELOAD = ("solver.bench.child", "solver.bench.task", "models.generators", "models.io", "models.psplib",
            "solver.drfh.filling", "solver.drfh.int_search", "solver.hdrf.water_filling", "solver.drfh.heuristics",
-           "solver.hdrf.hsim", "solver.spacetime.policies", "solver.spacetime.milp", "solver.spacetime.cp",
+           "solver.sim.backlog", "solver.sim.runs", "solver.spacetime.milp", "solver.spacetime.cp",
            "solver.backends.highs", "solver.backends.ortools", "highspy", "ortools.sat.python.cp_model")  # fmt: skip
 LOG_TAIL_LINES = 5
 #: Set on Ctrl-C: supervisors kill their children instead of waiting for them.

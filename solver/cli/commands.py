@@ -154,15 +154,64 @@ def _plot(instance: Instance, result: Result, path: str) -> int:
     return EXIT_OK
 
 
+# --- simulate -------------------------------------------------------------------------------------------
+
+
+def _parse_options(items: list[str] | None) -> dict[str, Any]:
+    """``--option k=v`` pairs (numbers and true/false parsed) as the policy's settings."""
+    options: dict[str, Any] = {}
+    for item in items or []:
+        for part in item.split(","):
+            key, sep, text = part.partition("=")
+            if not sep or not key.strip():
+                raise _option_error(f"expected key=value, got {part!r}", "option")
+            options[key.strip()] = _parse_value(text.strip())
+    return options
+
+
+def command_simulate(args: argparse.Namespace) -> int:
+    from models.traces import read_trace
+    from models.view import result_json
+    from solver.api import simulate
+
+    instance = load(args.path)
+    trace = read_trace(args.trace, instance.resources) if args.trace else None
+    options: dict[str, Any] = {"extra": _parse_options(args.option)}
+    for name in ("placement", "seed", "slots"):
+        if getattr(args, name) is not None:
+            options[name] = getattr(args, name)
+    if args.horizon is not None:
+        options["extra"]["horizon"] = args.horizon
+    with native_stdout_to_stderr():
+        result = simulate(instance, args.policy, trace, **options)
+    workload = instance if trace is None else trace.on(instance)
+    data = result_json(workload, result)
+    _print_result(workload, result, data, "json" if args.json else args.format, args)
+    if args.output:
+        Path(args.output).write_text(json.dumps(data, indent=1))
+    if args.plot:
+        from solver.plot import PlotUnavailable, plot_simulation
+
+        try:
+            plot_simulation(workload, result, args.plot)
+        except PlotUnavailable as error:
+            return fail(str(error), EXIT_INPUT)
+    return EXIT_OK if result.verified else EXIT_SOLVER
+
+
 # --- check ----------------------------------------------------------------------------------------------
 
 
 def command_check(args: argparse.Namespace) -> int:
     from models.check.saved import check_saved
     from models.types import InstanceError
-    from solver.registry import get_method
+    from solver.registry import get_method, get_policy
 
     instance = load(args.path)
+    if args.trace:
+        from models.traces import read_trace
+
+        instance = read_trace(args.trace, instance.resources).on(instance)
     try:
         data = json.loads(Path(args.result).read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
@@ -171,7 +220,7 @@ def command_check(args: argparse.Namespace) -> int:
         raise InstanceError(f"a result must be a JSON object, got {type(data).__name__}", source=args.result)
     if not isinstance(data.get("method"), str):
         raise InstanceError("not a fairpack result: it names no method", "method", args.result)
-    method = get_method(data["method"])
+    method = get_policy(data["method"]) if "policy" in data else get_method(data["method"])
     placement = data.get("placement") if isinstance(data.get("placement"), str) else None
     try:
         checked = check_saved(instance, data, method.saved_rules(placement))
@@ -233,6 +282,9 @@ GENERATE = {
     "dag": ("dag-random", None),
     "tpch": ("tpch", None),
     "psplib": ("psplib", None),
+    "arrivals": ("arrivals", "tenants"),
+    "tpch-arrivals": ("tpch-arrivals", None),
+    "google-day": ("google-day", None),
 }
 
 
@@ -288,13 +340,29 @@ def command_generate(args: argparse.Namespace) -> int:
     if args.data_dir is not None and not Path(args.data_dir).is_dir():
         raise InstanceError(f"no such folder: {args.data_dir}", "--data-dir")
     try:
-        instance = family.instance(_generate_params(args), args.seed, Path(data_dir) if data_dir else None)
+        folder = Path(data_dir) if data_dir else None
+        if args.nodes_only:
+            instance = _nodes_only(args.family, folder)
+        else:
+            instance = family.instance(_generate_params(args), args.seed, folder)
     except DataMissing as error:
         return fail(f"{error} (pass --data-dir)", EXIT_INPUT)
     except ParamError as error:
         raise _option_error(str(error), "param") from None
     sys.stdout.write(yaml.safe_dump(instance_to_dict(instance), sort_keys=False, default_flow_style=None))
     return EXIT_OK
+
+
+def _nodes_only(family: str, data_dir: Path | None) -> Instance:
+    from models.generators import alibaba_servers
+    from models.generators.families import DataMissing
+    from models.types import Instance as Cluster
+
+    if family != "alibaba":
+        raise _option_error("--nodes-only is for the alibaba family", "nodes-only")
+    if data_dir is None or not (data_dir / "alibaba").is_dir():
+        raise DataMissing("the alibaba nodes need the shared data folder")
+    return Cluster(("cpu", "mem", "gpu"), alibaba_servers(data_dir), name="alibaba-nodes")
 
 
 def command_methods(args: argparse.Namespace) -> int:
@@ -305,11 +373,16 @@ def command_methods(args: argparse.Namespace) -> int:
         print(json.dumps(entries))
         return EXIT_OK
     width = max(len(entry["name"]) for entry in entries)
-    for entry in entries:
-        backends = ", ".join(f"{b} ({'/'.join(a)})" for b, a in entry["backends"].items()) or "none"
-        kind = "exact" if entry["exact"] else "heuristic"
-        print(f"{entry['name']:<{width}}  {entry['family']:<9}  {kind:<9}  {entry['summary']}")
-        print(f"{'':<{width}}  backends: {backends}; options: {', '.join(entry['options'])}")
+    for command in ("solve", "simulate"):
+        print(f"fairpack {command} --{'method' if command == 'solve' else 'policy'}:")
+        for entry in (e for e in entries if e["command"] == command):
+            backends = ", ".join(f"{b} ({'/'.join(a)})" for b, a in entry["backends"].items()) or "none"
+            kind = "exact" if entry["exact"] else "heuristic" if command == "solve" else "online"
+            print(f"  {entry['name']:<{width}}  {entry['family']:<9}  {kind:<9}  {entry['summary']}")
+            settings = ""
+            if entry["extra"] and command == "simulate":
+                settings = f"; settings (--option): {', '.join(entry['extra'])}"
+            print(f"  {'':<{width}}  backends: {backends}; options: {', '.join(entry['options'])}{settings}")
     return EXIT_OK
 
 
@@ -350,15 +423,44 @@ def _add_solve(subcommands: Any, formatter: type[argparse.HelpFormatter]) -> Non
     solve.set_defaults(handler=command_solve)
 
 
+def _add_simulate(subcommands: Any, formatter: type[argparse.HelpFormatter]) -> None:
+    from solver.registry import policies
+
+    names = list(policies())
+    simulate = subcommands.add_parser("simulate", help="run an online policy over time on arrivals or backlogs",
+                                      formatter_class=formatter)  # fmt: skip
+    simulate.add_argument("path", help="instance file: the cluster, and its jobs or tenants; - reads standard input")
+    simulate.add_argument("--trace", help="arrivals (CSV or Parquet table, or the Alibaba pod list) run on the cluster")
+    simulate.add_argument("--policy", required=True, choices=names, metavar="POLICY",
+                          help="one of: " + ", ".join(names))  # fmt: skip
+    simulate.add_argument("--option", action="append", metavar="KEY=VALUE",
+                          help="a policy setting, e.g. altruism=0.5 (fairpack methods lists them)")
+    simulate.add_argument("--placement", choices=["pooled", "servers"],
+                          help="every machine (servers, the default) or the cluster as one pool")  # fmt: skip
+    simulate.add_argument("--seed", type=int, help="seed of the policy or the task durations")
+    simulate.add_argument("--slots", type=positive_int, help="slots per largest machine (slots, hslots)")
+    simulate.add_argument("--horizon", type=positive_seconds, help="simulated time (backlogs; jobs: stop early)")
+    simulate.add_argument("--json", action="store_true", help="print one JSON object")
+    simulate.add_argument("--format", choices=FORMATS, default="table", help="output on stdout")
+    simulate.add_argument("--top", type=int, default=DEFAULT_TOP, help="rows per table")
+    simulate.add_argument("--quiet", action="store_true", help="table format: the headline only")
+    simulate.add_argument("--verbose", action="store_true", help="tracebacks of internal errors")
+    simulate.add_argument("--output", "-o", help="also save the JSON result to this file")
+    simulate.add_argument("--plot", help="save utilisation and shares over time (and a Gantt chart of small runs)")
+    simulate.set_defaults(handler=command_simulate)
+
+
 def add_commands(subcommands: Any) -> None:
     """Add every subcommand but ``bench`` to the ``fairpack`` parser."""
     formatter = argparse.ArgumentDefaultsHelpFormatter
     _add_solve(subcommands, formatter)
+    _add_simulate(subcommands, formatter)
 
     check = subcommands.add_parser("check", help="re-verify a saved JSON result against its instance",
                                    formatter_class=formatter)  # fmt: skip
     check.add_argument("path", help="the instance the result was solved from; - reads standard input")
-    check.add_argument("result", help="a JSON result saved by fairpack solve -o")
+    check.add_argument("result", help="a JSON result saved by fairpack solve -o or fairpack simulate -o")
+    check.add_argument("--trace", help="the trace the result was simulated on (fairpack simulate --trace)")
     check.add_argument("--json", action="store_true", help="print one JSON object")
     check.set_defaults(handler=command_check)
 
@@ -387,6 +489,8 @@ def add_commands(subcommands: Any) -> None:
     generate.add_argument("--queries", type=int, help="tpch: number of queries")
     generate.add_argument("--set", help="psplib: j30, j60, j90 or j120 (--seed picks the file)")
     generate.add_argument("--param", action="append", metavar="KEY=VALUE", help="any size parameter of the family")
+    generate.add_argument("--nodes-only", action="store_true",
+                          help="alibaba: the real cluster alone, for traces (fairpack simulate --trace)")
     generate.add_argument("--data-dir", default=None, help="the shared data folder (default: $FAIRPACK_DATA_DIR)")
     generate.set_defaults(handler=command_generate)
 

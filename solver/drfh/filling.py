@@ -279,7 +279,7 @@ def repair_shares(model: DrfhModel, filled: FillingResult) -> FillingResult:
     """``filled`` with its pair shares brought inside the tolerance policy (``solver.drfh.tolerance``).
 
     A repair that changed something is recorded in ``repair`` and the message; one that cost a tenant
-    more than ``CAPACITY_RTOL`` of its share turns an ``optimal`` answer into a ``feasible`` one.
+    more than ``CHECK_RTOL`` of its share turns an ``optimal`` answer into a ``feasible`` one.
     """
     g, repair = repair_pairs(model, filled.pair_tenants, filled.pair_units, filled.pair_shares)
     if not repair.changed:

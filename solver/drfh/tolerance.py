@@ -1,19 +1,19 @@
-"""One tolerance policy for DRFH's divisible answers, shared in meaning with the checker.
+"""DRFH's divisible answers under fairpack's one tolerance policy (``models.tolerance``).
 
 The checker (``models.check.verify_allocation``) accepts a unit's use of a resource up to
-``C (1 + CAPACITY_RTOL)`` and a tenant's tasks up to ``cap + CAPACITY_RTOL max(1, cap)``: tolerances
+``C (1 + CHECK_RTOL)`` and a tenant's tasks up to ``cap + CHECK_RTOL max(1, cap)``: tolerances
 relative to the capacity (or cap) they compare with. An LP solver's tolerances are absolute and apply
 to its own variables; DRFH's are global dominant shares, whose capacity coefficients (resource per unit
 of share) are cluster totals in the thousands on the Google cluster. A share that HiGHS returns at
 -1.7e-9 (inside its 1e-7 feasibility tolerance) is clipped to 0 and frees nothing, and the machine
 it was offsetting is then over capacity by 2e-5 of its size: twenty times the checker's tolerance.
 
-So the solver aims inside the checker by a stated margin, ``SOLVER_RTOL = CAPACITY_RTOL / 1000``: after
+So the solver aims inside the checker by a stated margin, ``SOLVER_RTOL`` (``CHECK_RTOL / 100``): after
 the LP, :func:`repair_pairs` clips negative shares, scales a tenant whose tasks exceed its cap by more
 than ``SOLVER_RTOL`` back to the cap, and scales every share on a unit that uses more than
 ``C (1 + SOLVER_RTOL)`` of a resource down by the excess, so the unit uses at most C. Scaling down keeps
 every other constraint. What it costs is reported (:class:`ShareRepair`): the answer stays ``optimal``
-only when no tenant lost more than ``CAPACITY_RTOL`` of its share, the precision the checker itself
+only when no tenant lost more than ``CHECK_RTOL`` of its share, the precision the checker itself
 grants.
 """
 
@@ -23,17 +23,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.check.report import ABS_TOL, CAPACITY_RTOL
+from models.tolerance import CHECK_ATOL, CHECK_RTOL, SOLVER_RTOL
 from models.types import FloatArray, IntArray
 from solver.drfh.model import DrfhModel
 
-#: How far inside the checker's tolerance the solver's answers stay (relative to capacity or cap).
-SOLVER_RTOL = CAPACITY_RTOL / 1000
+__all__ = ["SOLVER_RTOL", "ShareRepair", "repair_pairs"]
 
 
 @dataclass(frozen=True)
 class ShareRepair:
-    """What :func:`repair_shares` changed in an LP answer, and what it cost."""
+    """What :func:`repair_pairs` changed in an LP answer, and what it cost."""
 
     units: int  # units whose shares were scaled down to fit their capacity
     tenants_capped: int  # tenants scaled back to their task cap
@@ -52,7 +51,7 @@ class ShareRepair:
     @property
     def within_tolerance(self) -> bool:
         """No tenant lost more than the checker's own precision: the answer is still the LP's optimum."""
-        return self.worst_loss <= CAPACITY_RTOL
+        return self.worst_loss <= CHECK_RTOL
 
     def as_dict(self) -> dict[str, float | int]:
         return {"units": self.units, "tenants_capped": self.tenants_capped, "worst_excess": self.worst_excess,
@@ -85,7 +84,7 @@ def repair_pairs(model: DrfhModel, tenants: IntArray, units: IntArray, shares: F
     capacity = model.units.capacity
     use = np.zeros_like(capacity)
     np.add.at(use, units, g[:, None] * model.consumption()[tenants])
-    limit = capacity * (1 + SOLVER_RTOL) + ABS_TOL * SOLVER_RTOL
+    limit = capacity * (1 + SOLVER_RTOL) + CHECK_ATOL * SOLVER_RTOL
     over = use > limit
     # Scale each offending unit by its tightest resource; a zero capacity in use takes everything off.
     ratio = np.where(over, np.divide(capacity, use, out=np.zeros_like(use), where=over), 1.0)

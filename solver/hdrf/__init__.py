@@ -2,6 +2,6 @@
 
 * :mod:`solver.hdrf.water_filling` -- static H-DRF, exact event-driven water-filling (pooled or on servers).
 * :mod:`solver.hdrf.reference` -- the paper's ε-progressive filling, kept naive, as a reference.
-* :mod:`solver.hdrf.hsim`, :mod:`solver.hdrf.policies`, :mod:`solver.hdrf.sim_metrics` -- naive and dynamic
-  H-DRF and hierarchical slots as discrete-event simulations, with share and starvation meters.
+* :mod:`solver.hdrf.methods` -- the drivers; naive and dynamic H-DRF and hierarchical slots run on the one
+  simulator (:mod:`solver.sim.backlog`, :mod:`solver.sim.policies.hierarchy`).
 """

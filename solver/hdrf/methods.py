@@ -67,7 +67,7 @@ def run_collapsed(instance: Instance, options: SolveOptions, budget: Budget) -> 
 
 
 def _simulated(policy: str) -> Callable[[Instance, SolveOptions, Budget], Result]:
-    """A hierarchical scheduler run as a discrete-event simulation (``solver.hdrf.hsim``).
+    """A hierarchical scheduler run on the one simulator over the tenants' endless backlogs (``solver.sim.backlog``).
 
     ``options.extra`` carries the simulation settings (``horizon``, ``duration``, ``mean``, ``warmup``,
     ``starvation_after``, ``samples``; ``reference=False`` skips the static H-DRF distance); ``seed`` and
@@ -75,13 +75,16 @@ def _simulated(policy: str) -> Callable[[Instance, SolveOptions, Budget], Result
     """
 
     def run(instance: Instance, options: SolveOptions, budget: Budget) -> Result:
-        from solver.hdrf.hsim import SimOptions, hsim_result
+        from solver.hdrf.water_filling import hdrf_shares
+        from solver.sim.backlog import SimOptions, backlog_result
 
         extra = dict(options.extra)
         if options.seed is not None:
             extra["seed"] = options.seed
         settings = SimOptions.from_extra(extra, options.slots)
-        return hsim_result(instance, policy, settings, use_reference=bool(extra.get("reference", True)))
+        # The distance to static H-DRF: pooled water-filling of the same tree.
+        reference = hdrf_shares(instance) if bool(extra.get("reference", True)) else None
+        return backlog_result(instance, policy, settings, reference)
 
     return run
 

@@ -54,20 +54,20 @@ def run_spacetime(instance: Instance, options: SolveOptions, budget: Budget) -> 
 
 
 def _dag_heuristic(name: str) -> Callable[[Instance, SolveOptions, Budget], Result]:
-    """A DAG-job heuristic run in the event-driven simulator (``solver.spacetime.engine``).
+    """A DAG-job policy run in the one simulator (``solver.sim``) on the instance's jobs and releases.
 
     ``extra``: ``altruism``, ``reverse_order`` (carbyne), ``fair_completion=False`` (skip T_k),
-    ``fair_time_limit``, ``cp_max_tasks``, ``fair_margin``, ``attach_fair`` (default True: T_k goes on the
+    ``fair_margin``, ``attach_fair`` (default True: T_k goes on the
     schedule and into ``jobs.*.fair_completion``; late jobs are listed in ``extra``, not treated as infeasible).
     """
 
     def run(instance: Instance, options: SolveOptions, budget: Budget) -> Result:
-        from solver.spacetime.policies import run_heuristic
+        from solver.sim.runs import run_heuristic
 
         extra = dict(options.extra)
         if options.seed is not None:
             extra["seed"] = options.seed
-        result = run_heuristic(instance, name, extra, budget.remaining(), placement=job_placement(options))
+        result = run_heuristic(instance, name, extra, placement=job_placement(options))
         if options.objective is None:
             return result
         return replace(result, extra={**result.extra, "objective_name": options.objective, "alpha": options.alpha})
@@ -77,5 +77,6 @@ def _dag_heuristic(name: str) -> Callable[[Instance, SolveOptions, Budget], Resu
 
 run_carbyne = _dag_heuristic("carbyne")
 run_drf_dag = _dag_heuristic("drf-dag")
+run_drf_strict = _dag_heuristic("drf-strict")
 run_tetris = _dag_heuristic("tetris")
 run_sjf = _dag_heuristic("sjf")

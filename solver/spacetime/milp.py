@@ -36,8 +36,10 @@ Warm starts and horizons stay valid for either placement because every heuristic
 machine; for the per-machine model identical machines are relabelled by load to satisfy its symmetry rows.
 
 Fair caps ``C_k <= T_k``: ``fair_completion`` given explicitly (job name -> T_k), else, unless
-``fair_cap=False``, the fair-share baseline :func:`solver.spacetime.fair_completion_times` (pooled shares, the
-same promise for either placement), computed within ``FAIR_BUDGET_SHARE`` of the time limit.
+``fair_cap=False``, the fair completion times of :func:`solver.sim.fairshare.fair_completion_times`: each job's
+completion in the ``drf-strict`` schedule on the same placement, with durations and releases rounded up to
+slots as the MILP sees them. That schedule meets every cap, so the caps never make the MILP infeasible, and it
+is one of the warm starts.
 """
 
 from __future__ import annotations
@@ -53,7 +55,6 @@ import numpy as np
 from models.result import Result, Schedule, Status
 from models.types import FloatArray, Instance, InstanceError, IntArray
 from solver.backends import Backend, SolveOutcome, get_backend
-from solver.spacetime.fairshare import FAIR_BUDGET_SHARE
 from solver.spacetime.model import (
     FIT_TOL,
     SlotData,
@@ -91,12 +92,26 @@ def _heuristics(instance: Instance, data: SlotData) -> dict[str, tuple[IntArray,
     return {rule: value for rule, value in found.items() if value is not None}
 
 
-def _fair_baseline(instance: Instance, budget: float | None) -> tuple[FloatArray, str]:
-    """The fair-share baseline's ``T_k`` (:func:`solver.spacetime.fair_completion_times`) within ``budget`` seconds."""
-    from solver.spacetime.fairshare import fair_completion_times
+def _fair_baseline(instance: Instance, data: SlotData) -> tuple[FloatArray, str]:
+    """``T_k`` from the ``drf-strict`` schedule of the instance as the MILP sees it (durations and releases
+    rounded up to whole slots), so that the schedule is a witness in slots too."""
+    from solver.sim.fairshare import fair_completion_times
 
-    fair = fair_completion_times(instance, budget=budget)
-    return fair.completion, "fair caps C_k <= T_k from solver.spacetime.fair_completion_times"
+    seen = instance if data.exact else slotted(instance, data.slot)
+    fair = fair_completion_times(seen, data.placement)
+    return fair.completion, "fair caps C_k <= T_k from the drf-strict schedule (solver.sim.fairshare)"
+
+
+def slotted(instance: Instance, slot: float) -> Instance:
+    """The instance with every duration and release rounded up to a whole number of slots."""
+
+    def up(value: float) -> float:
+        return math.ceil(value / slot - 1e-9) * slot
+
+    jobs = tuple(replace(job, release=up(job.release),
+                         stages=tuple(replace(stage, duration=up(stage.duration)) for stage in job.stages))
+                 for job in instance.jobs)  # fmt: skip
+    return replace(instance, jobs=jobs)
 
 
 def _fair_array(instance: Instance, fair: Any) -> FloatArray | None:
@@ -325,8 +340,7 @@ class _SpacetimeRun:
         """``C_k <= T_k`` as slot caps: explicit ``T_k``, else the fair-share baseline, unless ``fair_cap`` is off."""
         if fair_cap:
             if fair_completion is None:
-                budget = None if self.time_limit is None else FAIR_BUDGET_SHARE * float(self.time_limit)
-                fair_completion, note = _fair_baseline(self.instance, budget)
+                fair_completion, note = _fair_baseline(self.instance, self.data)
                 self.notes.append(note)
             self.fair = _fair_array(self.instance, fair_completion)
         self.extra["fair_cap"] = self.fair is not None

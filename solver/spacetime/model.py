@@ -73,6 +73,7 @@ import numpy as np
 import numpy.typing as npt
 
 from models.dag import adjacency, longest_paths
+from models.diagnose import placement_fits
 from models.result import SCHEDULE_OBJECTIVES
 from models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
 from solver.lp import Block, LinearProgram, LPBuilder
@@ -84,37 +85,6 @@ FIT_TOL = 1e-9
 
 def _ceil(values: FloatArray) -> IntArray:
     return np.ceil(np.asarray(values, dtype=np.float64) - _EPS).astype(np.int64)
-
-
-def placement_fits(instance: Instance, placement: str = "pooled") -> BoolArray:
-    """Whether one task of every stage (global numbering, jobs in order) fits a unit of capacity.
-
-    ``placement='pooled'``: the whole cluster, shape ``(stages, 1)``; ``'servers'``: one machine of
-    every server class, shape ``(stages, classes)``.
-
-    Raises
-    ------
-    InstanceError
-        Naming the first stage whose task fits nowhere: its field ``jobs[k].stages[s].demand``.
-    """
-    if placement not in ("pooled", "servers"):
-        raise ValueError(f"placement must be 'pooled' or 'servers', not {placement!r}")
-    stages = [(k, s, stage) for k, job in enumerate(instance.jobs) for s, stage in enumerate(job.stages)]
-    demand = np.array([stage.demand for _, _, stage in stages], dtype=np.float64).reshape(-1, len(instance.resources))
-    capacity = instance.total_capacity[None, :] if placement == "pooled" else instance.capacity
-    fits: BoolArray = np.all(demand[:, None, :] <= capacity[None, :, :] * (1 + FIT_TOL), axis=2)
-    bad = np.flatnonzero(~fits.any(axis=1))
-    if bad.size:
-        k, s, stage = stages[int(bad[0])]
-        needs = ", ".join(f"{r} {v:g}" for r, v in zip(instance.resources, stage.demand, strict=True) if v > 0)
-        where = (
-            "more than the whole cluster has"
-            if placement == "pooled"
-            else "more than any one machine has (placement 'servers' runs every task on a single machine)"
-        )
-        raise InstanceError(f"a task of stage {stage.name!r} of job {instance.jobs[k].name!r} needs {needs}: "
-                            f"{where}", f"jobs[{k}].stages[{s}].demand")  # fmt: skip
-    return fits
 
 
 @dataclass(frozen=True)

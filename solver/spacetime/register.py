@@ -7,8 +7,7 @@ from solver.registry import Method, register
 
 _DRIVERS = "solver.spacetime.methods"
 _OBJECTIVE = frozenset({"objective", "alpha", "placement"})
-_HEURISTIC_EXTRA = frozenset({"altruism", "reverse_order", "fair_completion", "fair_time_limit", "cp_max_tasks",
-                              "fair_margin", "attach_fair"})  # fmt: skip
+_HEURISTIC_EXTRA = frozenset({"altruism", "reverse_order", "fair_completion", "fair_margin", "attach_fair"})
 
 register(
     Method("spacetime-cp", "jobs", True, "DAG jobs packed in space and time with CP-SAT, pooled or per machine",
@@ -22,6 +21,9 @@ register(
            f"{_DRIVERS}:run_carbyne", options=_OBJECTIVE | {"seed"}, extra_keys=_HEURISTIC_EXTRA, kind="schedule"),
     Method("drf-dag", "jobs", False, "DRF between jobs, breadth-first inside each job",
            f"{_DRIVERS}:run_drf_dag", options=_OBJECTIVE, extra_keys=_HEURISTIC_EXTRA, kind="schedule"),
+    Method("drf-strict", "jobs", False, "every job held to its DRF share, not work-conserving: the fair-share "
+           "schedule whose completions are the fair completion times T_k",
+           f"{_DRIVERS}:run_drf_strict", options=_OBJECTIVE, extra_keys=_HEURISTIC_EXTRA, kind="schedule"),
     Method("tetris", "jobs", False, "Tetris: packing by alignment score",
            f"{_DRIVERS}:run_tetris", options=_OBJECTIVE, extra_keys=_HEURISTIC_EXTRA, kind="schedule"),
     Method("sjf", "jobs", False, "shortest remaining critical path first",

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from models.dag import adjacency, topological_order
 from models.types import BoolArray, FloatArray, Instance, IntArray
 
 #: The list heuristic keeps a (steps x machines x resources) usage profile; larger instances skip it.
 MAX_PROFILE_CELLS = 20_000_000
 #: Event-driven heuristics tried as warm starts.
-WARM_HEURISTICS = ("carbyne", "sjf", "drf-dag", "tetris")
+WARM_HEURISTICS = ("carbyne", "sjf", "drf-dag", "tetris", "drf-strict")
 
 
 def serial_sgs(
@@ -154,7 +155,7 @@ def heuristic_starts(
     globally (classes in order, then the number within the class; ``0`` for the pooled cluster). Their
     schedules are often better than the list schedules on multi-job mixes (Carbyne, SJF).
     """
-    from solver.spacetime.policies import run_policy
+    from solver.sim.runs import run_policy
 
     counts = [len(job.stages) for job in instance.jobs]
     offset = np.concatenate([[0], np.cumsum(counts)])[:-1].astype(np.int64)
@@ -173,3 +174,78 @@ def heuristic_starts(
             machines = machine_offset[schedule.server[order]] + schedule.machine[order]
         found[name] = (starts, machines)
     return found
+
+
+
+#: Above this many stages the transitive successor counts (a stages x stages matrix) are skipped.
+MAX_SUCCESSOR_STAGES = 2_000
+
+
+def more_priority_rules(num_stages: int, edges: IntArray, duration: IntArray, tail: IntArray) -> dict[str, FloatArray]:
+    """Three more classic RCPSP orders for :func:`serial_sgs` (smaller first), beside :func:`priority_rules`.
+
+    * ``latest-finish``: the latest finish time (the horizon minus what must follow the stage's end);
+    * ``rank-weight``: the greatest duration plus the durations of the direct successors (GRPW);
+    * ``most-successors``: the most stages that (transitively) wait for this one, ties by critical path
+      (skipped above ``MAX_SUCCESSOR_STAGES`` stages).
+    """
+    tail_f = tail.astype(np.float64)
+    weight = duration.astype(np.float64).copy()
+    np.add.at(weight, edges[:, 0], duration[edges[:, 1]].astype(np.float64))
+    rules = {"latest-finish": -(tail_f - duration), "rank-weight": -weight}
+    if num_stages <= MAX_SUCCESSOR_STAGES:
+        parents, children = adjacency(num_stages, edges.tolist())
+        below = np.zeros((num_stages, num_stages), dtype=bool)
+        for stage in reversed(topological_order(parents, children)):  # children first
+            for child in children[stage]:
+                below[stage] |= below[child]
+                below[stage, child] = True
+        rules["most-successors"] = -below.sum(axis=1) - tail_f / (tail_f.max(initial=0) + 1)
+    return rules
+
+
+def justify(
+    stage_job: IntArray,
+    tasks: IntArray,
+    duration: IntArray,
+    demand: FloatArray,
+    release: IntArray,
+    edges: IntArray,
+    capacity: FloatArray,
+    fits: BoolArray | None,
+    start: IntArray,
+    rounds: int = 3,
+) -> tuple[IntArray, IntArray] | None:
+    """Forward-backward improvement (justification) of a schedule: the best forward ``(start, machine)``
+    found by makespan, or None when no pass improved on ``start``.
+
+    A backward pass schedules the stages on the reversed DAG, latest-finishing first, as late as they can
+    go (as early as they can in reversed time); a forward pass then schedules them in the order of their
+    backward starts, as early as they can go, releases included. Both are :func:`serial_sgs` passes, so the
+    result is feasible per machine like any of its schedules. Passes repeat while the makespan shrinks.
+    """
+    stage_of = np.repeat(np.arange(tasks.size), tasks)
+    reverse = edges[:, ::-1].copy()
+    no_release = np.zeros_like(release)
+    best: tuple[IntArray, IntArray] | None = None
+    best_span = int((start + duration[stage_of]).max(initial=0))
+    current = start
+    for _ in range(rounds):
+        finish = np.zeros(tasks.size, dtype=np.int64)
+        np.maximum.at(finish, stage_of, current + duration[stage_of])
+        backward = serial_sgs(stage_job, tasks, duration, demand, no_release, reverse, -finish.astype(np.float64),
+                              capacity, fits)  # fmt: skip
+        if backward is None:
+            break
+        back_end = np.zeros(tasks.size, dtype=np.int64)
+        np.maximum.at(back_end, stage_of, backward[0] + duration[stage_of])
+        # A stage's real start mirrors its backward end: the later it ends there, the earlier it goes here.
+        forward = serial_sgs(stage_job, tasks, duration, demand, release, edges, -back_end.astype(np.float64),
+                             capacity, fits)  # fmt: skip
+        if forward is None:
+            break
+        span = int((forward[0] + duration[stage_of]).max(initial=0))
+        if span >= best_span:
+            break
+        best, best_span, current = forward, span, forward[0]
+    return best

@@ -1,4 +1,4 @@
-"""Hierarchical scheduling policies for the discrete-event simulation in ``solver.hdrf.hsim``.
+"""Hierarchical scheduling policies (naive and dynamic H-DRF, hierarchical slots) on the one simulator.
 
 A policy answers one question, many thousands of times per run: given how many tasks every leaf
 runs and which leaves could launch a task right now, which leaf launches next? All three policies
@@ -21,7 +21,9 @@ from __future__ import annotations
 import numpy as np
 
 from models.hierarchy import Tree
-from models.types import BoolArray, FloatArray, IntArray
+from models.tolerance import FIT_RTOL
+from models.types import BoolArray, FloatArray, Instance, IntArray
+from solver.sim.engine import BasePolicy, Simulation
 
 POLICIES: tuple[str, ...] = ("naive-hdrf", "dynamic-hdrf", "hslots")
 
@@ -160,3 +162,53 @@ class HierarchicalPolicy:
             values = keys[open_children]
             best = values.min()
             node = int(open_children[np.flatnonzero(values <= best + TIE_TOL * max(1.0, abs(best)))[0]])
+
+
+class HierarchicalScheduler(BasePolicy):
+    """One of ``POLICIES`` on a backlog workload (one endless group per leaf, see ``solver.sim.workload``).
+
+    Which demand next: the leaf :meth:`HierarchicalPolicy.pick` descends to among the leaves that can
+    launch now (below their running-task cap, one task fits some machine -- for ``hslots``: admitted to a
+    slot and a slot is free). Which machine: the first that fits (``hslots``: the first with a free slot).
+    """
+
+    def __init__(self, tree: Tree, policy: str, instance: Instance, slots: int | None = None) -> None:
+        self.name = policy
+        self.chooser = HierarchicalPolicy(tree, policy, instance.demand, instance.total_capacity)
+        self.slots = slots if policy == "hslots" else None
+        self.demand = np.asarray(instance.demand, dtype=np.float64)
+        # Zero demands never block a fit, whatever the machine lacks.
+        self.need = np.where(self.demand > 0, self.demand, -np.inf)
+        self.admitted = np.ones(len(instance.tenants), dtype=bool)
+        self.per_machine = np.zeros(0, dtype=np.int64)
+
+    def start(self, sim: Simulation) -> None:
+        if self.slots is None:
+            return
+        capacity, instance = sim.cluster.capacity, sim.instance
+        # Componentwise largest machine / slots, as in the flat slot scheduler.
+        slot = instance.capacity.max(axis=0) / self.slots
+        used = slot > 0
+        self.per_machine = np.floor((capacity[:, used] / slot[used]).min(axis=1) * (1 + 1e-12)).astype(np.int64)
+        self.admitted = np.all(self.demand <= slot * (1 + FIT_RTOL), axis=1) & instance.runnable
+
+    def _free_slots(self, sim: Simulation) -> IntArray:
+        assert sim.placed is not None
+        return self.per_machine - sim.placed.sum(axis=0).astype(np.int64)
+
+    def launchable(self, sim: Simulation) -> BoolArray:
+        below_cap = sim.tenant_running < sim.jobs.tenant_cap
+        if self.slots is not None:
+            return below_cap & self.admitted & bool((self._free_slots(sim) > 0).any())
+        room = sim.cluster.free + sim.cluster.slack
+        return below_cap & np.any(np.all(self.need[:, None, :] <= room[None, :, :], axis=2), axis=1)
+
+    def next(self, sim: Simulation) -> tuple[int, int] | None:
+        tenant = self.chooser.pick(sim.tenant_running, self.launchable(sim))
+        return None if tenant < 0 else (tenant, 1)
+
+    def place(self, sim: Simulation, group: int, most: int) -> list[tuple[int, int]]:
+        if self.slots is not None:
+            return [(int(np.argmax(self._free_slots(sim) > 0)), 1)]
+        room = sim.cluster.free + sim.cluster.slack
+        return [(int(np.argmax(np.all(self.need[group] <= room, axis=1))), 1)]

@@ -1,5 +1,5 @@
-"""Hierarchical schedulers over time: a discrete-event simulation of ``naive-hdrf``, ``dynamic-hdrf``
-and ``hslots`` (Bhattacharya et al., SoCC'13).
+"""Schedulers over time on endless backlogs: ``naive-hdrf``, ``dynamic-hdrf`` and ``hslots`` (Bhattacharya et
+al., SoCC'13) on the one simulator (:mod:`solver.sim.engine`).
 
 Static H-DRF (``solver.hdrf.water_filling``) says what every leaf of an organisation tree should hold; a real
 scheduler only ever decides which waiting task to launch when resources free up. This module runs
@@ -12,7 +12,7 @@ such schedulers on an instance and measures what each leaf actually gets:
   such machine takes them. ``hslots`` instead cuts every machine into equal slots and places a task
   in the first free slot.
 - Events are task completions, kept in a heap; there is no time step. At time 0 and whenever tasks
-  finish, the policy (``solver.hdrf.policies``) launches tasks one at a time until no leaf
+  finish, the policy (``solver.sim.policies.hierarchy``) launches tasks one at a time until no leaf
   can launch.
 
 Metrics, integrated exactly over the piecewise-constant state: every leaf's time-averaged global
@@ -34,7 +34,6 @@ children and they are over-served. With identical tasks it stays at the static s
 
 from __future__ import annotations
 
-import heapq
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -45,16 +44,15 @@ import numpy as np
 
 from models.hierarchy import tree_of
 from models.result import Allocation, Result
-from models.types import BoolArray, FloatArray, Instance
-from solver.hdrf.policies import POLICIES, HierarchicalPolicy
-from solver.hdrf.sim_metrics import ShareMeter, Starvation
+from models.types import FloatArray, Instance
+from solver.sim.engine import BasePolicy, Simulation
+from solver.sim.policies.flat import FLAT_POLICIES, make_flat_policy
+from solver.sim.policies.hierarchy import POLICIES, HierarchicalScheduler
+from solver.sim.share_meter import ShareMeter, Starvation
+from solver.sim.workload import Workload
 
-__all__ = ["POLICIES", "SimOptions", "Starvation", "Trace", "hsim_result", "simulate"]
+__all__ = ["POLICIES", "SimOptions", "Starvation", "Trace", "backlog_result", "simulate"]
 
-#: Fit tolerance relative to a machine's capacity: absorbs the rounding of repeated add/subtract.
-TOL = 1e-10  # as the flat heuristics: well inside the 1e-9 models.check allows
-#: Standard exponential draws taken from the generator at once (one numpy call per batch, not per task).
-_BATCH = 4096
 
 
 @dataclass(frozen=True)
@@ -198,73 +196,35 @@ class Trace:
     running: list[FloatArray] = field(default_factory=list)
 
 
-class _Cluster:
-    """Machines, what runs on them, and which leaves could launch a task now."""
+class _Meter:
+    """The share meter as an observer of the simulation: leaves' dominant shares after every event."""
 
-    def __init__(self, instance: Instance, caps: FloatArray, slots: int | None) -> None:
-        self.capacity = instance.capacity[instance.machine_class()]  # (machines, resources)
-        self.free = self.capacity.copy()
-        self.slack = TOL * self.capacity
-        self.demand = np.asarray(instance.demand, dtype=np.float64)
-        # Zero demands never block a fit, whatever the machine lacks.
-        self.need = np.where(self.demand > 0, self.demand, -np.inf)
-        self.caps = caps
-        n, m = self.demand.shape[0], self.capacity.shape[0]
-        self.running = np.zeros(n)
-        self.tasks = np.zeros((n, m))
-        self.peak_usage = np.zeros_like(self.capacity)
-        self.peak_running = np.zeros(n)
-        self.slots = slots
-        if slots is None:
-            # fit[i, l]: one more task of i fits on machine l; kept per machine as machines change.
-            self.fit = np.all(self.need[:, None, :] <= (self.free + self.slack)[None, :, :], axis=2)
-            self.fit_count = self.fit.sum(axis=1)
-            self.admitted = np.ones(n, dtype=bool)
-        else:
-            # Componentwise largest machine / slots, as in the flat slot scheduler.
-            slot = instance.capacity.max(axis=0) / slots
-            used = slot > 0
-            per_machine = np.floor((self.capacity[:, used] / slot[used]).min(axis=1) * (1 + 1e-12))
-            self.free_slots = per_machine.astype(np.int64)
-            self.slot = slot
-            self.admitted = np.all(self.demand <= slot * (1 + TOL), axis=1) & instance.runnable
+    def __init__(self, meter: ShareMeter, dominant: FloatArray, record: bool) -> None:
+        self.meter = meter
+        self.dominant = dominant
+        self.record = record
+        self.shares = np.zeros(dominant.size)
+        self.times: list[float] = []
+        self.running: list[FloatArray] = []
+        self.peak_usage: FloatArray | None = None
+        self.peak_running = np.zeros(dominant.size)
 
-    def launchable(self) -> BoolArray:
-        below_cap = self.running < self.caps
-        if self.slots is None:
-            return below_cap & (self.fit_count > 0)
-        return below_cap & self.admitted & bool((self.free_slots > 0).any())
+    def state(self, sim: Simulation) -> None:
+        self.shares = sim.tenant_running * self.dominant
+        self.meter.state(self.shares, sim.t)
+        used = sim.cluster.capacity - sim.cluster.free
+        self.peak_usage = used.copy() if self.peak_usage is None else np.maximum(self.peak_usage, used)
+        np.maximum(self.peak_running, sim.tenant_running, out=self.peak_running)
+        if self.record:
+            assert sim.placed is not None
+            self.times.append(sim.t)
+            self.running.append(sim.placed.copy())
 
-    def machine_for(self, tenant: int) -> int:
-        if self.slots is None:
-            return int(np.argmax(self.fit[tenant]))
-        return int(np.argmax(self.free_slots > 0))
+    def hold(self, sim: Simulation, start: float, end: float) -> None:
+        self.meter.hold(self.shares, start, end)
 
-    def _refit(self, machine: int) -> None:
-        if self.slots is None:
-            fits = np.all(self.need <= self.free[machine] + self.slack[machine], axis=1)
-            self.fit_count += fits.astype(np.int64) - self.fit[:, machine]
-            self.fit[:, machine] = fits
-
-    def launch(self, tenant: int, machine: int) -> None:
-        self.free[machine] -= self.demand[tenant]
-        if self.slots is not None:
-            self.free_slots[machine] -= 1
-        self.running[tenant] += 1
-        self.tasks[tenant, machine] += 1
-        np.maximum(self.peak_usage[machine], self.capacity[machine] - self.free[machine], out=self.peak_usage[machine])
-        self.peak_running[tenant] = max(self.peak_running[tenant], self.running[tenant])
-        self._refit(machine)
-
-    def finish(self, tenant: int, machine: int) -> None:
-        self.free[machine] += self.demand[tenant]
-        if self.slots is not None:
-            self.free_slots[machine] += 1
-        self.running[tenant] -= 1
-        self.tasks[tenant, machine] -= 1
-        if self.tasks[:, machine].sum() == 0:
-            self.free[machine] = self.capacity[machine]  # drop accumulated rounding on an empty machine
-        self._refit(machine)
+    def close(self, sim: Simulation) -> None:
+        self.meter.close()
 
 
 def simulate(
@@ -281,11 +241,11 @@ def simulate(
         Servers (expanded into machines; pool it first for the single-server setting) and a
         hierarchy whose leaves are the tenants; without a hierarchy the tenants form a flat tree.
     policy : {"naive-hdrf", "dynamic-hdrf", "hslots"}
-        The scheduler (see ``solver.hdrf.policies``).
+        The scheduler (see ``solver.sim.policies.hierarchy``).
     options : SimOptions, optional
         Horizon, seed, durations, warm-up, starvation threshold, slots.
     reference : ndarray, shape (tenants,), optional
-        Static share of every leaf (e.g. ``solver.hdrf.hdrf_shares``) for the distance metric.
+        Static share of every leaf (e.g. pooled static H-DRF) for the distance metric.
 
     Returns
     -------
@@ -293,11 +253,11 @@ def simulate(
         The final placement, time averages, distance, share series, starvation episodes, counters.
     """
     options = options or SimOptions()
+    if policy not in (*POLICIES, *FLAT_POLICIES):
+        raise ValueError(f"unknown policy {policy!r}; choose from {', '.join((*POLICIES, *FLAT_POLICIES))}")
     tree = tree_of(instance)
     n = len(instance.tenants)
     caps = np.floor(instance.task_caps)
-    cluster = _Cluster(instance, caps, options.slots if policy == "hslots" else None)
-    chooser = HierarchicalPolicy(tree, policy, cluster.demand, instance.total_capacity)
     dominant = np.asarray(instance.dominant_demand, dtype=np.float64)
     means = options.means(instance)
 
@@ -316,60 +276,17 @@ def simulate(
             raise ValueError(f"reference needs one share per tenant ({n}), got {reference.size}")
     names = [t.name for t in instance.tenants]
     meter = ShareMeter(names, options.warmup, options.horizon, options.samples, reference, floor, threshold)
-
-    rng = np.random.default_rng(options.seed)
-    draws = rng.standard_exponential(_BATCH)
-    drawn = 0
-    heap: list[tuple[float, int, int, int]] = []
-    sequence = events = launches = 0
-    times: list[float] = []
-    snapshots: list[FloatArray] = []
-
-    def schedule(now: float) -> None:
-        nonlocal draws, drawn, sequence, launches
-        while True:
-            tenant = chooser.pick(cluster.running, cluster.launchable())
-            if tenant < 0:
-                return
-            machine = cluster.machine_for(tenant)
-            cluster.launch(tenant, machine)
-            if options.duration == "fixed":
-                length = float(means[tenant])
-            else:
-                if drawn == _BATCH:
-                    draws, drawn = rng.standard_exponential(_BATCH), 0
-                length = float(draws[drawn]) * float(means[tenant])
-                drawn += 1
-            heapq.heappush(heap, (now + length, sequence, tenant, machine))
-            sequence += 1
-            launches += 1
-
-    now = 0.0
-    schedule(now)
-    while True:
-        shares = cluster.running * dominant
-        meter.state(shares, now)
-        if options.record:
-            times.append(now)
-            snapshots.append(cluster.tasks.copy())
-        upcoming = heap[0][0] if heap else math.inf
-        if upcoming > options.horizon:
-            meter.hold(shares, now, options.horizon)
-            break
-        meter.hold(shares, now, upcoming)
-        now = upcoming
-        # Every task finishing at this instant frees its room before the policy decides.
-        while heap and heap[0][0] == now:
-            _, _, tenant, machine = heapq.heappop(heap)
-            cluster.finish(tenant, machine)
-            events += 1
-        schedule(now)
-    meter.close()
-
+    observer = _Meter(meter, dominant, options.record)
+    workload = Workload.of_backlogs(instance, means, options.duration == "exponential")
+    scheduler: BasePolicy = (HierarchicalScheduler(tree, policy, instance, options.slots) if policy in POLICIES
+                             else make_flat_policy(policy, options.slots))  # fmt: skip
+    sim = Simulation(instance, workload, scheduler, "servers", horizon=options.horizon, seed=options.seed,
+                     observers=[observer], snapshot=True).run()  # fmt: skip
+    assert sim.placed is not None
     span = options.horizon - options.warmup
     return Trace(
         policy=policy,
-        tasks=cluster.tasks.copy(),
+        tasks=sim.placed.copy(),
         time_averaged=meter.area / span,
         distance=meter.distance_area / span if reference is not None else None,
         reference=reference,
@@ -378,30 +295,20 @@ def simulate(
         threshold=threshold,
         bin_edges=meter.edges,
         series=meter.bins / meter.width,
-        events=events,
-        launches=launches,
-        peak_usage=cluster.peak_usage,
-        peak_running=cluster.peak_running,
-        times=times,
-        running=snapshots,
+        events=sim.completions,
+        launches=sim.launches,
+        peak_usage=observer.peak_usage if observer.peak_usage is not None else np.zeros_like(sim.cluster.capacity),
+        peak_running=observer.peak_running,
+        times=observer.times,
+        running=observer.running,
     )
 
 
-def _reference(instance: Instance) -> tuple[FloatArray | None, str]:
-    """Static H-DRF shares from ``solver.hdrf.water_filling`` when it is available, else None and why not."""
-    try:
-        from solver.hdrf.water_filling import hdrf_shares
-    except ImportError as error:  # the exact static method is optional for the simulation
-        return None, f"no static H-DRF reference: {error}"
-    return np.asarray(hdrf_shares(instance), dtype=np.float64), ""
-
-
-def hsim_result(
+def backlog_result(
     instance: Instance,
     policy: str,
     options: SimOptions | None = None,
     reference: FloatArray | None = None,
-    use_reference: bool = True,
 ) -> Result:
     """Simulate ``policy`` and wrap the run into the standard ``Result``.
 
@@ -410,10 +317,7 @@ def hsim_result(
     instance, policy, options
         As for ``simulate``.
     reference : ndarray, optional
-        Static share per tenant for the distance; by default ``solver.hdrf.hdrf_shares(instance)``
-        (pooled static H-DRF) when that module exists and ``use_reference`` is True.
-    use_reference : bool
-        Compute the default reference when none is given.
+        Static share per tenant for the distance (the hierarchy family passes pooled static H-DRF).
 
     Returns
     -------
@@ -425,9 +329,7 @@ def hsim_result(
     """
     options = options or SimOptions()
     started = time.perf_counter()
-    note = ""
-    if reference is None and use_reference:
-        reference, note = _reference(instance)
+    note = "" if reference is not None else "no static H-DRF reference given: no distance to it"
     trace = simulate(instance, policy, options, reference)
     elapsed = time.perf_counter() - started
     names = [t.name for t in instance.tenants]
@@ -443,7 +345,7 @@ def hsim_result(
             "seed": options.seed,
             "duration": options.duration,
             "mean_duration": float(options.means(instance).mean()),
-            "slots": options.slots if policy == "hslots" else None,
+            "slots": options.slots if policy in ("hslots", "slots") else None,
             "events": trace.events,
             "launches": trace.launches,
             "starvation_threshold": trace.threshold,

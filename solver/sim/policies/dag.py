@@ -1,13 +1,21 @@
-"""The DAG-job heuristics: ``carbyne``, ``drf-dag``, ``tetris``, ``sjf``, all run in one event-driven simulator.
+"""The DAG-job policies: ``carbyne``, ``drf-dag``, ``drf-strict``, ``tetris``, ``sjf``, on the one simulator.
 
 Every policy is a work-conserving list scheduler: at every event it launches runnable tasks, in its own
-order, while they fit the free capacity (:mod:`solver.spacetime.engine`). Policies decide on pooled quantities
-(shares, alignment with the cluster's free capacity); with ``placement='servers'`` the engine puts each
-launched task on a machine it fits (best fit), so a task that fits no machine's free room waits.
+order, while they fit the free capacity (:mod:`solver.sim.engine`), except ``drf-strict``. Policies
+decide on pooled quantities (shares, alignment with the cluster's free capacity); with
+``placement='servers'`` the engine puts each launched task on a machine it fits (best fit), so a task
+that fits no machine's free room waits.
 
 * ``drf-dag`` -- DRF between jobs: the job with the lowest weighted dominant share of its *current*
   usage launches next (one task at a time); within the job breadth-first (the runnable stage of
   lowest DAG level first, then the lower stage index).
+* ``drf-strict`` -- every job held to its DRF share (not work-conserving): the shares ``A_k`` of the jobs
+  present (re-run when a job arrives or finishes, as Carbyne's), and a job launches a task only while its
+  weighted dominant share with the task stays within its share's, ``max_r A_k[r]``; a job running nothing
+  may launch one task that exceeds it (a real fair scheduler offers a job below its share whatever it
+  can use, so a task larger than the share runs rather than waits forever). Jobs in DRF order, within a
+  job breadth-first. Its completion times are the fair completion times ``T_k``
+  (:mod:`solver.sim.fairshare`).
 * ``tetris`` -- packing: over all runnable tasks of all jobs, the one with the highest alignment score
   ``(demand / C) . (free / C)`` launches next (Tetris, Grandl et al. SIGCOMM'14, without its SRTF term).
 * ``sjf`` -- shortest job first by *remaining* critical path (longest duration path through the job's
@@ -16,7 +24,7 @@ launched task on a machine it fits (best fit), so a task that fits no machine's 
 * ``carbyne`` (Grandl et al. OSDI'16) -- at every event:
 
   1. DRF shares ``A_k`` over the active jobs' aggregate resource-time vectors
-     (:func:`solver.spacetime.fairshare.drf_shares`, re-run when a job is released or finishes).
+     (:func:`solver.sim.fairshare.drf_shares`, re-run when a job is released or finishes).
   2. Each job plans on its share ``A_k * C``: a forward list schedule of its remaining DAG (its running
      tasks included) gives its due date ``D_k = t + F_k``; its not-yet-launched tasks are then reverse
      packed on ``A_k * C`` (the DAG reversed, list-scheduled backwards from ``D_k``, longest path to a
@@ -36,72 +44,86 @@ launched task on a machine it fits (best fit), so a task that fits no machine's 
 from __future__ import annotations
 
 import math
-import time
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from models.result import Result, Schedule
-from models.types import FloatArray, Instance, IntArray
-from solver.spacetime.engine import EPS, DagJobs, Packed, Sim, pack, simulate
-from solver.spacetime.fairshare import FAIR_BUDGET_SHARE, FairShare, drf_shares, fair_completion_times
+from models.types import FloatArray, IntArray
+from solver.sim.engine import BasePolicy, Simulation
+from solver.sim.pack import EPS, Packed, pack
+from solver.sim.shares import drf_shares
+from solver.sim.workload import Workload
 
-HEURISTICS = ("carbyne", "drf-dag", "tetris", "sjf")
+HEURISTICS = ("carbyne", "drf-dag", "drf-strict", "tetris", "sjf")
 
 
-def _dominant(sim: Sim) -> FloatArray:
+class CandidatePolicy(BasePolicy):
+    """A DAG policy ranks the candidates (runnable groups a task of which fits now) and picks one."""
+
+    def next(self, sim: Simulation) -> tuple[int, int] | None:
+        candidates = sim.candidates()
+        if candidates.size == 0:
+            return None
+        return self.pick(sim, candidates)
+
+    def pick(self, sim: Simulation, candidates: IntArray) -> tuple[int, int] | None:
+        raise NotImplementedError
+
+
+def _dominant(sim: Simulation) -> FloatArray:
     """Weighted dominant share of every job's current usage."""
     jobs = sim.jobs
     share = np.divide(sim.usage, jobs.capacity, out=np.zeros_like(sim.usage), where=jobs.capacity > 0)
     return share.max(axis=1) / jobs.weight
 
 
-def _alignment(sim: Sim, stages: IntArray, normalised: FloatArray) -> FloatArray:
+def _alignment(sim: Simulation, stages: IntArray, normalised: FloatArray) -> FloatArray:
     free = np.divide(sim.free, sim.jobs.capacity, out=np.zeros_like(sim.free), where=sim.jobs.capacity > 0)
     return normalised[stages] @ np.maximum(free, 0.0)
 
 
-class DrfDag:
-    def on_event(self, sim: Sim) -> None:
-        pass
+class DrfDag(CandidatePolicy):
+    name = "drf-dag"
 
-    def pick(self, sim: Sim, candidates: IntArray) -> tuple[int, int] | None:
+    def pick(self, sim: Simulation, candidates: IntArray) -> tuple[int, int] | None:
         jobs = sim.jobs
         dominant = _dominant(sim)[jobs.stage_job[candidates]]
         best = np.lexsort((candidates, jobs.depth[candidates], dominant))[0]
         return int(candidates[best]), 1
 
 
-class Tetris:
-    def __init__(self, jobs: DagJobs) -> None:
+class Tetris(CandidatePolicy):
+    name = "tetris"
+
+    def __init__(self, jobs: Workload) -> None:
         self.normalised = jobs.normalised_demand()
 
-    def on_event(self, sim: Sim) -> None:
-        pass
-
-    def pick(self, sim: Sim, candidates: IntArray) -> tuple[int, int] | None:
+    def pick(self, sim: Simulation, candidates: IntArray) -> tuple[int, int] | None:
         score = _alignment(sim, candidates, self.normalised)
         best = np.lexsort((candidates, -score))[0]
         return int(candidates[best]), 1
 
 
-class Sjf:
-    def on_event(self, sim: Sim) -> None:
+class Sjf(CandidatePolicy):
+    name = "sjf"
+
+    def on_event(self, sim: Simulation) -> None:
         jobs = sim.jobs
         left = np.where(sim.stage_done, 0.0, jobs.tail)
         self.remaining = np.zeros(jobs.num_jobs)
         np.maximum.at(self.remaining, jobs.stage_job, left)
 
-    def pick(self, sim: Sim, candidates: IntArray) -> tuple[int, int] | None:
+    def pick(self, sim: Simulation, candidates: IntArray) -> tuple[int, int] | None:
         jobs = sim.jobs
         k = jobs.stage_job[candidates]
         best = np.lexsort((candidates, -jobs.tail[candidates], k, self.remaining[k]))[0]
         return int(candidates[best]), int(jobs.count.max())
 
 
-class Carbyne:
-    def __init__(self, jobs: DagJobs, altruism: float = 1.0, reverse_order: bool = False, seed: int = 0) -> None:
+class Carbyne(CandidatePolicy):
+    name = "carbyne"
+
+    def __init__(self, jobs: Workload, altruism: float = 1.0, reverse_order: bool = False, seed: int = 0) -> None:
         if not 0.0 <= altruism <= 1.0:
             raise ValueError(f"altruism must be in [0, 1], got {altruism}")
         self.altruism = altruism
@@ -125,7 +147,7 @@ class Carbyne:
         self.reverse: dict[tuple[int, bytes, bytes], Packed] = {}
         self.reverse_hits = 0
 
-    def on_event(self, sim: Sim) -> None:
+    def on_event(self, sim: Simulation) -> None:
         jobs = sim.jobs
         active = np.zeros(jobs.num_jobs, dtype=bool)
         active[sim.active] = True
@@ -136,7 +158,7 @@ class Carbyne:
             self._plan(sim, k)
         self.altruistic = self.rng.random(jobs.num_jobs) < self.altruism
 
-    def _plan(self, sim: Sim, k: int) -> None:
+    def _plan(self, sim: Simulation, k: int) -> None:
         jobs = sim.jobs
         stages = jobs.job_stages[k]
         first = int(stages[0])
@@ -165,7 +187,7 @@ class Carbyne:
             must = sum(n for start, n in launches if start + dur[local] >= forward - EPS * max(1.0, forward))
             self.urgent[first + local] = must
 
-    def pick(self, sim: Sim, candidates: IntArray) -> tuple[int, int] | None:
+    def pick(self, sim: Simulation, candidates: IntArray) -> tuple[int, int] | None:
         jobs = sim.jobs
         k = jobs.stage_job[candidates]
         tol = EPS * np.maximum(1.0, jobs.capacity)
@@ -188,80 +210,50 @@ class Carbyne:
         return best, 1
 
 
-def make_policy(name: str, jobs: DagJobs, extra: dict[str, Any]) -> Any:
+class DrfStrict(CandidatePolicy):
+    """Every job held to its DRF share; see the module docstring."""
+
+    name = "drf-strict"
+
+    def __init__(self, jobs: Workload) -> None:
+        self.work = jobs.work()
+        self.share = np.zeros(jobs.num_jobs)  # the dominant share each job is entitled to: max_r A_k[r]
+        self.inverse = np.divide(1.0, jobs.capacity, out=np.zeros_like(jobs.capacity), where=jobs.capacity > 0)
+
+    def on_event(self, sim: Simulation) -> None:
+        if sim.active_changed:
+            active = np.zeros(sim.jobs.num_jobs, dtype=bool)
+            active[sim.active] = True
+            self.share = drf_shares(self.work, sim.jobs.weight, active).max(axis=1)
+
+    def pick(self, sim: Simulation, candidates: IntArray) -> tuple[int, int] | None:
+        jobs = sim.jobs
+        k = jobs.stage_job[candidates]
+        idle = ~np.any(sim.usage[k] > 0, axis=1)
+        after = ((sim.usage[k] + jobs.demand[candidates]) * self.inverse).max(axis=1)
+        allowed = idle | (after <= self.share[k] * (1 + EPS) + EPS)
+        if not allowed.any():
+            return None
+        chosen = candidates[allowed]
+        dominant = _dominant(sim)[jobs.stage_job[chosen]]
+        g = int(chosen[np.lexsort((chosen, jobs.depth[chosen], dominant))[0]])
+        job = int(jobs.stage_job[g])
+        room = self.share[job] / np.maximum(self.inverse, 1e-300) - sim.usage[job]  # share left, in resource units
+        need = jobs.demand[g] > 0
+        within = math.floor(float(np.min(room[need] / jobs.demand[g][need])) + EPS) if need.any() else 1
+        return g, max(1, within)
+
+
+def make_policy(name: str, jobs: Workload, extra: dict[str, Any]) -> CandidatePolicy:
     if name == "carbyne":
         return Carbyne(jobs, float(extra.get("altruism", 1.0)), bool(extra.get("reverse_order", False)),
                        int(extra.get("seed", 0)))  # fmt: skip
     if name == "drf-dag":
         return DrfDag()
+    if name == "drf-strict":
+        return DrfStrict(jobs)
     if name == "tetris":
         return Tetris(jobs)
     if name == "sjf":
         return Sjf()
-    raise ValueError(f"unknown DAG heuristic {name!r}; choose from {', '.join(HEURISTICS)}")
-
-
-def run_policy(instance: Instance, name: str, extra: dict[str, Any] | None = None,
-               jobs: DagJobs | None = None, placement: str = "pooled") -> tuple[Schedule, dict[str, Any]]:  # fmt: skip
-    """Simulate heuristic ``name``; returns the schedule (without fair completion times) and statistics.
-
-    ``placement`` ('pooled' or 'servers') is used when ``jobs`` is not given; otherwise ``jobs.placement``.
-    """
-    jobs = jobs or DagJobs.of(instance, placement)
-    policy = make_policy(name, jobs, dict(extra or {}))
-    schedule, stats = simulate(instance, policy, jobs)
-    info: dict[str, Any] = dict(stats)
-    if isinstance(policy, Carbyne):
-        info["plans"] = policy.plans
-        info["reverse_plans_reused"] = policy.reverse_hits
-    return schedule, info
-
-
-def run_heuristic(
-    instance: Instance,
-    name: str,
-    extra: dict[str, Any] | None = None,
-    time_limit: float | None = None,
-    fair: FairShare | None = None,
-    placement: str = "pooled",
-) -> Result:
-    """Run heuristic ``name`` and package a ``Result`` with the schedule and the fair completion times.
-
-    ``placement='servers'`` puts every task on one machine (the schedule names its server and machine);
-    ``T_k`` is the same pooled fair-share promise either way.
-
-    ``extra`` (``SolveOptions.extra``): ``altruism``, ``reverse_order``, ``seed`` (carbyne);
-    ``fair_completion=False`` skips computing ``T_k``; ``fair_time_limit`` (seconds per CP-SAT call for
-    ``T_k``, default 5; all calls together take at most ``FAIR_BUDGET_SHARE`` of ``time_limit``);
-    ``cp_max_tasks`` (default 400); ``attach_fair``
-    (default True): put ``T_k`` on ``Schedule.fair_completion`` (the JSON ``jobs.*.fair_completion``);
-    ``solver.api`` verifies heuristic schedules without treating it as a deadline and lists late jobs.
-    """
-    extra = dict(extra or {})
-    started = time.perf_counter()
-    jobs = DagJobs.of(instance, placement)
-    if fair is None and extra.get("fair_completion", True) is not False:
-        budget = None if time_limit is None else FAIR_BUDGET_SHARE * float(time_limit)
-        fair = fair_completion_times(instance, jobs, float(extra.get("fair_time_limit", 5.0)),
-                                     int(extra.get("cp_max_tasks", 400)), budget)  # fmt: skip
-    fair_s = time.perf_counter() - started
-    schedule, info = run_policy(instance, name, extra, jobs)
-    solve_s = time.perf_counter() - started - fair_s
-    info["fair_s"] = fair_s
-    if fair is not None:
-        from models.metrics import late_jobs
-
-        margin = float(extra.get("fair_margin", 0.0))
-        names = [job.name for job in instance.jobs]
-        info["fair_completion"] = {n: (float(v) if math.isfinite(v) else None)
-                                   for n, v in zip(names, fair.completion, strict=True)}  # fmt: skip
-        info["fair_method"] = dict(zip(names, fair.method, strict=True))
-        info["fair_share"] = {n: [float(x) for x in row] for n, row in zip(names, fair.share, strict=True)}
-        late = late_jobs(instance, schedule, fair.completion, margin)
-        info["fair_margin"] = margin
-        info["late_jobs"] = [names[k] for k in late]
-        if extra.get("attach_fair", True):
-            schedule = replace(schedule, fair_completion=fair.completion)
-    info["objective_name"] = "avg-jct" if len(instance.jobs) > 1 else "makespan"
-    info["placement"] = placement
-    return Result("feasible", name, "none", build_s=fair_s, solve_s=solve_s, schedule=schedule, extra=info)
+    raise ValueError(f"unknown DAG policy {name!r}; choose from {', '.join(HEURISTICS)}")

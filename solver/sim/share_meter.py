@@ -2,7 +2,7 @@
 
 ``ShareMeter`` is fed the leaves' dominant shares each time they change (``state``) and the interval
 they held (``hold``); it accumulates time averages after the warm-up, the L1 distance to a static
-reference, equal-width time bins and starvation episodes. Used by ``solver.hdrf.hsim``.
+reference, equal-width time bins and starvation episodes. Used by ``solver.sim.backlog``.
 """
 
 from __future__ import annotations
