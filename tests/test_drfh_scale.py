@@ -256,3 +256,27 @@ def test_certificate_prices_the_columns_it_lacks(monkeypatch: pytest.MonkeyPatch
     np.add.at(placed, (certificate.tenants, certificate.units), fractions)
     np.testing.assert_allclose(placed.sum(axis=1), 1.0, atol=1e-9)
     assert np.all(placed.T @ usage <= capacity + 1e-9)
+
+
+class FailingBackend(HighsBackend):
+    """HiGHS whose sessions fail every solve, as it did ("Not Set") on DRFH LPs with weights 1e-6 and 1e6."""
+
+    def session(self, lp: LinearProgram, *args: Any, **kwargs: Any) -> Any:
+        inner = super().session(lp, *args, **kwargs)
+
+        class Failing:
+            def __getattr__(self, name: str) -> Any:
+                return getattr(inner, name)
+
+            def solve(self) -> SolveOutcome:
+                return SolveOutcome("error", message="Not Set")
+
+        return Failing()
+
+
+def test_a_failed_drfh_lp_is_an_error_and_never_verified(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(methods, "get_backend", lambda *args: FailingBackend())
+    result = solve(bulk_cluster(), "drfh")
+    assert result.status == "error" and result.allocation is None
+    assert not result.verified
+    assert "Not Set" in result.message

@@ -95,7 +95,9 @@ def run_drfh(instance: Instance, options: SolveOptions, budget: Budget, pooled: 
         backend=backend.name,
         build_s=build_s,
         solve_s=filled.solve_s,
-        allocation=allocation,
+        # A failed LP (HiGHS's "Not Set" on weights 1e-6 beside 1e6, say) leaves no allocation to stand
+        # by: whatever its last point held would pass the checker as zeros and read "error, verified".
+        allocation=None if filled.status == "error" else allocation,
         solver_objective=filled.first_level,
         # A repair that cost more than the checker's precision leaves the LP's level as the bound.
         bound=filled.first_level if filled.repair is not None and filled.status == "feasible" else None,
