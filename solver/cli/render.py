@@ -99,6 +99,8 @@ def format_table(instance: Instance, result: Result, top: int = 20, data: dict[s
         ("min share/guarantee" if hierarchical else "min weighted share", result.objective),
         ("bound", result.bound),
         ("gap", result.gap),
+        # drfh-int: the divisible LP's f beside the proven bound (a looser bound, not the proof).
+        ("LP bound", result.extra.get("lp_bound")),
     ]
     lines.append("  " + "   ".join(f"{name} {value:.6g}" for name, value in numbers if value is not None))
     lines.append(f"  build {result.build_s:.3f} s, solve {result.solve_s:.3f} s")
