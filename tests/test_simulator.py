@@ -200,6 +200,8 @@ def test_simulate_then_check_round_trips_a_trace_and_catches_tampering(tmp_path:
     run = _fairpack("simulate", str(instance), "--trace", str(trace), "--policy", "fifo", "-o", str(out),
                     "--plot", str(tmp_path / "p.png"), cwd=tmp_path)  # fmt: skip
     assert run.returncode == 0, run.stderr
+    assert "queueing delay mean 0.5 " in run.stdout  # row3 (arrival 0.5) waits until 2: (0 + 0 + 1.5) / 3
+    assert "utilisation cpu" in run.stdout and "3 jobs replayed, 0 skipped, 0 censored" in run.stdout
     assert (tmp_path / "p.png").stat().st_size > 0
     assert _fairpack("check", str(instance), str(out), "--trace", str(trace), cwd=tmp_path).returncode == 0
     saved = json.loads(out.read_text())

@@ -15,6 +15,7 @@ Placement rules return ``(machine, tasks)`` chunks and change nothing; the engin
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -127,6 +128,26 @@ class Cluster:
     def give(self, machine: int, demand: FloatArray, n: int) -> None:
         self.free[machine] += n * demand
         self.room[machine] = self.free[machine] + self.slack[machine]
+
+    def take_many(self, machines: Sequence[int], demand: FloatArray, counts: Sequence[int]) -> None:
+        """``take`` on several machines at once (one by one if a machine repeats)."""
+        if len(machines) == 1 or len(set(machines)) < len(machines):
+            for machine, count in zip(machines, counts, strict=True):
+                self.take(machine, demand, count)
+            return
+        rows = np.asarray(machines)
+        self.free[rows] -= np.asarray(counts, dtype=np.float64)[:, None] * demand[None, :]
+        self.room[rows] = self.free[rows] + self.slack[rows]
+
+    def give_many(self, machines: Sequence[int], demand: FloatArray, counts: Sequence[int]) -> None:
+        """``give`` on several machines at once (one by one if a machine repeats)."""
+        if len(machines) == 1 or len(set(machines)) < len(machines):
+            for machine, count in zip(machines, counts, strict=True):
+                self.give(machine, demand, count)
+            return
+        rows = np.asarray(machines)
+        self.free[rows] += np.asarray(counts, dtype=np.float64)[:, None] * demand[None, :]
+        self.room[rows] = self.free[rows] + self.slack[rows]
 
     def reset(self, machine: int) -> None:
         """The machine runs nothing: its free room is its capacity exactly."""
