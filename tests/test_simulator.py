@@ -234,3 +234,12 @@ def test_bundled_dag_instance_simulates_under_every_dag_policy() -> None:
     for policy in ("carbyne", "drf-dag", "drf-strict", "tetris", "sjf", "fifo", "first-fit"):
         result = simulate(instance, policy)
         assert result.verified and result.schedule is not None, policy
+
+
+def test_a_task_no_slot_can_hold_does_not_block_the_rest_of_its_tenants_queue() -> None:
+    # Both jobs are tenant t's; "big" (0.5 cpu) exceeds every slot (0.1), "small" arrives after it.
+    instance = _one_machine(_job("big", 0.0, 1.0, 0.5, tenant="t"), _job("small", 1.0, 1.0, 0.05, tenant="t"))
+    result = simulate(instance, "slots")
+    assert result.verified and result.schedule is not None
+    assert result.extra["unfinished_jobs"] == ["big"]
+    assert result.schedule.job.tolist() == [1] and result.schedule.start.tolist() == [1.0]

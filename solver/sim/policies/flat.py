@@ -44,9 +44,14 @@ def _key(value: float) -> float:
 class TenantQueues:
     """Every tenant's runnable groups in arrival order (its head is the first)."""
 
-    def __init__(self, sim: Simulation) -> None:
+    def __init__(self, sim: Simulation, never: BoolArray | None = None) -> None:
+        """``never`` marks groups the policy can never launch (a task larger than every slot): they are left
+        out of the queues, so one of them cannot hold up its tenant's other work forever (the simulation
+        reports their jobs unfinished)."""
         jobs = sim.jobs
         order = np.lexsort((np.arange(jobs.num_stages), jobs.release[jobs.stage_job]))
+        if never is not None:
+            order = order[~never[order]]
         tenant = jobs.job_tenant[jobs.stage_job]
         self.by_tenant: list[list[int]] = [order[tenant[order] == t].tolist() for t in range(jobs.num_tenants)]
         self.cursor = [0] * jobs.num_tenants
@@ -233,6 +238,9 @@ class SlotPolicy(_TenantPolicy):
         self.usable = np.all(has[None, :, :] | ~patterns[:, None, :], axis=2)  # (patterns, machines)
         self.fits_slot = np.all(jobs.demand <= slot[None, :] * (1 + 1e-10), axis=1)
         self.free_slots = int(self.per_machine.sum())  # slots not taken, over all machines
+        # A task larger than a slot, or needing a resource no machine with slots has, never launches.
+        never = ~self.fits_slot | ~np.any(self.usable[self.pattern] & (self.per_machine > 0)[None, :], axis=1)
+        self.queues = TenantQueues(sim, never)
 
     def keys(self, sim: Simulation) -> FloatArray:
         return np.asarray(sim.tenant_running / sim.jobs.tenant_weight)
