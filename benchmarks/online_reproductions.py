@@ -563,9 +563,10 @@ def alibaba_markdown(data: dict[str, Any], figure: str) -> list[str]:
               "pod the moment it arrives; the real scheduler's delays do not come from contention among these "
               "pods (the published list is the cluster's pods of this trace, not everything the nodes ran; image "
               "pulls, quotas and the scheduler's own cycle are not modelled). The compressed replay packs the same "
-              "pods into a short span: that is where placement shows. `slots` starves: a 1-GPU pod fits no slot "
-              f"of 1/{data['slots']} of an 8-GPU node, and every QoS queue serves in arrival order, so a queue "
-              "whose head fits no slot waits for ever.", "", f"![Alibaba delays]({figure})", ""]  # fmt: skip
+              "pods into a short span: that is where placement shows. `slots` cannot run the pods larger than "
+              f"a slot (a 1-GPU pod fits no slot of 1/{data['slots']} of an 8-GPU node): they are reported "
+              "unfinished and leave their QoS queue, whose other pods run.", "", f"![Alibaba delays]({figure})",
+              ""]  # fmt: skip
     return lines
 
 
