@@ -130,12 +130,14 @@ class Method:
             return ()
         return tuple(a for a in ALGORITHMS.get(backend, ()) if self.needs <= backend_capabilities(backend, a))
 
-    def saved_rules(self, placement: str | None) -> SavedRules:
-        """The rules ``solve`` applied to this method's answer (``placement``: the one it was solved with)."""
+    def saved_rules(self, placement: str | None, fair_cap: bool = True) -> SavedRules:
+        """The rules ``solve`` applied to this method's answer (``placement``: the one it was solved with;
+        ``fair_cap``: False when an exact DAG method ran with ``--no-fair-cap``)."""
         from models.check.saved import SavedRules
 
         if self.kind == "schedule":
-            return SavedRules(self.name, "schedule", exact=self.exact, require_placement=placement == "servers")
+            return SavedRules(self.name, "schedule", exact=self.exact, require_placement=placement == "servers",
+                              fair_cap=fair_cap)  # fmt: skip
         level = self.level
         if level == "placement":
             level = "pool" if placement == "pooled" else "class"

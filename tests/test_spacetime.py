@@ -63,10 +63,15 @@ RELEASE = jobs_instance({"cpu": 1}, [
 CAPACITY = jobs_instance({"cpu": 4, "mem": 7}, [{"name": "j", "stages": [stage("s", 5, 2, {"cpu": 1, "mem": 3})]}])
 
 
+def deadlines(result: Any, instance: Instance) -> Any:
+    """The deadlines a result promised: its T_k, unless it ran with --no-fair-cap (then T_k is only reported)."""
+    return None if result.extra.get("fair_cap", True) else np.full(len(instance.jobs), np.inf)
+
+
 def check(result: Any, instance: Instance) -> None:
     assert result.verified, result.violations
     assert result.schedule is not None
-    assert verify_schedule(instance, result.schedule).ok
+    assert verify_schedule(instance, result.schedule, fair_completion=deadlines(result, instance)).ok
 
 
 def test_barrier_by_hand() -> None:
@@ -85,7 +90,7 @@ def test_release_by_hand(objective: str, value: float, makespan: float) -> None:
     result = solve(RELEASE, "spacetime", objective=objective, **NO_CAP)
     assert result.status == "optimal" and result.objective == pytest.approx(value)
     check(result, RELEASE)
-    report = verify_schedule(RELEASE, result.schedule)
+    report = verify_schedule(RELEASE, result.schedule, fair_completion=deadlines(result, RELEASE))
     assert report.makespan == pytest.approx(makespan)
     assert result.schedule is not None and result.schedule.start[result.schedule.job == 1].min() >= 1
 
@@ -200,7 +205,7 @@ def test_milp_and_cp_sat_agree(seed: int, objective: str) -> None:
     pytest.importorskip("ortools")
     instance = random_instance(seed)
     milp = solve(instance, "spacetime", objective=objective, time_limit=30, alpha=0.3, **NO_CAP)
-    cp = solve(instance, "spacetime-cp", objective=objective, time_limit=30, alpha=0.3)
+    cp = solve(instance, "spacetime-cp", objective=objective, time_limit=30, alpha=0.3, **NO_CAP)
     assert milp.status == "optimal" and cp.status == "optimal"
     assert milp.verified and cp.verified
     assert milp.objective <= cp.objective * (1 + 1e-6)  # both verified, the MILP proven optimal
@@ -223,12 +228,27 @@ def test_warm_start_is_a_feasible_point_of_the_model() -> None:
     assert b == 0 and a.sum() == pytest.approx(1.0)
 
 
-def test_cli_no_fair_cap(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["solve", str(TWO_JOBS), "--method", "spacetime", "--no-fair-cap", "--json"])
+@pytest.mark.parametrize("method", ["spacetime", "spacetime-cp"])
+def test_cli_no_fair_cap(method: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """``--no-fair-cap`` drops C_k <= T_k for both exact methods; T_k is still reported, and checked as a report.
+
+    With the caps (T_long 4.5, T_short 2.5, the drf-strict schedule) the avg-JCT optimum is 17/6; without them
+    it is 2.5, finishing ``long`` at 5.5, after its T_k (test_two_jobs_by_hand derives both).
+    """
+    saved = tmp_path / "r.json"
+    code = main(["solve", str(TWO_JOBS), "--method", method, "--no-fair-cap", "--json", "-o", str(saved)])
     data = json.loads(capsys.readouterr().out)
-    assert code == 0 and data["status"] == "optimal" and data["verified"] is True
+    assert code == 0 and data["status"] == "optimal" and data["verified"] is True and data["fair_cap"] is False
     assert data["objective"] == pytest.approx(2.5) and data["avg_jct"] == pytest.approx(2.5)
-    assert len(data["tasks"]) == 4 and data["jobs"]["long"]["fair_completion"] is None
+    assert len(data["tasks"]) == 4
+    assert data["jobs"]["long"] == {"completion": 5.5, "fair_completion": 4.5}
+    assert data["jobs"]["short"]["fair_completion"] == 2.5
+    assert main(["check", str(TWO_JOBS), str(saved)]) == 0  # T_k reported, not a deadline
+    capsys.readouterr()
+    # Claiming the caps were on turns the same schedule into a broken promise.
+    saved.write_text(json.dumps({**json.loads(saved.read_text()), "fair_cap": True}))
+    assert main(["check", str(TWO_JOBS), str(saved)]) == 1
+    assert "after its fair completion time" in capsys.readouterr().out
 
 
 # --- Per-server placement (--placement servers): exact methods, heuristics, checker, CLI -----------------
@@ -236,7 +256,9 @@ def test_cli_no_fair_cap(capsys: pytest.CaptureFixture[str]) -> None:
 #: The exact methods per machine: the MILP (relaxation first, then per machine if needed), the MILP per
 #: machine from the start, and CP-SAT.
 EXACT: list[tuple[str, dict[str, Any]]] = [
-    ("spacetime", {**NO_CAP}), ("spacetime", {**NO_CAP, "extra": {"servers_model": "machine"}}), ("spacetime-cp", {})
+    ("spacetime", {**NO_CAP}),
+    ("spacetime", {**NO_CAP, "extra": {"servers_model": "machine"}}),
+    ("spacetime-cp", {**NO_CAP}),
 ]
 TWO_NODES = [{"name": "node", "capacity": {"cpu": 4}, "count": 2}]
 
@@ -322,7 +344,7 @@ def test_milp_and_cp_sat_agree_per_machine(seed: int, objective: str) -> None:
         placed(result)
         values.append(result.objective)
     assert values == pytest.approx([values[-1]] * len(values), rel=1e-6)
-    pooled = solve(instance, "spacetime-cp", objective=objective, time_limit=30)
+    pooled = solve(instance, "spacetime-cp", objective=objective, time_limit=30, **NO_CAP)
     assert pooled.objective <= values[-1] + 1e-9
 
 

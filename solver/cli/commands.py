@@ -223,7 +223,7 @@ def command_check(args: argparse.Namespace) -> int:
     method = get_policy(data["method"]) if "policy" in data else get_method(data["method"])
     placement = data.get("placement") if isinstance(data.get("placement"), str) else None
     try:
-        checked = check_saved(instance, data, method.saved_rules(placement))
+        checked = check_saved(instance, data, method.saved_rules(placement, data.get("fair_cap") is not False))
     except InstanceError as error:
         raise error.located(args.result) from None
     summary = {"verified": checked.verified, "violations": checked.violations, **checked.numbers}

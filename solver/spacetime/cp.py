@@ -65,7 +65,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -73,6 +73,7 @@ import numpy as np
 from models.dag import adjacency, longest_paths
 from models.result import SCHEDULE_OBJECTIVES, Result, Schedule, Status
 from models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
+from solver.spacetime.fair import NO_FAIR_SHARE, FairMode, fair_share, share_deadline
 from solver.spacetime.lns import LNS_MAX_TASKS, LnsStats, improve
 from solver.spacetime.model import placement_fits
 from solver.spacetime.warmstart import (
@@ -81,6 +82,7 @@ from solver.spacetime.warmstart import (
     justify,
     more_priority_rules,
     priority_rules,
+    schedule_starts,
     serial_sgs,
 )
 
@@ -344,6 +346,13 @@ class _Problem:
         return _Problem(instance, flat, scaled, objective, alpha, placement, fair_real, deadline, fits,
                         np.rint(head).astype(np.int64), np.rint(tail).astype(np.int64), tuple(notes))  # fmt: skip
 
+    def with_fair(self, completion: FloatArray, enforce: bool) -> _Problem:
+        """This problem with fair completion times ``T_k`` (per job): deadlines when ``enforce``, else only
+        reported on the schedule."""
+        real, ticks = _fair_ticks(self.instance, dict(zip([job.name for job in self.instance.jobs],
+                                                          completion.tolist(), strict=True)), self.scaled.tick)
+        return replace(self, fair_real=real, deadline=ticks if enforce else None)
+
     @property
     def num_tasks(self) -> int:
         return int(self.flat.task_stage.size)
@@ -441,23 +450,28 @@ def _list_schedules(problem: _Problem, deadline: Deadline) -> dict[str, tuple[In
     return found
 
 
-def _heuristic_schedules(problem: _Problem, deadline: Deadline) -> dict[str, tuple[IntArray, IntArray]]:
-    """The event-driven heuristics' schedules in ticks, each started only if it fits the time left."""
+def _heuristic_schedules(problem: _Problem, deadline: Deadline,
+                         skip: tuple[str, ...] = ()) -> dict[str, tuple[IntArray, IntArray]]:  # fmt: skip
+    """The event-driven heuristics' schedules in ticks (but ``skip``), each started only if it fits the time
+    left."""
     if not problem.exact:
         return {}
     names = WARM_HEURISTICS if problem.num_tasks <= HEURISTIC_HINT_TASKS else LARGE_HINT_HEURISTICS
     found: dict[str, tuple[IntArray, IntArray]] = {}
-    for name in names:
+    for name in (n for n in names if n not in skip):
         if HEURISTIC_S_PER_TASK[name] * problem.num_tasks > deadline.left() / 4:
             continue
         found.update(heuristic_starts(problem.instance, problem.scaled.tick, problem.placement, (name,)))
     return found
 
 
-def _warm_start(problem: _Problem, deadline: Deadline) -> _Hint | None:
-    """The best tick-feasible warm start by the objective (``None`` if none is feasible)."""
+def _warm_start(problem: _Problem, deadline: Deadline,
+                witness: dict[str, tuple[IntArray, IntArray]] | None = None) -> _Hint | None:  # fmt: skip
+    """The best tick-feasible warm start by the objective (``None`` if none is feasible); ``witness`` holds
+    the fair-share schedule when it was computed (then not simulated again)."""
     found = _list_schedules(problem, deadline)
-    found.update(_heuristic_schedules(problem, deadline))
+    found.update(_heuristic_schedules(problem, deadline, tuple(witness or ())))
+    found.update(witness or {})
     best: _Hint | None = None
     for rule, (start, machine) in found.items():
         # Heuristic schedules come from real time: checked in ticks before they may set a horizon.
@@ -783,6 +797,7 @@ def solve_spacetime_cp(
     workers: int = 2,
     seed: int = 0,
     placement: str = "pooled",
+    fair: FairMode = "off",
 ) -> Result:
     """Pack all tasks of all DAG jobs in space and time with CP-SAT (see the module docstring).
 
@@ -798,7 +813,12 @@ def solve_spacetime_cp(
     alpha : float
         Weight of the average JCT in ``mix``, in [0, 1].
     fair_completion : mapping job name -> T_k, optional
-        Deadlines ``C_k <= T_k`` (e.g. each job's completion under its DRF fair share).
+        Deadlines ``C_k <= T_k`` given explicitly (they take precedence over ``fair``).
+    fair : {'off', 'cap', 'report'}
+        Without ``fair_completion``: ``cap`` computes every job's fair completion time ``T_k`` (the
+        ``drf-strict`` schedule, :mod:`solver.spacetime.fair`) within the time limit and enforces
+        ``C_k <= T_k`` (that schedule is also a warm start); ``report`` computes it with a part of the time
+        and reports it beside each job without enforcing it; ``off`` does neither.
     workers : int
         CP-SAT search workers for every solve (at least 1).
     seed : int
@@ -820,7 +840,22 @@ def solve_spacetime_cp(
     if not np.all(problem.fits.any(axis=1)):
         return _infeasible("after conservative rounding some task fits no machine; the unrounded instance may be "
                            "feasible", started, placement)  # fmt: skip
-    hint = _warm_start(problem, deadline)
+    notes = list(problem.notes)
+    witness: dict[str, tuple[IntArray, IntArray]] = {}
+    if fair_completion is None and fair != "off":
+        unit = None if problem.scaled.time_exact else problem.scaled.tick
+        share = fair_share(instance, placement, unit, share_deadline(fair, deadline.end))
+        if share is None and fair == "cap":
+            return Result("time_limit", "spacetime-cp", "cpsat", build_s=time.perf_counter() - started,
+                          message=NO_FAIR_SHARE, extra={"placement": placement, "fair_cap": True})  # fmt: skip
+        if share is None:
+            notes.append("T_k not reported: the fair-share schedule did not finish in its part of the time limit")
+        else:
+            problem = problem.with_fair(share.completion, enforce=fair == "cap")
+            starts = schedule_starts(instance, share.schedule, problem.scaled.tick)
+            if starts is not None:
+                witness["drf-strict"] = starts
+    hint = _warm_start(problem, deadline, witness)
     horizon = _horizon(problem, hint)
     window = _windows(problem, horizon)
     if np.any(window[1] < window[0]):
@@ -831,7 +866,6 @@ def solve_spacetime_cp(
         cp.hint(hint.start, hint.machine)
     build_s = time.perf_counter() - started
     outcome = _search(cp, hint, deadline, workers, seed)
-    notes = list(problem.notes)
     if not cp.coef_exact:
         notes.append("objective coefficients rounded to 1e-6")
     if hint is not None and outcome.source == hint.rule and not outcome.proven:
@@ -850,6 +884,7 @@ def solve_spacetime_cp(
         schedule=_schedule(problem, outcome),
         extra={
             "placement": placement,
+            "fair_cap": problem.deadline is not None,
             "objective_name": problem.objective,
             "alpha": alpha,
             "tick": problem.scaled.tick,

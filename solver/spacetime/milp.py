@@ -38,8 +38,10 @@ machine; for the per-machine model identical machines are relabelled by load to 
 Fair caps ``C_k <= T_k``: ``fair_completion`` given explicitly (job name -> T_k), else, unless
 ``fair_cap=False``, the fair completion times of :func:`solver.sim.fairshare.fair_completion_times`: each job's
 completion in the ``drf-strict`` schedule on the same placement, with durations and releases rounded up to
-slots as the MILP sees them. That schedule meets every cap, so the caps never make the MILP infeasible, and it
-is one of the warm starts.
+slots as the MILP sees them (:mod:`solver.spacetime.fair`). That schedule meets every cap, so the caps never
+make the MILP infeasible, and it is one of the warm starts. It is simulated within the time limit; if it does
+not finish, the result is a ``time_limit`` with no schedule. Under ``fair_cap=False`` it is computed with a part
+of the time and reported beside each job, not enforced.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ import numpy as np
 from models.result import Result, Schedule, Status
 from models.types import FloatArray, Instance, InstanceError, IntArray
 from solver.backends import Backend, SolveOutcome, get_backend
+from solver.spacetime.fair import NO_FAIR_SHARE, fair_mode, fair_share, share_deadline
 from solver.spacetime.model import (
     FIT_TOL,
     SlotData,
@@ -92,26 +95,8 @@ def _heuristics(instance: Instance, data: SlotData) -> dict[str, tuple[IntArray,
     return {rule: value for rule, value in found.items() if value is not None}
 
 
-def _fair_baseline(instance: Instance, data: SlotData) -> tuple[FloatArray, str]:
-    """``T_k`` from the ``drf-strict`` schedule of the instance as the MILP sees it (durations and releases
-    rounded up to whole slots), so that the schedule is a witness in slots too."""
-    from solver.sim.fairshare import fair_completion_times
-
-    seen = instance if data.exact else slotted(instance, data.slot)
-    fair = fair_completion_times(seen, data.placement)
-    return fair.completion, "fair caps C_k <= T_k from the drf-strict schedule (solver.sim.fairshare)"
-
-
-def slotted(instance: Instance, slot: float) -> Instance:
-    """The instance with every duration and release rounded up to a whole number of slots."""
-
-    def up(value: float) -> float:
-        return math.ceil(value / slot - 1e-9) * slot
-
-    jobs = tuple(replace(job, release=up(job.release),
-                         stages=tuple(replace(stage, duration=up(stage.duration)) for stage in job.stages))
-                 for job in instance.jobs)  # fmt: skip
-    return replace(instance, jobs=jobs)
+class _NoFairShare(Exception):
+    """The fair-share schedule that sets the caps did not finish within the time limit."""
 
 
 def _fair_array(instance: Instance, fair: Any) -> FloatArray | None:
@@ -265,7 +250,8 @@ def solve_spacetime(
     fair_completion : mapping job name -> T_k or array (jobs,), optional
         Deadlines ``C_k <= T_k``; when omitted the fair-share baseline is used.
     fair_cap : bool
-        ``False`` ignores every fair completion time (``--no-fair-cap``).
+        ``False`` (``--no-fair-cap``) enforces no fair completion time; the fair-share ``T_k`` are then
+        computed with a part of the time limit and reported beside each job only.
     placement : {'pooled', 'servers'}
         One pooled cluster, or every task on one machine it fits (module docstring).
     algorithm : str, optional
@@ -288,6 +274,9 @@ def solve_spacetime(
     run = _SpacetimeRun(instance, backend, objective, time_limit, alpha, placement, algorithm, servers_model)
     try:
         run.fair_caps(fair_completion, fair_cap)
+    except _NoFairShare:
+        return run.result("time_limit", NO_FAIR_SHARE, build_s=time.perf_counter() - run.started)
+    try:
         run.heuristics()
         upper = run.completion_bounds()
         run.solve_models(upper)
@@ -316,7 +305,8 @@ class _SpacetimeRun:
         if not self.data.exact:
             self.notes.append(f"durations/releases rounded up to slots of {self.data.slot:g}: optimal for the "
                               "slotted problem only")  # fmt: skip
-        self.fair: FloatArray | None = None
+        self.fair: FloatArray | None = None  # enforced T_k
+        self.reported: FloatArray | None = None  # T_k on the schedule (enforced or not)
         self.cap: IntArray | None = None
         self.extra: dict[str, Any] = {"objective_name": self.objective, "alpha": alpha, "slot": self.data.slot,
                                       "placement": placement}  # fmt: skip
@@ -337,12 +327,27 @@ class _SpacetimeRun:
         return Result(status, "spacetime", self.backend, message=joined, extra=self.extra, **fields)
 
     def fair_caps(self, fair_completion: Mapping[str, float] | FloatArray | None, fair_cap: bool) -> None:
-        """``C_k <= T_k`` as slot caps: explicit ``T_k``, else the fair-share baseline, unless ``fair_cap`` is off."""
-        if fair_cap:
-            if fair_completion is None:
-                fair_completion, note = _fair_baseline(self.instance, self.data)
-                self.notes.append(note)
+        """``C_k <= T_k`` as slot caps: explicit ``T_k``, else the fair-share baseline of
+        :mod:`solver.spacetime.fair` on the instance as the MILP sees it (durations and releases rounded up
+        to whole slots, so that its schedule is a witness in slots too); with ``fair_cap`` off the baseline
+        is only reported. Raises ``_NoFairShare`` when capped and the baseline did not finish in time."""
+        if fair_cap and fair_completion is not None:
             self.fair = _fair_array(self.instance, fair_completion)
+        elif fair_completion is None:
+            mode = fair_mode(fair_cap)
+            share = fair_share(self.instance, self.data.placement, None if self.data.exact else self.data.slot,
+                               share_deadline(mode, self.deadline))  # fmt: skip
+            if share is None and fair_cap:
+                raise _NoFairShare
+            if share is None:
+                self.notes.append("T_k not reported: the fair-share schedule did not finish in its part of the "
+                                  "time limit")  # fmt: skip
+            elif fair_cap:
+                self.fair = share.completion
+                self.notes.append("fair caps C_k <= T_k from the drf-strict schedule (solver.spacetime.fair)")
+            else:
+                self.reported = share.completion
+        self.reported = self.fair if self.fair is not None else self.reported
         self.extra["fair_cap"] = self.fair is not None
         if self.fair is not None:
             fair, big = self.fair, self.data.sum_horizon() + 1
@@ -443,7 +448,7 @@ class _SpacetimeRun:
         placed = (data.machine_class[machine], data.machine_number[machine]) if self.servers else (None, None)
         index = np.arange(stage.size) - data.first_task[stage]
         return Schedule(data.stage_job[stage], data.stage_local[stage], index, begin,
-                        begin + data.real_duration[stage], self.fair, *placed)  # fmt: skip
+                        begin + data.real_duration[stage], self.reported, *placed)  # fmt: skip
 
     def finish(self) -> Result:
         """Step 4b: the schedule in real times and the result."""

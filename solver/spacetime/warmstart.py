@@ -8,7 +8,8 @@
 * :func:`priority_rules` -- the two stage orders tried: longest remaining critical path first, and whole
   jobs shortest-first (by release + critical path over weight).
 * :func:`heuristic_starts` -- the event-driven heuristics (``carbyne``, ``sjf``, ``drf-dag``, ``tetris``)
-  as start steps and machines, when their starts fall on whole steps.
+  as start steps and machines, when their starts fall on whole steps (:func:`schedule_starts` converts one
+  simulated schedule, such as the fair-share witness of :mod:`solver.spacetime.fair`).
 
 Tasks are numbered flat, stage by stage (global stage order, jobs in instance order), and within a stage by
 start time: the CP model orders the identical tasks of a stage by start, and the MILP does not care.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from models.dag import adjacency, topological_order
+from models.result import Schedule
 from models.types import BoolArray, FloatArray, Instance, IntArray
 
 #: The list heuristic keeps a (steps x machines x resources) usage profile; larger instances skip it.
@@ -157,23 +159,31 @@ def heuristic_starts(
     """
     from solver.sim.runs import run_policy
 
-    counts = [len(job.stages) for job in instance.jobs]
-    offset = np.concatenate([[0], np.cumsum(counts)])[:-1].astype(np.int64)
-    machine_offset = np.concatenate([[0], np.cumsum(instance.counts)])[:-1]
     found: dict[str, tuple[IntArray, IntArray]] = {}
     for name in names:
         schedule, _ = run_policy(instance, name, placement=placement)
-        steps = schedule.start / step
-        if not np.allclose(steps, np.round(steps), atol=1e-6):
-            continue
-        # Sorted by global stage, then start: position in this order is the flat task number.
-        order = np.lexsort((steps, offset[schedule.job] + schedule.stage))
-        starts = np.round(steps[order]).astype(np.int64)
-        machines = np.zeros_like(starts)
-        if schedule.server is not None and schedule.machine is not None:
-            machines = machine_offset[schedule.server[order]] + schedule.machine[order]
-        found[name] = (starts, machines)
+        starts = schedule_starts(instance, schedule, step)
+        if starts is not None:
+            found[name] = starts
     return found
+
+
+def schedule_starts(instance: Instance, schedule: Schedule, step: float) -> tuple[IntArray, IntArray] | None:
+    """A simulated schedule as start steps and machines in flat task order (None unless every start is a
+    whole multiple of ``step``). Machines are numbered globally, ``0`` for the pooled cluster."""
+    counts = [len(job.stages) for job in instance.jobs]
+    offset = np.concatenate([[0], np.cumsum(counts)])[:-1].astype(np.int64)
+    machine_offset = np.concatenate([[0], np.cumsum(instance.counts)])[:-1]
+    steps = schedule.start / step
+    if not np.allclose(steps, np.round(steps), atol=1e-6):
+        return None
+    # Sorted by global stage, then start: position in this order is the flat task number.
+    order = np.lexsort((steps, offset[schedule.job] + schedule.stage))
+    starts = np.round(steps[order]).astype(np.int64)
+    machines = np.zeros_like(starts)
+    if schedule.server is not None and schedule.machine is not None:
+        machines = machine_offset[schedule.server[order]] + schedule.machine[order]
+    return starts, machines
 
 
 
