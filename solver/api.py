@@ -154,8 +154,11 @@ def finish(instance: Instance, spec: Method, raw: Result, started: float) -> Res
     else:
         result = raw
     if result.status in SOLUTION_STATUSES and not result.has_answer:
-        result = replace(result, status="error", verified=False,
-                         message=result.message or "the method returned no answer")  # fmt: skip
+        result = replace(result, status="error", message=result.message or "the method returned no answer")
+    if result.status == "error" or not result.has_answer:
+        # Verified means "here is an answer and it is right": never for no answer, nor for what a failed
+        # method grew before it failed (an all-zero allocation passes every capacity check).
+        result = replace(result, verified=False)
     return replace(result, wall_s=time.perf_counter() - started)
 
 

@@ -279,6 +279,12 @@ def _check_options(method: Method, options: SolveOptions) -> None:
     if unknown:
         accepted = ", ".join(sorted(method.extra_keys)) or "none"
         raise OptionError(f"{method.name} does not use {', '.join(unknown)} (it accepts: {accepted})", "extra")
+    # Options that only mean something beside another one: silently dropped otherwise.
+    if "alpha" in options.given() and options.objective != "mix":
+        raise OptionError("weighs avg JCT against makespan only in the mix objective; add --objective mix or "
+                          "leave --alpha out", "alpha")  # fmt: skip
+    if "servers_model" in options.extra and options.placement != "servers":
+        raise OptionError("servers_model chooses the per-machine model, so it needs placement 'servers'", "extra")
 
 
 def method_names(family: str | None = None) -> list[str]:

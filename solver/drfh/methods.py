@@ -117,7 +117,10 @@ def run_drfh_int(instance: Instance, options: SolveOptions, budget: Budget) -> R
     # every machine runs divisibly but never whole, so it gets no share in the relaxation either.
     relaxed = instance.with_tenants([t if ok else replace(t, tasks=0.0)
                                      for t, ok in zip(instance.tenants, instance.placeable, strict=True)])  # fmt: skip
-    allocation, filled, _, _ = drfh_allocation(relaxed, backend, budget)
+    # Progressive filling freezes tenants by row duals; a MILP-only algorithm (ortools scip) has none, so
+    # the relaxation runs on the backend's own LP algorithm and only the MILPs use the one asked for.
+    relaxing = backend if "duals" in backend.capabilities() else get_backend(backend.name)
+    allocation, filled, _, _ = drfh_allocation(relaxed, relaxing, budget)
     lp_bound = min_weighted_share(relaxed, allocation) if filled.status == "optimal" else None
     # Warm start from the better of the two placement heuristics (by f, the compared objective).
     starts = [heuristic(instance) for heuristic in (best_fit, first_fit)]
