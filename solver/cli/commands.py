@@ -106,11 +106,14 @@ def command_solve(args: argparse.Namespace) -> int:
     from models.view import result_json
     from solver.api import solve
     from solver.backends.base import BackendUnavailable
+    from solver.progress import reporting
 
     instance = load(args.path)
     output = "json" if args.json else args.format
     try:
-        with native_stdout_to_stderr():
+        # Long solves print their incumbent and bound to stderr every few seconds; --verbose adds the
+        # solvers' own logs (fd 1, sent to stderr here) and each step of fairpack's own searches.
+        with native_stdout_to_stderr(), reporting(sys.stderr, verbose=args.verbose):
             result = solve(instance, args.method, backend=args.backend, time_limit=args.time_limit,
                            **_solve_options(args))  # fmt: skip
     except BackendUnavailable as error:
@@ -414,7 +417,8 @@ def _add_solve(subcommands: Any, formatter: type[argparse.HelpFormatter]) -> Non
     solve.add_argument("--format", choices=FORMATS, default="table", help="output on stdout")
     solve.add_argument("--top", type=int, default=DEFAULT_TOP, help="rows per table")
     solve.add_argument("--quiet", action="store_true", help="table format: the headline only")
-    solve.add_argument("--verbose", action="store_true", help="stream the solver's log to stderr")
+    solve.add_argument("--verbose", action="store_true", help="stream the solver's own log (HiGHS, CP-SAT, "
+                       "drfh-int's level search) to stderr, and tracebacks of internal errors")  # fmt: skip
     solve.add_argument("--output", "-o", help="also save the JSON result to this file")
     solve.add_argument("--plot", help="save a picture of the answer (PNG): per-server bars, the tree, or a Gantt chart")
     solve.set_defaults(handler=command_solve)

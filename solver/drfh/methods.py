@@ -83,7 +83,7 @@ def drfh_allocation(instance: Instance, backend: Backend, budget: Budget, strate
 
 
 def run_drfh(instance: Instance, options: SolveOptions, budget: Budget, pooled: bool = False) -> Result:
-    backend = get_backend(options.backend or "highs", options.algorithm)
+    backend = get_backend(options.backend or "highs", options.algorithm, options.solver_settings())
     allocation, filled, build_s, model = drfh_allocation(instance, backend, budget, options.strategy, pooled)
     return Result(
         status=filled.status,
@@ -111,7 +111,7 @@ def run_drfh_int(instance: Instance, options: SolveOptions, budget: Budget) -> R
     from solver.drfh.heuristics import best_fit, first_fit
     from solver.drfh.int_search import solve_drfh_int
 
-    backend = get_backend(options.backend or "highs", options.algorithm)
+    backend = get_backend(options.backend or "highs", options.algorithm, options.solver_settings())
     started = time.perf_counter()
     # The divisible relaxation bounds f only over the tenants whole tasks can serve: a task too large for
     # every machine runs divisibly but never whole, so it gets no share in the relaxation either.
@@ -119,7 +119,7 @@ def run_drfh_int(instance: Instance, options: SolveOptions, budget: Budget) -> R
                                      for t, ok in zip(instance.tenants, instance.placeable, strict=True)])  # fmt: skip
     # Progressive filling freezes tenants by row duals; a MILP-only algorithm (ortools scip) has none, so
     # the relaxation runs on the backend's own LP algorithm and only the MILPs use the one asked for.
-    relaxing = backend if "duals" in backend.capabilities() else get_backend(backend.name)
+    relaxing = backend if "duals" in backend.capabilities() else get_backend(backend.name, None, backend.settings)
     allocation, filled, _, _ = drfh_allocation(relaxed, relaxing, budget)
     lp_bound = min_weighted_share(relaxed, allocation) if filled.status == "optimal" else None
     # Warm start from the better of the two placement heuristics (by f, the compared objective).

@@ -73,6 +73,7 @@ import numpy as np
 from models.dag import adjacency, longest_paths
 from models.result import SCHEDULE_OBJECTIVES, Result, Schedule, Status
 from models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
+from solver import progress
 from solver.spacetime.fair import NO_FAIR_SHARE, FairMode, fair_share, share_deadline
 from solver.spacetime.lns import LNS_MAX_TASKS, LnsStats, improve
 from solver.spacetime.model import placement_fits
@@ -683,8 +684,33 @@ def _linearization(problem: _Problem) -> int | None:
     return 0 if problem.objective == "makespan" else None
 
 
-def _full_solve(cp: SpacetimeCp, until: float, workers: int, seed: int, below: int | None = None) -> tuple[Any, Any]:
-    """CP-SAT on the whole model until ``until`` (optionally only objectives ``< below``): solver, status."""
+def _progress_callback(cp: SpacetimeCp) -> Any:
+    """A CP-SAT solution callback that reports each incumbent and, through ``on_bound``, each better bound
+    (in real units) to :mod:`solver.progress`, which keeps at most one line every few seconds."""
+    from ortools.sat.python import cp_model
+
+    class Watch(cp_model.CpSolverSolutionCallback):
+        incumbent: float | None = None
+        bound: float | None = None
+
+        def on_solution_callback(self) -> None:
+            self.incumbent = cp.real(self.objective_value)
+            self.bound = cp.real(self.best_objective_bound)
+            progress.report("spacetime-cp", self.incumbent, self.bound)
+
+        def on_bound(self, bound: float) -> None:
+            self.bound = cp.real(bound)
+            progress.report("spacetime-cp", self.incumbent, self.bound)
+
+    return Watch()
+
+
+def _full_solve(cp: SpacetimeCp, until: float, workers: int, seed: int, below: int | None = None,
+                verbose: bool = False) -> tuple[Any, Any]:  # fmt: skip
+    """CP-SAT on the whole model until ``until`` (optionally only objectives ``< below``): solver, status.
+
+    ``verbose`` streams CP-SAT's search log (to the process's stdout, which the CLI sends to stderr).
+    """
     from ortools.sat.python import cp_model
 
     model = cp.model
@@ -696,10 +722,15 @@ def _full_solve(cp: SpacetimeCp, until: float, workers: int, seed: int, below: i
         solver.parameters.max_time_in_seconds = max(until - time.perf_counter(), 0.01)
     solver.parameters.num_workers = max(1, int(workers))
     solver.parameters.random_seed = int(seed)
+    solver.parameters.log_search_progress = verbose
     level = _linearization(cp.problem)
     if level is not None:
         solver.parameters.linearization_level = level
-    return solver, solver.solve(model)
+    if progress.active() is None:
+        return solver, solver.solve(model)
+    watch = _progress_callback(cp)
+    solver.best_bound_callback = watch.on_bound
+    return solver, solver.solve(model, watch)
 
 
 def _read(cp: SpacetimeCp, solved: tuple[Any, Any], outcome: _Outcome, source: str, restricted: bool = False) -> str:
@@ -729,7 +760,8 @@ def _lns_applies(cp: SpacetimeCp, deadline: Deadline, hint: _Hint | None) -> boo
     return deadline.end is not None and hint is not None and p.placement == "pooled" and p.num_tasks <= LNS_MAX_TASKS
 
 
-def _search(cp: SpacetimeCp, hint: _Hint | None, deadline: Deadline, workers: int, seed: int) -> _Outcome:
+def _search(cp: SpacetimeCp, hint: _Hint | None, deadline: Deadline, workers: int, seed: int,
+            verbose: bool = False) -> _Outcome:  # fmt: skip
     """Under a time limit (pooled, small enough): LNS from the warm start, then a full solve restricted to
     better objectives, which proves the incumbent optimal when it is infeasible. Otherwise one full solve."""
     outcome = _Outcome()
@@ -741,21 +773,30 @@ def _search(cp: SpacetimeCp, hint: _Hint | None, deadline: Deadline, workers: in
             outcome.solve_s = time.perf_counter() - started
             return outcome
     if not _lns_applies(cp, deadline, hint):
-        outcome.status = _read(cp, _full_solve(cp, deadline.until(1.0), workers, seed), outcome, "cp-sat")
+        outcome.status = _read(cp, _full_solve(cp, deadline.until(1.0), workers, seed, verbose=verbose), outcome,
+                               "cp-sat")  # fmt: skip
         outcome.solve_s = time.perf_counter() - started
         return outcome
     assert outcome.start is not None and outcome.value is not None
     p = cp.problem
+    bound = None if outcome.bound is None else cp.real(outcome.bound)
+
+    def step(value: int) -> None:
+        progress.report("spacetime-cp LNS", cp.real(value), bound)
+
+    progress.log("spacetime-cp", f"warm start {hint.rule if hint else '-'}: {cp.real(outcome.value):.6g}; LNS")
     start, value, outcome.lns = improve(cp.model, [v.index for v in cp.start], p.task_duration,
                                         p.scaled.demand[p.flat.task_stage], p.scaled.capacity, outcome.start,
                                         outcome.value, deadline.until(LNS_SHARE), seed, workers,
-                                        _linearization(p))  # fmt: skip
+                                        _linearization(p), step)  # fmt: skip
     outcome.offer(start, None, value, "lns")
     if outcome.lns.proven:
         outcome.raise_bound(value)
     if not outcome.proven:
         cp.hint(outcome.start, None)
-        solved = _full_solve(cp, deadline.until(1.0), workers, seed, below=outcome.value)
+        progress.log("spacetime-cp", f"LNS: {outcome.lns.steps} steps, {outcome.lns.improved} improving; "
+                     f"full solve below {cp.real(outcome.value):.6g}")  # fmt: skip
+        solved = _full_solve(cp, deadline.until(1.0), workers, seed, below=outcome.value, verbose=verbose)
         outcome.status = _read(cp, solved, outcome, "cp-sat", restricted=True)
     outcome.solve_s = time.perf_counter() - started
     return outcome
@@ -798,6 +839,7 @@ def solve_spacetime_cp(
     seed: int = 0,
     placement: str = "pooled",
     fair: FairMode = "off",
+    verbose: bool = False,
 ) -> Result:
     """Pack all tasks of all DAG jobs in space and time with CP-SAT (see the module docstring).
 
@@ -825,6 +867,8 @@ def solve_spacetime_cp(
         CP-SAT random seed and the neighbourhood search's, for reproducible runs.
     placement : {'pooled', 'servers'}
         The pooled cluster, or every task on one machine it fits (exact per machine).
+    verbose : bool
+        Stream CP-SAT's search log and the phases (warm start, LNS, proof) to the log.
 
     Returns
     -------
@@ -865,7 +909,7 @@ def solve_spacetime_cp(
     if hint is not None:
         cp.hint(hint.start, hint.machine)
     build_s = time.perf_counter() - started
-    outcome = _search(cp, hint, deadline, workers, seed)
+    outcome = _search(cp, hint, deadline, workers, seed, verbose)
     if not cp.coef_exact:
         notes.append("objective coefficients rounded to 1e-6")
     if hint is not None and outcome.source == hint.rule and not outcome.proven:

@@ -34,6 +34,7 @@ def run_spacetime_cp(instance: Instance, options: SolveOptions, budget: Budget) 
         seed=options.seed or 0,
         placement=job_placement(options),
         fair=fair_mode(options.fair_cap),
+        verbose=options.verbose,
     )
 
 
@@ -53,6 +54,7 @@ def run_spacetime(instance: Instance, options: SolveOptions, budget: Budget) -> 
         placement=job_placement(options),
         algorithm=options.algorithm,
         servers_model=str(options.extra.get("servers_model", "auto")),
+        settings=options.solver_settings(),
     )
 
 

@@ -56,7 +56,7 @@ import numpy as np
 
 from models.result import Result, Schedule, Status
 from models.types import FloatArray, Instance, InstanceError, IntArray
-from solver.backends import Backend, SolveOutcome, get_backend
+from solver.backends import Backend, SolveOutcome, SolverSettings, get_backend
 from solver.spacetime.fair import NO_FAIR_SHARE, fair_mode, fair_share, share_deadline
 from solver.spacetime.model import (
     FIT_TOL,
@@ -231,6 +231,7 @@ def solve_spacetime(
     placement: str = "pooled",
     algorithm: str | None = None,
     servers_model: str = "auto",
+    settings: SolverSettings | None = None,
 ) -> Result:
     """Pack all tasks of all DAG jobs in space and time with the time-indexed MILP.
 
@@ -259,6 +260,8 @@ def solve_spacetime(
     servers_model : {'auto', 'class', 'machine'}
         With ``placement='servers'``: relaxation then per-machine if needed, relaxation only, or
         per-machine only (module docstring).
+    settings : SolverSettings, optional
+        Threads, seed and log of the MILP solver (``--workers``, ``--seed``, ``--verbose``).
 
     Returns
     -------
@@ -271,7 +274,8 @@ def solve_spacetime(
     """
     if servers_model not in SERVERS_MODELS:
         raise ValueError(f"servers_model must be one of {', '.join(SERVERS_MODELS)}, not {servers_model!r}")
-    run = _SpacetimeRun(instance, backend, objective, time_limit, alpha, placement, algorithm, servers_model)
+    run = _SpacetimeRun(instance, backend, objective, time_limit, alpha, placement, algorithm, servers_model,
+                        settings)  # fmt: skip
     try:
         run.fair_caps(fair_completion, fair_cap)
     except _NoFairShare:
@@ -291,7 +295,8 @@ class _SpacetimeRun:
     """The steps of :func:`solve_spacetime`, sharing its state (module docstring: steps 1-4)."""
 
     def __init__(self, instance: Instance, backend: str, objective: str | None, time_limit: float | None,
-                 alpha: float, placement: str, algorithm: str | None, servers_model: str) -> None:  # fmt: skip
+                 alpha: float, placement: str, algorithm: str | None, servers_model: str,
+                 settings: SolverSettings | None = None) -> None:  # fmt: skip
         self.started = time.perf_counter()
         self.instance, self.backend, self.alpha, self.placement = instance, backend, alpha, placement
         self.algorithm, self.servers_model = algorithm, servers_model
@@ -314,7 +319,7 @@ class _SpacetimeRun:
             self.extra["servers_model"] = servers_model
         self.candidates: dict[str, tuple[float, IntArray, IntArray]] = {}
         self.best: str | None = None
-        self.solver = get_backend(backend)
+        self.solver = get_backend(backend, None, settings)
         self.solve_s = 0.0
         self.phase: _Phase | None = None
         self.status: Status = "error"

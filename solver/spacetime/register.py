@@ -16,7 +16,8 @@ register(
            _OBJECTIVE | {"workers", "seed", "fair_cap"}, frozenset({"fair_completion"}), kind="schedule"),
     Method("spacetime", "jobs", True, "DAG jobs as a time-indexed MILP (start counts per stage and slot), "
            "C_k <= T_k unless --no-fair-cap", f"{_DRIVERS}:run_spacetime", LP_BACKENDS,
-           frozenset({"lp", "milp"}), _OBJECTIVE | {"fair_cap"}, frozenset({"fair_completion", "servers_model"}),
+           frozenset({"lp", "milp"}), _OBJECTIVE | {"fair_cap", "workers", "seed"},
+           frozenset({"fair_completion", "servers_model"}),
            kind="schedule"),
     Method("carbyne", "jobs", False, "Carbyne: DRF shares, reverse packing, leftovers given away",
            f"{_DRIVERS}:run_carbyne", options=_OBJECTIVE | {"seed"}, extra_keys=_HEURISTIC_EXTRA, kind="schedule"),
