@@ -83,7 +83,14 @@ def solve(
     _check_instance(instance, spec)
     settings = replace(settings, backend=None if backend_name == "none" else backend_name, algorithm=algorithm)
     budget = Budget.of(time_limit)
-    raw = spec.runner()(instance, settings, budget)
+    run = spec.runner()
+    try:
+        raw = run(instance, settings, budget)
+    except MemoryError:
+        # Sizes a method knows it cannot handle are refused up front (InstanceError); anything that still
+        # exhausts memory is a failed solve, reported as one, never an answer.
+        raw = Result("error", spec.name, settings.backend or "none", message=f"out of memory: the instance is "
+                     f"too large for {spec.name} here; try a heuristic, a smaller instance or more memory")  # fmt: skip
     return finish(instance, spec, replace(raw, warnings=(*preflight(instance, spec), *raw.warnings)), started)
 
 

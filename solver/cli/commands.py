@@ -12,6 +12,7 @@ import json
 import math
 import os
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -108,13 +109,14 @@ def command_solve(args: argparse.Namespace) -> int:
     from solver.backends.base import BackendUnavailable
     from solver.progress import reporting
 
+    started = time.perf_counter()
     instance = load(args.path)
     output = "json" if args.json else args.format
     try:
         # Long solves print their incumbent and bound to stderr every few seconds; --verbose adds the
         # solvers' own logs (fd 1, sent to stderr here) and each step of fairpack's own searches.
         with native_stdout_to_stderr(), reporting(sys.stderr, verbose=args.verbose):
-            result = solve(instance, args.method, backend=args.backend, time_limit=args.time_limit,
+            result = solve(instance, args.method, backend=args.backend, time_limit=_left(args.time_limit, started),
                            **_solve_options(args))  # fmt: skip
     except BackendUnavailable as error:
         return fail(str(error), EXIT_SOLVER)
@@ -129,6 +131,19 @@ def command_solve(args: argparse.Namespace) -> int:
     if result.status in ("error", "infeasible", "unbounded") or (result.has_answer and not result.verified):
         return EXIT_SOLVER
     return EXIT_OK
+
+
+#: Seconds of ``--time-limit`` kept back for verifying and printing the result, at most this share of it.
+OUTPUT_RESERVE_S, OUTPUT_RESERVE_SHARE = 1.0, 0.1
+
+
+def _left(limit: float | None, started: float) -> float | None:
+    """What is left of ``--time-limit`` for ``solve()``: the limit bounds the whole call, so reading the
+    instance (seconds for a large YAML file) counts, and a little is kept back for the output."""
+    if limit is None:
+        return None
+    reserve = min(OUTPUT_RESERVE_S, OUTPUT_RESERVE_SHARE * limit)
+    return max(limit - reserve - (time.perf_counter() - started), 1e-3)
 
 
 def _print_result(instance: Instance, result: Result, data: dict[str, Any], output: str,

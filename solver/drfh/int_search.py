@@ -26,6 +26,7 @@ from solver.budget import Budget
 from solver.drfh.int_model import DrfhIntModel
 from solver.lp import LinearProgram
 
+MODEL_COST = 6.0  # building and loading one model over the pairs, in units of building the pairs
 PATTERN_SHARE = 0.5  # of the time left after the LP bisection, for the pattern search
 PATTERN_BUDGET_S = 60.0  # its budget when there is no time limit
 LNS_SHARE = 0.6  # of the time left after the pattern search, for the neighbourhood search
@@ -61,10 +62,14 @@ def solve_drfh_int(
     the search stops once f is within that fraction of its proven upper bound (no leximin refinement).
     """
     budget = budget or Budget()
+    began = time.perf_counter()
     model = DrfhIntModel.build_pairs(instance)
+    # Building and loading one LP/MILP over the pairs costs a few times building the pairs (4.5x on 12.6
+    # million pairs); a model that cannot be built in the time left is not started.
+    model_cost = MODEL_COST * (time.perf_counter() - began)
     tasks = np.zeros((len(instance.tenants), model.num_machines)) if start is None else model.canonical(start)
     started = time.perf_counter()
-    search = LevelSearch(model, backend, budget, tasks, level_bound, relative_gap)
+    search = LevelSearch(model, backend, budget, tasks, level_bound, relative_gap, model_cost)
     search.run()
     best_f = model.max_min_value(search.best)
     result = IntegerFilling(
@@ -77,10 +82,11 @@ def solve_drfh_int(
                                        "no leximin refinement")  # fmt: skip
     if search.status != "optimal":
         return replace(result, message="max-min search stopped at the time limit; no leximin refinement")
-    return _leximin(model, backend, budget, result)
+    return _leximin(model, backend, budget, result, model_cost)
 
 
-def _leximin(model: DrfhIntModel, backend: Backend, budget: Budget, result: IntegerFilling) -> IntegerFilling:
+def _leximin(model: DrfhIntModel, backend: Backend, budget: Budget, result: IntegerFilling,
+             model_cost: float = 0.0) -> IntegerFilling:  # fmt: skip
     """Leximin steps from the max-min optimum: step k maximises the sum of the k smallest weighted shares."""
     players, caps, max_min_value = model.players, model.player_caps, model.max_min_value
     best_f = max_min_value(result.tasks)
@@ -89,6 +95,10 @@ def _leximin(model: DrfhIntModel, backend: Backend, budget: Budget, result: Inte
     for step in range(1, len(players) + 1):
         if np.all(tasks.sum(axis=1)[players] >= caps):
             break  # everybody holds its cap: the sorted vector is final
+        if budget.left() < model_cost:
+            result = replace(result, status="time_limit", message=f"leximin step {step} would not be built in "
+                             f"the time left; exact up to step {step - 1}")  # fmt: skip
+            break
         outcome = backend.solve(model.build(step, np.array(achieved)), budget.remaining(),
                                 warm_start=model.start(tasks, step))  # fmt: skip
         result = replace(result, milp_solves=result.milp_solves + 1, solve_s=result.solve_s + outcome.solve_s)
@@ -123,8 +133,9 @@ class LevelSearch:
     """
 
     def __init__(self, model: DrfhIntModel, backend: Backend, budget: Budget, start: FloatArray,
-                 level_bound: float | None, relative_gap: float = 0.0) -> None:  # fmt: skip
+                 level_bound: float | None, relative_gap: float = 0.0, model_cost: float = 0.0) -> None:  # fmt: skip
         self.model, self.backend, self.budget, self.relative_gap = model, backend, budget, relative_gap
+        self.model_cost = model_cost  # seconds one LP/MILP over the pairs takes to build and load
         self.value = model.max_min_value
         self.best = start
         self.low = self.value(start)
@@ -171,6 +182,13 @@ class LevelSearch:
     def _level_model(self, level: float) -> LinearProgram:
         return self.model.build_level(self.model.required(level))
 
+    def _out_of_time(self) -> bool:
+        """Whether the next model could not even be built in the time left (then the search stops)."""
+        if self.budget.left() < self.model_cost:
+            self.status = "time_limit"
+            return True
+        return False
+
     def _top(self) -> float:
         return float(self.levels[self.above - 1]) if self.above > 0 else self.low
 
@@ -190,6 +208,8 @@ class LevelSearch:
     def bisect_relaxations(self) -> None:
         below = 0
         while below < self.above:
+            if self._out_of_time():
+                return
             middle = (below + self.above) // 2
             lp = self._level_model(float(self.levels[middle]))
             relaxed = self.backend.solve(replace(lp, integrality=np.zeros_like(lp.integrality)),
@@ -230,6 +250,8 @@ class LevelSearch:
         while self.status == "optimal" and self.next_level < self.above:
             if self._close_enough():
                 self.status = "feasible"
+                return
+            if self._out_of_time():
                 return
             level = float(self.levels[self.next_level])
             outcome = self.backend.solve(self._level_model(level), self.budget.remaining())

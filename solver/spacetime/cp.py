@@ -110,6 +110,12 @@ LARGE_HINT_HEURISTICS = ("sjf",)
 #: heuristic is started only if this estimate fits in a quarter of the time left, so the warm start
 #: cannot eat the budget.
 HEURISTIC_S_PER_TASK = {"carbyne": 3e-3, "sjf": 2e-4, "drf-dag": 5e-4, "tetris": 5e-4, "drf-strict": 2e-4}
+#: Under a time limit, the share of the time left that the list schedules after the first may take together
+#: (one still running then gives up): on 36,000 tasks each takes seconds.
+LIST_SHARE = 0.3
+#: Under a time limit, the share of the time left that the simulated heuristics may take together (each one
+#: still running then is stopped).
+HEURISTICS_SHARE = 0.3
 #: Forward-backward justification of the list schedules is run up to this many tasks.
 JUSTIFY_MAX_TASKS = 5_000
 
@@ -437,15 +443,18 @@ def _list_schedules(problem: _Problem, deadline: Deadline) -> dict[str, tuple[In
             flat.edges)  # fmt: skip
     capacity = scaled.machine_capacity.astype(np.float64)
     found: dict[str, tuple[IntArray, IntArray]] = {}
+    until = deadline.until(LIST_SHARE)
     for rule, priority in rules.items():
         if deadline.left() <= 0:
             break
-        schedule = serial_sgs(*args, priority, capacity, problem.fits)
+        # The first one may take all the time left: without it there may be no answer at all.
+        stop = deadline.end if not found else None if np.isinf(until) else until
+        schedule = serial_sgs(*args, priority, capacity, problem.fits, stop)
         if schedule is None:
             continue
         found[rule] = schedule
         if problem.num_tasks <= JUSTIFY_MAX_TASKS and deadline.left() > 0:
-            better = justify(*args, capacity, problem.fits, schedule[0])
+            better = justify(*args, capacity, problem.fits, schedule[0], deadline=None if np.isinf(until) else until)
             if better is not None:
                 found[f"{rule}+justified"] = better
     return found
@@ -459,10 +468,12 @@ def _heuristic_schedules(problem: _Problem, deadline: Deadline,
         return {}
     names = WARM_HEURISTICS if problem.num_tasks <= HEURISTIC_HINT_TASKS else LARGE_HINT_HEURISTICS
     found: dict[str, tuple[IntArray, IntArray]] = {}
+    until = deadline.until(HEURISTICS_SHARE)  # together; the estimates below are rough on a loaded machine
     for name in (n for n in names if n not in skip):
         if HEURISTIC_S_PER_TASK[name] * problem.num_tasks > deadline.left() / 4:
             continue
-        found.update(heuristic_starts(problem.instance, problem.scaled.tick, problem.placement, (name,)))
+        found.update(heuristic_starts(problem.instance, problem.scaled.tick, problem.placement, (name,),
+                                      None if np.isinf(until) else until))  # fmt: skip
     return found
 
 

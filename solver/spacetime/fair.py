@@ -32,19 +32,20 @@ NO_FAIR_SHARE = ("the fair-share (drf-strict) schedule that sets the caps C_k <=
                  "time limit; raise --time-limit or pass --no-fair-cap")  # fmt: skip
 
 
-class _OutOfTime(Exception):
-    """The deadline passed while the fair-share schedule was being simulated."""
+class OutOfTime(Exception):
+    """The deadline passed while a schedule was being simulated."""
 
 
 @dataclass(frozen=True)
-class _Watch:
-    """A simulation observer that stops the run once ``deadline`` (a ``perf_counter`` time) has passed."""
+class Watch:
+    """A simulation observer that stops the run (raising :class:`OutOfTime`) once ``deadline`` (a
+    ``perf_counter`` time) has passed; the simulations of :mod:`solver.sim` do not watch a clock themselves."""
 
     deadline: float
 
     def state(self, sim: Any) -> None:
         if time.perf_counter() > self.deadline:
-            raise _OutOfTime
+            raise OutOfTime
 
     def hold(self, sim: Any, start: float, end: float) -> None:
         pass
@@ -85,11 +86,15 @@ def fair_share(instance: Instance, placement: str, unit: float | None = None,
         A ``time.perf_counter()`` time to stop at; None: no limit.
     """
     seen = instance if unit is None else slotted(instance, unit)
-    observers = () if deadline is None else (_Watch(deadline),)
     try:
-        return fair_completion_times(seen, placement, observers=observers)
-    except _OutOfTime:
+        return fair_completion_times(seen, placement, observers=watched(deadline))
+    except OutOfTime:
         return None
+
+
+def watched(deadline: float | None) -> tuple[Watch, ...]:
+    """The observers that stop a simulation at ``deadline`` (none without one)."""
+    return () if deadline is None else (Watch(deadline),)
 
 
 def share_deadline(mode: FairMode, deadline: float | None) -> float | None:

@@ -17,6 +17,8 @@ start time: the CP model orders the identical tasks of a stage by start, and the
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from models.dag import adjacency, topological_order
@@ -39,6 +41,7 @@ def serial_sgs(
     priority: FloatArray,
     capacity: FloatArray,
     fits: BoolArray | None = None,
+    deadline: float | None = None,
 ) -> tuple[IntArray, IntArray] | None:
     """Serial list scheduling on integer steps: start step and machine of every task (flat order).
 
@@ -62,11 +65,13 @@ def serial_sgs(
         Capacity of every machine (one row for the pooled cluster).
     fits : bool array (stages, machines), optional
         Machines one task of a stage may use (default: where its demand fits the capacity).
+    deadline : float, optional
+        A ``time.perf_counter()`` time after which it gives up (tens of thousands of tasks take seconds).
 
     Returns
     -------
     ``(start, machine)`` int arrays in flat task order, or ``None`` if the profile would exceed
-    ``MAX_PROFILE_CELLS`` or a task fits no machine.
+    ``MAX_PROFILE_CELLS``, a task fits no machine or the deadline passed.
     """
     n_machines, n_res = capacity.shape
     limit = capacity * (1 + 1e-9) + 1e-9
@@ -91,6 +96,8 @@ def serial_sgs(
     missing = [len(p) for p in parents]
     eligible = {s for s in range(tasks.size) if not missing[s]}
     while eligible:
+        if deadline is not None and time.perf_counter() > deadline:
+            return None
         stage = min(eligible, key=lambda s: (priority[s], s))
         eligible.remove(stage)
         earliest = max([int(release[stage_job[stage]])] + [int(stage_end[p]) for p in parents[stage]])
@@ -149,19 +156,28 @@ def priority_rules(stage_job: IntArray, tail: IntArray, release: IntArray, weigh
 
 
 def heuristic_starts(
-    instance: Instance, step: float, placement: str = "pooled", names: tuple[str, ...] = WARM_HEURISTICS
+    instance: Instance,
+    step: float,
+    placement: str = "pooled",
+    names: tuple[str, ...] = WARM_HEURISTICS,
+    deadline: float | None = None,
 ) -> dict[str, tuple[IntArray, IntArray]]:
     """Start steps and machines (flat task order) of the event-driven heuristics' schedules.
 
     Only schedules whose starts are whole multiples of ``step`` are returned. Machines are numbered
     globally (classes in order, then the number within the class; ``0`` for the pooled cluster). Their
-    schedules are often better than the list schedules on multi-job mixes (Carbyne, SJF).
+    schedules are often better than the list schedules on multi-job mixes (Carbyne, SJF). A heuristic
+    still running at ``deadline`` (a ``time.perf_counter()`` time) is stopped, and the rest are skipped.
     """
     from solver.sim.runs import run_policy
+    from solver.spacetime.fair import OutOfTime, watched
 
     found: dict[str, tuple[IntArray, IntArray]] = {}
     for name in names:
-        schedule, _ = run_policy(instance, name, placement=placement)
+        try:
+            schedule, _ = run_policy(instance, name, placement=placement, observers=watched(deadline))
+        except OutOfTime:
+            break
         starts = schedule_starts(instance, schedule, step)
         if starts is not None:
             found[name] = starts
@@ -225,6 +241,7 @@ def justify(
     fits: BoolArray | None,
     start: IntArray,
     rounds: int = 3,
+    deadline: float | None = None,
 ) -> tuple[IntArray, IntArray] | None:
     """Forward-backward improvement (justification) of a schedule: the best forward ``(start, machine)``
     found by makespan, or None when no pass improved on ``start``.
@@ -232,7 +249,8 @@ def justify(
     A backward pass schedules the stages on the reversed DAG, latest-finishing first, as late as they can
     go (as early as they can in reversed time); a forward pass then schedules them in the order of their
     backward starts, as early as they can go, releases included. Both are :func:`serial_sgs` passes, so the
-    result is feasible per machine like any of its schedules. Passes repeat while the makespan shrinks.
+    result is feasible per machine like any of its schedules. Passes repeat while the makespan shrinks (and
+    stop at ``deadline``, a ``time.perf_counter()`` time).
     """
     stage_of = np.repeat(np.arange(tasks.size), tasks)
     reverse = edges[:, ::-1].copy()
@@ -244,14 +262,14 @@ def justify(
         finish = np.zeros(tasks.size, dtype=np.int64)
         np.maximum.at(finish, stage_of, current + duration[stage_of])
         backward = serial_sgs(stage_job, tasks, duration, demand, no_release, reverse, -finish.astype(np.float64),
-                              capacity, fits)  # fmt: skip
+                              capacity, fits, deadline)  # fmt: skip
         if backward is None:
             break
         back_end = np.zeros(tasks.size, dtype=np.int64)
         np.maximum.at(back_end, stage_of, backward[0] + duration[stage_of])
         # A stage's real start mirrors its backward end: the later it ends there, the earlier it goes here.
         forward = serial_sgs(stage_job, tasks, duration, demand, release, edges, -back_end.astype(np.float64),
-                             capacity, fits)  # fmt: skip
+                             capacity, fits, deadline)  # fmt: skip
         if forward is None:
             break
         span = int((forward[0] + duration[stage_of]).max(initial=0))
