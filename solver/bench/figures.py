@@ -279,7 +279,7 @@ def carbyne_section(frame: pd.DataFrame, folder: Path, prefix: str = "") -> list
              "Every job arrives at time 0. Avg JCT and makespan are divided by the best any method reached on "
              "the same instance (1 = best); the gap is to `spacetime-cp` (avg-JCT objective, warm-started from "
              "the best heuristic; where it stops at its time limit the gap is to its best schedule, not a proven "
-             "optimum). `spacetime-cp` runs as its CLI does, without the deadlines C_k <= T_k, so it may finish "
+             "optimum). `spacetime-cp` runs with `--no-fair-cap`, without the deadlines C_k <= T_k, so it may finish "
              "jobs late. Jain's index is over 20 time windows; late jobs finish after their fair-share completion "
              "T_k.", ""]  # fmt: skip
     header = ["method", "avg JCT / best", "makespan / best", "gap to exact (mean)", "Jain", "late / jobs",

@@ -12,6 +12,7 @@ import json
 import math
 import os
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -120,12 +121,16 @@ def command_solve(args: argparse.Namespace) -> int:
     from models.view import result_json
     from solver.api import solve
     from solver.backends.base import BackendUnavailable
+    from solver.progress import reporting
 
+    started = time.perf_counter()
     instance = load(args.path)
     output = "json" if args.json else args.format
     try:
-        with native_stdout_to_stderr():
-            result = solve(instance, args.method, backend=args.backend, time_limit=args.time_limit,
+        # Long solves print their incumbent and bound to stderr every few seconds; --verbose adds the
+        # solvers' own logs (fd 1, sent to stderr here) and each step of fairpack's own searches.
+        with native_stdout_to_stderr(), reporting(sys.stderr, verbose=args.verbose):
+            result = solve(instance, args.method, backend=args.backend, time_limit=_left(args.time_limit, started),
                            **_solve_options(args))  # fmt: skip
     except BackendUnavailable as error:
         return fail(str(error), EXIT_SOLVER)
@@ -140,6 +145,19 @@ def command_solve(args: argparse.Namespace) -> int:
     if result.status in ("error", "infeasible", "unbounded") or (result.has_answer and not result.verified):
         return EXIT_SOLVER
     return EXIT_OK
+
+
+#: Seconds of ``--time-limit`` kept back for verifying and printing the result, at most this share of it.
+OUTPUT_RESERVE_S, OUTPUT_RESERVE_SHARE = 1.0, 0.1
+
+
+def _left(limit: float | None, started: float) -> float | None:
+    """What is left of ``--time-limit`` for ``solve()``: the limit bounds the whole call, so reading the
+    instance (seconds for a large YAML file) counts, and a little is kept back for the output."""
+    if limit is None:
+        return None
+    reserve = min(OUTPUT_RESERVE_S, OUTPUT_RESERVE_SHARE * limit)
+    return max(limit - reserve - (time.perf_counter() - started), 1e-3)
 
 
 def _print_result(instance: Instance, result: Result, data: dict[str, Any], output: str,
@@ -237,7 +255,7 @@ def command_check(args: argparse.Namespace) -> int:
     method = get_policy(data["method"]) if "policy" in data else get_method(data["method"])
     placement = data.get("placement") if isinstance(data.get("placement"), str) else None
     try:
-        checked = check_saved(instance, data, method.saved_rules(placement))
+        checked = check_saved(instance, data, method.saved_rules(placement, data.get("fair_cap") is not False))
     except InstanceError as error:
         raise error.located(args.result) from None
     summary = {"verified": checked.verified, "violations": checked.violations, **checked.numbers}
@@ -459,7 +477,8 @@ def _add_solve(subcommands: Any, formatter: type[argparse.HelpFormatter]) -> Non
     solve.add_argument("--top", type=rows, default=DEFAULT_TOP, metavar="N",
                        help="rows per table (--format csv lists every row)")
     solve.add_argument("--quiet", action="store_true", help="table format: the headline only")
-    solve.add_argument("--verbose", action="store_true", help="stream the solver's log to stderr")
+    solve.add_argument("--verbose", action="store_true", help="stream the solver's own log (HiGHS, CP-SAT, "
+                       "drfh-int's level search) to stderr, and tracebacks of internal errors")  # fmt: skip
     solve.add_argument("--output", "-o", metavar="FILE", help="also save the JSON result to this file")
     solve.add_argument("--plot", metavar="FILE", help="save a picture of the answer (PNG; a PDF or SVG suffix "
                        "works too): per-server stacked bars, the tree, or a resource profile and per-machine Gantt "

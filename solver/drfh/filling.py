@@ -226,7 +226,10 @@ def progressive_filling(model: DrfhModel, rounds: RoundSolver) -> FillingResult:
                 raise RuntimeError("progressive filling needs row duals from the backend")
             scaled = duals * weights
             blocked = uncapped & (scaled > _DUAL * max(1.0, float(np.max(scaled))))
-            if not blocked.any():
+            if not blocked.any() and not at_cap.any():
+                # Something must freeze for the rounds to progress. When a tenant reached its cap this
+                # round, that is progress already: the level may have stopped at its cap (an approximate
+                # LP such as PDLP can land a hair below the breakpoint), and the others can still grow.
                 blocked = uncapped & (scaled >= np.max(scaled[uncapped]))
             levels[blocked] = level
             # A hair below the attained value keeps later rounds feasible despite round-off.

@@ -20,6 +20,7 @@ import numpy as np
 
 from models.result import Status
 from models.types import FloatArray, Instance
+from solver import progress
 from solver.backends import Backend
 from solver.budget import Budget
 from solver.drfh.int_levels import CandidateLevels
@@ -172,16 +173,24 @@ class LevelSearch:
         return CandidateLevels.between(step, most, self.low, level_bound * (1 + 1e-9))
 
     def run(self) -> None:
+        self._tell("start")
         self.bisect_relaxations()
         if self._open():
             self.lift_by_patterns()
         if self._open():
             self.lift_by_neighbourhoods()
         self.climb()
+        self._tell(f"max-min search {self.status}")
 
     def _count(self, seconds: float, solves: int = 1) -> None:
         self.solves += solves
         self.solve_s += seconds
+
+    def _tell(self, step: str) -> None:
+        """The search so far, for ``--verbose`` (every step) and the progress lines (every few seconds)."""
+        f, top = self.value(self.best), self._top()
+        progress.log("drfh-int", f"{step}: f = {f:.6g}, levels up to {top:.6g} still possible")
+        progress.report("drfh-int", f, top, step)
 
     def _level_model(self, level: float) -> LinearProgram:
         return self.model.build_level(self.model.required(level))
@@ -224,6 +233,7 @@ class LevelSearch:
             else:
                 self.status = "time_limit"
                 return
+            self._tell(f"LP relaxation at level {middle:.6g} {relaxed.status}")
 
     def lift_by_patterns(self) -> None:
         """On the 100 x 20 benchmark this lifts the heuristic's f half or more of the way to the LP's top."""
@@ -233,14 +243,17 @@ class LevelSearch:
         found = search_patterns(self.model, self.backend, self.best, self._top(), part)
         self._count(found.solve_s, found.solves)
         self._adopt(found.tasks)
+        self._tell("pattern search")
 
     def lift_by_neighbourhoods(self) -> None:
         from solver.drfh.lns import search_neighbourhoods
 
         part = self.budget.part(LNS_SHARE) if self.budget.limited else Budget.of(LNS_BUDGET_S)
-        lifted = search_neighbourhoods(self.model, self.backend, self.best, self._next, part)
+        lifted = search_neighbourhoods(self.model, self.backend, self.best, self._next, part,
+                                       seed=self.backend.settings.seed or 0)  # fmt: skip
         self._count(lifted.solve_s, lifted.repairs)
         self._adopt(self.model.canonical(lifted.tasks))
+        self._tell("neighbourhood search")
 
     def climb(self) -> None:
         """Feasibility MILPs level by level: they prove small instances; near the LP's top on large ones they
@@ -266,6 +279,7 @@ class LevelSearch:
                 self.tried = level
             else:
                 self.status = "time_limit"
+            self._tell(f"MILP at level {level:.6g} {outcome.status}")
 
     def proven_bound(self) -> float:
         """Finished: f itself. Stopped: f cannot reach ``ceiling``, so the highest level below it bounds f."""
