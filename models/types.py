@@ -8,7 +8,7 @@ entities by index, never by object. Vectors over resources are read-only numpy a
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 
 import numpy as np
@@ -22,9 +22,11 @@ class InstanceError(ValueError):
     """Bad instance data, naming the file, the field at fault and the reason."""
 
     def __init__(self, reason: str, field: str = "", source: str = "") -> None:
-        self.reason = reason
-        self.field = field
-        self.source = source
+        # Parts can quote the input (a key, a name, a parser's excerpt): escape what cannot be printed, so
+        # the message itself can always be printed and encoded (a lone surrogate would break stderr).
+        self.reason = printable(reason)
+        self.field = printable(field)
+        self.source = printable(source)
         super().__init__(self._message())
 
     def _message(self) -> str:
@@ -37,23 +39,42 @@ class InstanceError(ValueError):
         return InstanceError(self.reason, joined, source or self.source)
 
 
+def printable(text: str) -> str:
+    """``text`` with every character that cannot be printed (controls, lone surrogates) escaped."""
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+
+
 def frozen_vector(values: Sequence[float] | FloatArray, field_name: str, size: int) -> FloatArray:
-    """Validate a resource vector (finite, non-negative, right length) and return a read-only copy."""
-    array = np.array(values, dtype=np.float64).reshape(-1)
+    """Validate a resource vector (finite, non-negative, right length) and return it read-only.
+
+    Checked in bulk; only on failure is the first offending entry located for the message. An array that
+    is already a read-only float64 vector (a row of a matrix the loader validated) is returned as is.
+    """
+    trusted = isinstance(values, np.ndarray) and values.dtype == np.float64 and values.ndim == 1
+    if trusted and not values.flags.writeable:  # type: ignore[union-attr]
+        array: FloatArray = values  # type: ignore[assignment]
+    else:
+        array = np.array(values, dtype=np.float64).reshape(-1)
     if array.shape != (size,):
         raise InstanceError(f"expected {size} resource values, got {array.size}", field_name)
-    for position, value in enumerate(array):
-        if not math.isfinite(value):
-            raise InstanceError(f"value {value} is not finite", f"{field_name}[{position}]")
-        if value < 0:
-            raise InstanceError(f"value {value} is negative", f"{field_name}[{position}]")
-    array.setflags(write=False)
+    finite = np.isfinite(array)
+    if not finite.all() or (array < 0).any():
+        position = int(np.argmin(finite & (array >= 0)))
+        value = array[position]
+        reason = f"value {value} is not finite" if not finite[position] else f"value {value} is negative"
+        raise InstanceError(reason, f"{field_name}[{position}]")
+    if array.flags.writeable:
+        array.setflags(write=False)
     return array
 
 
 def _check_name(name: str, field_name: str) -> None:
     if not isinstance(name, str) or not name.strip():
         raise InstanceError("name must be a non-empty string", field_name)
+    if not name.isprintable():  # control characters, lone surrogates: cannot be printed, some not encoded
+        raise InstanceError(f"name {printable(name)!r} has characters that cannot be printed", field_name)
 
 
 def _check_positive(value: float, field_name: str) -> None:
@@ -64,6 +85,37 @@ def _check_positive(value: float, field_name: str) -> None:
 def _check_task_cap(tasks: float, field_name: str) -> None:
     if not (tasks == math.inf or (math.isfinite(tasks) and tasks >= 0)):
         raise InstanceError(f"task count must be non-negative, got {tasks!r}", field_name)
+
+
+def _entry_field(position: int) -> str:
+    return f"[{position}]"
+
+
+def _frozen_matrix(values: FloatArray, rows: int, field_name: str, where: Callable[[int], str]) -> FloatArray:
+    """Validate a (rows x resources) matrix of resource vectors in bulk; return it read-only."""
+    matrix = np.array(values, dtype=np.float64, copy=values.flags.writeable if isinstance(values, np.ndarray) else None)
+    if matrix.ndim != 2 or matrix.shape[0] != rows:
+        raise InstanceError(f"expected {rows} rows of resource values, got shape {matrix.shape}", field_name)
+    good = np.isfinite(matrix) & (matrix >= 0)
+    if not good.all():
+        row, column = np.unravel_index(int(np.argmin(good)), matrix.shape)
+        value = matrix[row, column]
+        reason = f"value {value} is not finite" if not math.isfinite(value) else f"value {value} is negative"
+        raise InstanceError(reason, f"{where(int(row))}.{field_name}[{column}]")
+    matrix.setflags(write=False)
+    return matrix
+
+
+def _first_bad(good: npt.NDArray[np.bool_]) -> int | None:
+    return None if good.all() else int(np.argmin(good))
+
+
+def _new(cls: type, **values: object) -> object:
+    """An instance of a frozen dataclass with ``values`` set, skipping ``__post_init__`` (validated in bulk)."""
+    instance: object = object.__new__(cls)
+    for key, value in values.items():
+        object.__setattr__(instance, key, value)
+    return instance
 
 
 def _same(a: object, b: object) -> bool:
@@ -104,6 +156,26 @@ class ServerClass(_ValueEquality):
         if not isinstance(self.count, int | np.integer) or self.count < 1:
             raise InstanceError(f"count must be a positive integer, got {self.count!r}", "count")
 
+    @classmethod
+    def many(
+        cls,
+        names: Sequence[str],
+        capacity: FloatArray,
+        counts: Sequence[int],
+        where: Callable[[int], str] = _entry_field,
+    ) -> tuple[ServerClass, ...]:
+        """Server classes from one capacity matrix, validated in bulk by the rules of one-by-one
+        construction; ``where(k)`` names entry ``k`` in error messages (``[k]`` by default)."""
+        capacity = _frozen_matrix(capacity, len(names), "capacity", where)
+        for position, (name, count) in enumerate(zip(names, counts, strict=True)):
+            _check_name(name, f"{where(position)}.name")
+            if not isinstance(count, int | np.integer) or isinstance(count, bool) or count < 1:
+                raise InstanceError(f"count must be a positive integer, got {count!r}", f"{where(position)}.count")
+        return tuple(
+            _new(cls, name=name, capacity=capacity[k], count=int(counts[k]))  # type: ignore[misc]
+            for k, name in enumerate(names)
+        )
+
 
 @dataclass(frozen=True, eq=False)
 class Tenant(_ValueEquality):
@@ -121,6 +193,39 @@ class Tenant(_ValueEquality):
             raise InstanceError("demand vector is zero: a task must need some resource", "demand")
         _check_positive(self.weight, "weight")
         _check_task_cap(self.tasks, "tasks")
+
+    @classmethod
+    def many(
+        cls,
+        names: Sequence[str],
+        demand: FloatArray,
+        weights: FloatArray,
+        tasks: FloatArray,
+        where: Callable[[int], str] = _entry_field,
+    ) -> tuple[Tenant, ...]:
+        """Tenants from one demand matrix and weight and cap arrays, validated in bulk by the rules of
+        one-by-one construction; ``where(k)`` names entry ``k`` in error messages (``[k]`` by default)."""
+        demand = _frozen_matrix(demand, len(names), "demand", where)
+        weights = np.asarray(weights, dtype=np.float64).reshape(-1)
+        tasks = np.asarray(tasks, dtype=np.float64).reshape(-1)
+        if not len(names) == len(weights) == len(tasks):
+            raise InstanceError(f"{len(names)} names, {len(weights)} weights and {len(tasks)} task caps", "tenants")
+        zero = _first_bad(np.asarray((demand > 0).any(axis=1)))
+        if zero is not None:
+            raise InstanceError("demand vector is zero: a task must need some resource", f"{where(zero)}.demand")
+        with np.errstate(invalid="ignore"):
+            weight = _first_bad(np.isfinite(weights) & (weights > 0))
+            cap = _first_bad((tasks == math.inf) | (np.isfinite(tasks) & (tasks >= 0)))
+        if weight is not None:
+            _check_positive(float(weights[weight]), f"{where(weight)}.weight")
+        if cap is not None:
+            _check_task_cap(float(tasks[cap]), f"{where(cap)}.tasks")
+        for position, name in enumerate(names):
+            _check_name(name, f"{where(position)}.name")
+        return tuple(
+            _new(cls, name=name, demand=demand[k], weight=float(weights[k]), tasks=float(tasks[k]))  # type: ignore[misc]
+            for k, name in enumerate(names)
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -149,15 +254,22 @@ class Hierarchy(_ValueEquality):
         for index, node in enumerate(self.nodes[1:], start=1):
             if not 0 <= node.parent < len(self.nodes) or node.parent == index:
                 raise InstanceError(f"node {node.name!r} has invalid parent {node.parent}", "hierarchy")
-        # Walking up from every node must reach the root: otherwise parent links form a cycle.
+        # Walking up from every node must reach the root: otherwise parent links form a cycle. Each node is
+        # walked once (a walk stops at a node already known to reach the root), so a long chain is linear.
+        reaches_root = [False] * len(self.nodes)
+        reaches_root[0] = True
         for index in range(len(self.nodes)):
-            seen: set[int] = set()
+            path: list[int] = []
+            on_path: set[int] = set()
             current = index
-            while current != -1:
-                if current in seen:
-                    raise InstanceError(f"cycle through node {self.nodes[index].name!r}", "hierarchy")
-                seen.add(current)
+            while not reaches_root[current]:
+                if current in on_path:
+                    raise InstanceError(f"cycle through node {self.nodes[current].name!r}", "hierarchy")
+                path.append(current)
+                on_path.add(current)
                 current = self.nodes[current].parent
+            for walked in path:
+                reaches_root[walked] = True
 
     def children(self, index: int) -> list[int]:
         return [i for i, node in enumerate(self.nodes) if node.parent == index]
@@ -251,6 +363,8 @@ class Instance(_ValueEquality):
     def __post_init__(self) -> None:
         if not self.resources:
             raise InstanceError("at least one resource is needed", "resources")
+        for position, resource in enumerate(self.resources):
+            _check_name(resource, f"resources[{position}]")
         _check_unique(self.resources, "resources", key="")  # plain strings, no .name
         if not self.servers:
             raise InstanceError("at least one server is needed", "servers")
