@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -11,7 +12,15 @@ import numpy as np
 import pytest
 import yaml
 
-from models.io import DEFAULT_LIMITS, Limits, instance_from_dict, instance_to_dict, load_instance, parse_instance
+from models.io import (
+    DEFAULT_LIMITS,
+    Limits,
+    instance_from_dict,
+    instance_to_dict,
+    instance_to_yaml,
+    load_instance,
+    parse_instance,
+)
 from models.types import (
     Hierarchy,
     HierarchyNode,
@@ -1077,6 +1086,22 @@ def test_instance_to_dict_round_trips(tmp_path: Path, data: dict[str, Any]) -> N
     # Through a real YAML file, as `fairpack generate` writes it.
     text = yaml.safe_dump(instance_to_dict(original), sort_keys=False, default_flow_style=None)
     assert_same_instance(original, load_instance(write(tmp_path, "again.yaml", text)))
+
+
+@pytest.mark.parametrize("data", [FLAT, NESTED, JOBS], ids=["flat", "nested-tree", "jobs"])
+def test_instance_to_yaml_is_what_safe_dump_writes(tmp_path: Path, data: dict[str, Any]) -> None:
+    original = load_instance(write(tmp_path, "x.yaml", yaml.safe_dump(data)))
+    expected = yaml.safe_dump(instance_to_dict(original), sort_keys=False, default_flow_style=None)
+    assert instance_to_yaml(original) == expected
+
+
+def test_instance_to_yaml_quotes_names_yaml_12_reads_as_numbers(tmp_path: Path) -> None:
+    original = load_instance(write(tmp_path, "x.yaml", yaml.safe_dump(FLAT)))
+    names = ["1e5", ".5", "yes"]  # safe_dump leaves 1e5 plain: a string in YAML 1.1, a number in YAML 1.2
+    renamed = original.with_tenants(
+        [dataclasses.replace(t, name=n) for t, n in zip(original.tenants, names, strict=True)]
+    )
+    assert_same_instance(renamed, load_instance(write(tmp_path, "again.yaml", instance_to_yaml(renamed))))
 
 
 def test_instance_files_exist() -> None:
