@@ -156,6 +156,18 @@ def _scale_number(data: Any, choose: Choose) -> None:
         container[key] = int(value) if isinstance(value, float) and value.is_integer() and abs(value) < 1e18 else value
 
 
+# Values the loader accepts, at or near its limits (or awkward for solvers): valid inputs that stress them.
+EXTREMES: list[Any] = [10_000_000, 9_999_999, 1e15, 1e-6, 1e6, 1e9, 1_000_000, 1.000000001, 1e-9, 0.30000000000000004,
+                       123456.789, 0, 2e-9]  # fmt: skip
+
+
+def _extreme(data: Any, choose: Choose) -> None:
+    numbers = [(c, k) for c, k in _nodes(data) if isinstance(c[k], int | float) and not isinstance(c[k], bool)]
+    if numbers:
+        container, key = _pick(choose, numbers)
+        container[key] = _pick(choose, EXTREMES)
+
+
 def _delete(data: Any, choose: Choose) -> None:
     slots = _nodes(data)
     if slots:
@@ -232,8 +244,8 @@ def _deepen(data: Any, choose: Choose) -> None:
 
 
 STRUCTURAL: list[Callable[[Any, Choose], None]] = [
-    _replace, _replace, _scale_number, _delete, _repeat_item, _unknown_key, _wrong_type, _break_reference,
-    _break_reference, _deepen,
+    _replace, _replace, _scale_number, _extreme, _extreme, _delete, _repeat_item, _unknown_key, _wrong_type,
+    _break_reference, _break_reference, _deepen,
 ]  # fmt: skip
 
 
