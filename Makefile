@@ -22,6 +22,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check models solver tests benchmarks
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(BIN)/pytest -q
 
 DATA_DIR ?= ../shared/data

@@ -39,11 +39,24 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def machine_state() -> dict[str, Any]:
+    """The machine and its load when a result is saved (1, 5 and 15 minute load averages)."""
+    return {"machine": platform.machine(), "cpus": os.cpu_count(), "python": platform.python_version(),
+            "load_average": [round(value, 2) for value in os.getloadavg()]}  # fmt: skip
+
+
+def load_line() -> str:
+    """One Markdown line stating the machine and the load now."""
+    state = machine_state()
+    return (f"Machine: {state['cpus']} cores ({state['machine']}), Python {state['python']}; load average "
+            f"{' / '.join(f'{v:.2f}' for v in state['load_average'])} (1 / 5 / 15 min) when saved.")
+
+
 def save(name: str, payload: dict[str, Any], markdown: str, out: str | Path = RESULTS) -> None:
     """Print the Markdown table and save it with the raw numbers as JSON."""
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-    payload = {"benchmark": name, "machine": platform.machine(), "cpus": os.cpu_count(), **payload}
+    payload = {"benchmark": name, **machine_state(), **payload}
     (folder / f"{name}.json").write_text(json.dumps(payload, indent=1, default=float))
     (folder / f"{name}.md").write_text(markdown + "\n")
     print(markdown)

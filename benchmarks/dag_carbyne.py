@@ -26,8 +26,8 @@ import numpy as np
 
 from benchmarks._common import data_dir_or_none, parser, save, timed
 from models.generators import random_dag_jobs, tpch_jobs
-from models.schedule_metrics import schedule_metrics
-from models.solution import Result
+from models.metrics import schedule_metrics
+from models.result import Result
 from models.types import Instance
 from solver.api import solve
 

@@ -22,11 +22,14 @@ import numpy as np
 
 from benchmarks._common import data_dir_or_none, parser, peak_rss_mib, save, timed
 from models.check import verify_allocation
-from models.drfh import DrfhModel, UnitGrouping
 from models.generators import google_instance
-from models.solution import Allocation
+from models.result import Allocation
 from models.types import Instance
-from solver.drfh import PlainRounds, progressive_filling, solve_drfh, unit_tasks
+from solver.backends import get_backend
+from solver.budget import Budget
+from solver.drfh.filling import SessionRounds, progressive_filling, unit_tasks
+from solver.drfh.methods import solve_drfh
+from solver.drfh.model import DrfhModel, UnitGrouping
 
 
 def _fast(instance: Instance) -> dict[str, Any]:
@@ -50,7 +53,7 @@ def _fast(instance: Instance) -> dict[str, Any]:
 def _plain(instance: Instance, limit: float) -> dict[str, Any]:
     def run() -> tuple[DrfhModel, Any]:
         model = DrfhModel(instance, UnitGrouping.merge_identical(instance))
-        return model, progressive_filling(model, PlainRounds(model, time_limit=limit))
+        return model, progressive_filling(model, SessionRounds.all_columns(model, get_backend(), Budget.of(limit)))
 
     (model, filled), seconds = timed(run)
     return {

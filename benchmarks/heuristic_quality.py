@@ -19,6 +19,7 @@ from typing import Any
 from benchmarks._common import data_dir_or_none, parser, save, timed
 from models.generators import alibaba_instance, google_instance
 from models.types import Instance
+from models.view import result_json
 from solver.api import solve
 
 SLOT_COUNTS = (5, 10, 14, 20)
@@ -36,7 +37,7 @@ def _measure(instance: Instance, int_limit: float) -> dict[str, Any]:
     runs += [(f"slots-{k}", "slots", {"slots": k}) for k in SLOT_COUNTS]
     for label, method, options in runs:
         result, seconds = timed(lambda method=method, options=options: solve(instance, method, **options))
-        data = result.to_json(instance)
+        data = result_json(instance, result)
         results[label] = {
             "status": result.status,
             "verified": result.verified,

@@ -17,14 +17,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from models.types import Hierarchy, Instance, InstanceError
+from models.types import BoolArray, FloatArray, Hierarchy, Instance, InstanceError, IntArray
 
 if TYPE_CHECKING:
     import networkx as nx
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
-BoolArray = npt.NDArray[np.bool_]
 
 
 @dataclass(frozen=True, eq=False)

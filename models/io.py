@@ -161,7 +161,7 @@ def _path(stack: Sequence[_Open]) -> str:
     return path
 
 
-def _read_yaml(text: str, limits: Limits) -> Any:
+def _read_yaml(text: str, limits: Limits) -> Any:  # noqa: C901  (one loop kept whole: it runs once per YAML event)
     """Compose one YAML document into plain Python data, iteratively, under ``limits``."""
     parser = _yaml_parser(text)
     get_event = parser.get_event
@@ -479,7 +479,7 @@ _SCHEMA: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "server": (("name", "capacity"), ("name", "capacity", "count")),
     "tenant": (("name", "demand"), ("name", "demand", "weight", "tasks")),
     "node": (("name",), ("name", "weight", "demand", "tasks", "parent", "children")),
-    "job": (("name", "stages"), ("name", "weight", "release", "stages")),
+    "job": (("name", "stages"), ("name", "weight", "release", "tenant", "deadline", "stages")),
     "stage": (("name", "duration", "demand"), ("name", "tasks", "duration", "demand", "after")),
     "time": ((), ("slot",)),
 }
@@ -677,10 +677,7 @@ def _flat_nodes(values: list[Any], limits: Limits) -> list[tuple[dict[str, Any],
 def _read_hierarchy(value: Any, resources: tuple[str, ...], limits: Limits) -> tuple[Hierarchy, _Tenants, list[str]]:
     """The tree and its leaves as tenants (with each leaf's field path)."""
     flat = _flat_nodes(list(value), limits) if isinstance(value, list | tuple) else _nested_nodes(value, limits)
-    if len(flat) < 2:
-        raise InstanceError(
-            "a hierarchy needs a root with at least one child (for a single tenant, use tenants)", "hierarchy"
-        )
+    # A root alone is a tree too: it is the one leaf (every method treats it as one tenant).
     has_children = {parent for _, parent, _ in flat if parent >= 0}
     names = [_name(spec["name"], f"{path}.name") for spec, _, path in flat]
     seen: dict[str, str] = {}
@@ -722,6 +719,18 @@ def _read_jobs(value: Any, resources: tuple[str, ...], limits: Limits) -> list[J
     weights = _weights(entries, lambda k: f"jobs[{k}]", limits)
     release = _numbers(_optional(entries, "release", 0.0), lambda k: f"jobs[{k}].release")
     _check_range(release, lambda k: f"jobs[{k}].release", 0.0, limits.max_quantity, "release")
+    # A job's tenant (queue) is a name; null or absent: the job is its own tenant.
+    job_tenants = [
+        "" if value is None else _name(value, f"jobs[{k}].tenant")
+        for k, value in enumerate(_optional(entries, "tenant", None))
+    ]
+    deadline = _numbers(
+        [math.inf if value is None else value for value in _optional(entries, "deadline", None)],
+        lambda k: f"jobs[{k}].deadline",
+    )
+    # null, absent or .inf: no deadline; otherwise a positive time within the quantity limit.
+    _check_range(np.where(deadline == math.inf, 1.0, deadline), lambda k: f"jobs[{k}].deadline", 0.0,
+                 limits.max_quantity, "deadline", low_open=True)  # fmt: skip
     # All stages of all jobs in one block, each remembering its job and position.
     stages: list[dict[str, Any]] = []
     owner: list[tuple[int, int]] = []
@@ -764,7 +773,9 @@ def _read_jobs(value: Any, resources: tuple[str, ...], limits: Limits) -> list[J
             except InstanceError as error:
                 raise error.located(error.source, where(i)) from None
         try:
-            jobs.append(Job(names[k], tuple(built), float(weights[k]), float(release[k])))
+            jobs.append(
+                Job(names[k], tuple(built), float(weights[k]), float(release[k]), job_tenants[k], float(deadline[k]))
+            )
         except InstanceError as error:
             raise error.located(error.source, f"jobs[{k}]") from None
         first += count
@@ -851,10 +862,13 @@ def _type_name(value: Any) -> str:
 # ------------------------------------------------------------------------------------------- files
 
 
+STDIN = "-"  # the path that names standard input
+
+
 def _read_bytes(path: Path, limits: Limits) -> bytes:
     """The file's bytes, refusing (before reading them) more than ``limits.max_bytes``; ``-`` is stdin."""
     too_big = f"larger than the limit of {limits.max_bytes:,} bytes"
-    if str(path) == "-":
+    if str(path) == STDIN:
         data = sys.stdin.buffer.read(limits.max_bytes + 1)
     else:
         with path.open("rb") as handle:
@@ -881,11 +895,17 @@ def _parse(data: bytes, kind: str, limits: Limits) -> Any:
 
 
 def parse_instance(
-    data: str | bytes, source: str = "<string>", kind: str = "yaml", limits: Limits = DEFAULT_LIMITS
+    data: str | bytes,
+    source: str = "<string>",
+    kind: str = "yaml",
+    limits: Limits = DEFAULT_LIMITS,
+    name: str | None = None,
 ) -> Instance:
-    """Parse the text of an instance file (``kind`` "yaml" or "json"); errors name ``source`` as the file."""
+    """Parse the text of an instance file (``kind`` "yaml" or "json"); errors name ``source`` as the file.
+
+    The instance is named by its ``name`` field, else ``name``, else the stem of ``source``."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
-    name = Path(source).stem or "instance"
+    name = name or Path(source).stem or "instance"
     try:
         if len(raw) > limits.max_bytes:
             raise InstanceError(f"the input is larger than the limit of {limits.max_bytes:,} bytes")
@@ -895,13 +915,13 @@ def parse_instance(
 
 
 def load_instance(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Instance:
-    """Load a YAML, JSON or PSPLIB ``.sm`` instance file (``-``: YAML from standard input).
+    """Load a YAML, JSON or PSPLIB ``.sm`` instance file (``-``: standard input, see ``_parse_stdin``).
 
     Every error is an ``InstanceError`` naming the file, the field at fault and the reason; the limits
     (file size, nesting, alias expansion, numeric ranges) are listed in the module docstring.
     """
     path = Path(path)
-    source = str(path)
+    source = "<stdin>" if str(path) == STDIN else str(path)
     if path.suffix.lower() == ".sm":  # PSPLIB single-mode RCPSP file: one DAG job, one pooled server
         from models.psplib import load_psplib
 
@@ -912,8 +932,25 @@ def load_instance(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Instance
         raise InstanceError(f"cannot read file: {error}", source=source) from None
     except InstanceError as error:
         raise error.located(source) from None
+    if str(path) == STDIN:
+        return _parse_stdin(data, limits)
     kind = "json" if path.suffix.lower() == ".json" else "yaml"
-    return parse_instance(data, source if source != "-" else "<stdin>", kind, limits)
+    return parse_instance(data, source, kind, limits)
+
+
+def _parse_stdin(data: bytes, limits: Limits) -> Instance:
+    """An instance piped in, named ``stdin``: PSPLIB text is recognised by its header (a rule of asterisks,
+    then a PRECEDENCE RELATIONS section), anything else is read as YAML (JSON included); errors name
+    ``<stdin>`` as the file."""
+    source = "<stdin>"
+    if data.lstrip().startswith(b"*****") and b"PRECEDENCE RELATIONS" in data:
+        from models.psplib import parse_psplib
+
+        try:  # PSPLIB files are ASCII; latin-1 never fails on a stray byte (as load_psplib)
+            return parse_psplib(data.decode("latin-1"), "stdin.sm")
+        except InstanceError as error:
+            raise error.located(source) from None
+    return parse_instance(data, source, "yaml", limits, name="stdin")
 
 
 class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
@@ -976,6 +1013,8 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
                 "name": job.name,
                 "weight": job.weight,
                 "release": job.release,
+                **({"tenant": job.tenant} if job.tenant else {}),
+                **({"deadline": job.deadline} if math.isfinite(job.deadline) else {}),
                 "stages": [
                     {
                         "name": s.name,

@@ -192,6 +192,44 @@ def _availabilities(reader: _Reader) -> tuple[list[tuple[str, int]], list[int], 
     return names, capacities, body[1]
 
 
+def _renewable(
+    reader: _Reader,
+    columns: list[tuple[str, int]],
+    requests: dict[int, tuple[int, list[int], _Line]],
+    activities: list[int],
+) -> list[int]:
+    """The renewable resource columns; a nonzero request of any other kind is refused."""
+    for k, (kind, number) in enumerate(columns):
+        if kind == "R":
+            continue
+        used = [job for job in activities if requests[job][1][k] != 0]
+        if used:
+            line = requests[used[0]][2]
+            raise reader.error(
+                f"activity {used[0]} requests {kind} {number}: only renewable resources are supported "
+                "(nonrenewable and doubly constrained requests must be zero)",
+                "REQUESTS/DURATIONS",
+                line,
+            )
+    return [k for k, (kind, _) in enumerate(columns) if kind == "R"]
+
+
+def _predecessors(
+    reader: _Reader, successors: dict[int, tuple[list[int], _Line]], activities: list[int]
+) -> dict[int, set[int]]:
+    """Each activity's predecessors (the file lists successors); unknown and self successors are refused."""
+    predecessors: dict[int, set[int]] = {job: set() for job in activities}  # sets: a repeated edge is linear
+    for job in activities:
+        listed, line = successors[job]
+        for successor in listed:
+            if successor not in predecessors:
+                raise reader.error(f"activity {job} has unknown successor {successor}", "PRECEDENCE RELATIONS", line)
+            if successor == job:
+                raise reader.error(f"activity {job} succeeds itself", "PRECEDENCE RELATIONS", line)
+            predecessors[successor].add(job)
+    return predecessors
+
+
 def parse_psplib(text: str, path: str | Path = "instance.sm") -> Instance:
     """Parse the text of a PSPLIB single-mode file; ``path`` names the file in errors and the job.
 
@@ -229,19 +267,7 @@ def parse_psplib(text: str, path: str | Path = "instance.sm") -> Instance:
     if declared is not None and declared != len(activities):
         raise reader.error(f"header declares {declared} jobs but {len(activities)} are listed", "header")
 
-    renewable = [k for k, (kind, _) in enumerate(columns) if kind == "R"]
-    for k, (kind, number) in enumerate(columns):
-        if kind == "R":
-            continue
-        used = [job for job in activities if requests[job][1][k] != 0]
-        if used:
-            line = requests[used[0]][2]
-            raise reader.error(
-                f"activity {used[0]} requests {kind} {number}: only renewable resources are supported "
-                "(nonrenewable and doubly constrained requests must be zero)",
-                "REQUESTS/DURATIONS",
-                line,
-            )
+    renewable = _renewable(reader, columns, requests, activities)
     capacity_of = {column: capacity for column, capacity in zip(names, capacities, strict=True)}
     resource_columns = [columns[k] for k in renewable]
     missing_capacity = [f"{kind} {number}" for kind, number in resource_columns if (kind, number) not in capacity_of]
@@ -250,16 +276,7 @@ def parse_psplib(text: str, path: str | Path = "instance.sm") -> Instance:
     if not resource_columns:
         raise reader.error("no renewable resources", "REQUESTS/DURATIONS")
 
-    predecessors: dict[int, set[int]] = {job: set() for job in activities}  # sets: a repeated edge is linear
-    for job in activities:
-        listed, line = successors[job]
-        for successor in listed:
-            if successor not in predecessors:
-                raise reader.error(f"activity {job} has unknown successor {successor}", "PRECEDENCE RELATIONS", line)
-            if successor == job:
-                raise reader.error(f"activity {job} succeeds itself", "PRECEDENCE RELATIONS", line)
-            predecessors[successor].add(job)
-
+    predecessors = _predecessors(reader, successors, activities)
     resources = tuple(f"{kind}{number}" for kind, number in resource_columns)
     capacity = np.array([capacity_of[column] for column in resource_columns], dtype=np.float64)
     stages = []

@@ -16,6 +16,7 @@ import numpy.typing as npt
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
 
 
 class InstanceError(ValueError):
@@ -296,18 +297,26 @@ class Stage(_ValueEquality):
 
 @dataclass(frozen=True, eq=False)
 class Job(_ValueEquality):
-    """A DAG of stages released at ``release``."""
+    """A DAG of stages released at ``release``.
+
+    ``tenant`` names the queue (user) the job belongs to; empty means the job is its own tenant.
+    ``deadline`` is when the job should finish (``inf``: none).
+    """
 
     name: str
     stages: tuple[Stage, ...]
     weight: float = 1.0
     release: float = 0.0
+    tenant: str = ""
+    deadline: float = math.inf
 
     def __post_init__(self) -> None:
         _check_name(self.name, "name")
         _check_positive(self.weight, "weight")
         if not (math.isfinite(self.release) and self.release >= 0):
             raise InstanceError(f"release must be finite and non-negative, got {self.release!r}", "release")
+        if not (self.deadline == math.inf or (math.isfinite(self.deadline) and self.deadline > 0)):
+            raise InstanceError(f"deadline must be a positive time, got {self.deadline!r}", "deadline")
         if not self.stages:
             raise InstanceError("a job needs at least one stage", "stages")
         _check_unique([s.name for s in self.stages], "stages")
@@ -444,6 +453,18 @@ class Instance(_ValueEquality):
     def runnable(self) -> npt.NDArray[np.bool_]:
         """Tenants whose demand uses only resources the cluster has."""
         return self._cached("runnable", lambda: ~np.any((self.demand > 0) & (self.total_capacity <= 0), axis=1))
+
+    @property
+    def usable(self) -> npt.NDArray[np.bool_]:
+        """Tenants some server class has every needed resource of (divisible tasks can run there)."""
+        return self._cached(
+            "usable", lambda: np.any(np.all((self.capacity[None] > 0) | (self.demand[:, None] <= 0), axis=2), axis=1)
+        )
+
+    @property
+    def placeable(self) -> npt.NDArray[np.bool_]:
+        """Tenants one of whose tasks fits whole on some machine (whole-task methods can run them at all)."""
+        return self._cached("placeable", lambda: self.runnable & self.fits().any(axis=1))
 
     def fits(self) -> npt.NDArray[np.bool_]:
         """Whether one task of tenant i fits on one machine of class l, shape (tenants, classes)."""

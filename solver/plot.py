@@ -1,14 +1,16 @@
-"""Resource-time profile of a DAG-job schedule (``fairpack solve --plot out.png``).
+"""Pictures of an answer (``fairpack solve --plot out.png``), one per answer shape.
 
-One lane (subplot row) per resource. In each lane the usage over time is drawn as stacked rectangles
-coloured by job: between two consecutive task start/end events every job's usage is constant, so each
-job contributes one rectangle ``x = [t_i, t_{i+1})``, ``height = sum of its running tasks' demand``,
-stacked in job order (the stack top is the lane's total usage). The pooled capacity is a dashed line,
-and every job's fair completion time ``T_k`` (``Schedule.fair_completion``) is a vertical dotted line in
-the job's colour.
+* DAG-job schedules: the resource-time profile, one lane per resource with the usage over time stacked by
+  job (between two consecutive task start/end events every job's usage is constant, so each job
+  contributes one rectangle), the pooled capacity dashed and every job's fair completion time ``T_k``
+  dotted in its colour; with ``--placement servers`` a Gantt chart follows, one lane per machine.
+* Flat allocations: per-server stacked bars (the DRFH paper's Fig. 1 style), one panel per resource, each
+  bar the share of that server's capacity every tenant holds.
+* Hierarchies: the org tree, every node with its weight, hierarchical guarantee and dominant share.
 
-matplotlib (the ``bench`` extra) is imported lazily, with the non-interactive Agg backend; without it
-:func:`plot_schedule` raises :class:`PlotUnavailable`.
+Figures are built with ``matplotlib.figure.Figure`` directly (no pyplot state and no backend switch), so
+notebooks keep their inline backend. Legends list only what is drawn. Without matplotlib (the ``bench``
+extra) :class:`PlotUnavailable` is raised.
 """
 
 from __future__ import annotations
@@ -18,23 +20,56 @@ from typing import Any
 
 import numpy as np
 
-from models.solution import Result, Schedule
+from models.result import Allocation, Result, Schedule
 from models.types import Instance
+
+#: Simulated runs with at most this many tasks also get a Gantt chart.
+GANTT_TASKS = 2000
 
 
 class PlotUnavailable(RuntimeError):
     """matplotlib is not installed."""
 
 
-def _pyplot() -> Any:
+def _figure(rows: int, columns: int, size: tuple[float, float], **options: Any) -> tuple[Any, Any]:
+    """A figure and its axes grid (always 2-D), without pyplot."""
     try:
-        import matplotlib
+        from matplotlib.figure import Figure
     except ImportError:
         raise PlotUnavailable("install fairpack[bench] for --plot") from None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    figure = Figure(figsize=size)
+    axes = figure.subplots(rows, columns, squeeze=False, **options)
+    return figure, axes
 
-    return plt
+
+def _colours(count: int) -> list[Any]:
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab20" if count > 10 else "tab10"]
+    return [cmap(k % cmap.N) for k in range(count)]
+
+
+def _save(figure: Any, path: str | Path) -> Path:
+    figure.tight_layout()
+    target = Path(path)
+    figure.savefig(target, dpi=120)
+    return target
+
+
+def plot_result(instance: Instance, result: Result, path: str | Path, title: str | None = None) -> Path:
+    """The picture that fits ``result``'s answer, written to ``path`` (format from the suffix, e.g. PNG)."""
+    if result.schedule is not None:
+        return plot_schedule(instance, result, path, title)
+    if result.allocation is None:
+        raise PlotUnavailable(f"the result ({result.status}) holds no answer to draw")
+    if instance.hierarchy is not None:
+        return plot_hierarchy(instance, result, path, title)
+    return plot_allocation(instance, result, path, title)
+
+
+def _title(instance: Instance, result: Result, title: str | None) -> str:
+    objective = "" if result.objective is None else f", objective {result.objective:.4g}"
+    return title or f"{instance.name}: {result.method}{objective}"
 
 
 def usage_profile(instance: Instance, schedule: Schedule) -> tuple[np.ndarray, np.ndarray]:
@@ -58,25 +93,27 @@ def usage_profile(instance: Instance, schedule: Schedule) -> tuple[np.ndarray, n
 def plot_schedule(instance: Instance, result: Result, path: str | Path, title: str | None = None) -> Path:
     """Write the resource-time profile of ``result.schedule`` to ``path`` (format from the suffix, e.g. PNG)."""
     if result.schedule is None:
-        raise ValueError("--plot needs a schedule result (a DAG-job method)")
-    plt = _pyplot()
-    from matplotlib.collections import PolyCollection
-    from matplotlib.lines import Line2D
-
+        raise PlotUnavailable("this picture needs a schedule result (a DAG-job method)")
     schedule = result.schedule
     times, usage = usage_profile(instance, schedule)
     n_jobs, n_resources = len(instance.jobs), len(instance.resources)
-    cmap = plt.get_cmap("tab20" if n_jobs > 10 else "tab10")
-    colours = [cmap(k % cmap.N) for k in range(n_jobs)]
+    gantt = schedule.machine is not None and schedule.server is not None
+    machines = int(instance.counts.sum())
+    rows = n_resources + (1 if gantt else 0)
+    tall = 1.2 + 2.2 * n_resources + (min(0.25 * machines, 8.0) + 1.0 if gantt else 0.0)
+    figure, axes = _figure(rows, 1, (10, tall), sharex=True)
+    from matplotlib.collections import PolyCollection
+    from matplotlib.lines import Line2D
+
+    colours = _colours(n_jobs)
     capacity = instance.total_capacity
     fair = schedule.fair_completion
     span = float(schedule.end.max()) if len(schedule) else 1.0
     if fair is not None and np.isfinite(fair).any():
         span = max(span, float(np.max(fair[np.isfinite(fair)])))
-    figure, axes = plt.subplots(n_resources, 1, sharex=True, squeeze=False,
-                                figsize=(10, 1.2 + 2.2 * n_resources))  # fmt: skip
     left, right = times[:-1], times[1:]
-    for r, axis in enumerate(axes[:, 0]):
+    drew_fair = False
+    for r, axis in enumerate(axes[:n_resources, 0]):
         bottom = np.zeros(left.size)
         for k in range(n_jobs):
             height = usage[k, :, r]
@@ -92,19 +129,154 @@ def plot_schedule(instance: Instance, result: Result, path: str | Path, title: s
             for k in range(min(n_jobs, fair.size)):
                 if np.isfinite(fair[k]):
                     axis.axvline(fair[k], color=colours[k], linestyle=":", linewidth=1.5)
+                    drew_fair = True
         axis.set_xlim(0, span * 1.02)
         axis.set_ylim(0, max(capacity[r], float(bottom.max()) if bottom.size else 0.0) * 1.08 or 1.0)
         axis.set_ylabel(instance.resources[r])
+    if gantt:
+        _gantt(instance, schedule, axes[-1, 0], colours)
     axes[-1, 0].set_xlabel("time")
-    handles = [Line2D([], [], color=colours[k], linewidth=6) for k in range(min(n_jobs, 20))]
-    labels = [job.name for job in instance.jobs[:20]]
-    handles += [Line2D([], [], color="black", linestyle="--"), Line2D([], [], color="grey", linestyle=":")]
-    labels += ["capacity", "fair completion T_k"]
+    drawn = sorted(set(schedule.job.tolist()))[:20]
+    handles = [Line2D([], [], color=colours[k], linewidth=6) for k in drawn]
+    labels = [instance.jobs[k].name for k in drawn]
+    handles.append(Line2D([], [], color="black", linestyle="--"))
+    labels.append("capacity (pooled)")
+    if drew_fair:
+        handles.append(Line2D([], [], color="grey", linestyle=":"))
+        labels.append("fair completion T_k")
     axes[0, 0].legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
-    objective = "" if result.objective is None else f", objective {result.objective:.4g}"
-    axes[0, 0].set_title(title or f"{instance.name}: {result.method}{objective}")
-    figure.tight_layout()
-    target = Path(path)
-    figure.savefig(target, dpi=120)
-    plt.close(figure)
-    return target
+    axes[0, 0].set_title(_title(instance, result, title))
+    return _save(figure, path)
+
+
+def _gantt(instance: Instance, schedule: Schedule, axis: Any, colours: list[Any]) -> None:
+    """One lane per machine; tasks running at once on a machine stack in sub-rows of its lane."""
+    assert schedule.server is not None and schedule.machine is not None
+    first = np.concatenate([[0], np.cumsum(instance.counts)[:-1]])
+    lane = first[np.maximum(schedule.server, 0)] + schedule.machine
+    for machine in np.unique(lane).tolist():
+        tasks = np.flatnonzero(lane == machine)
+        tasks = tasks[np.lexsort((schedule.end[tasks], schedule.start[tasks]))]
+        row_end: list[float] = []  # greedy interval colouring: the first sub-row free at the task's start
+        rows = []
+        for task in tasks.tolist():
+            start = float(schedule.start[task])
+            row = next((r for r, end in enumerate(row_end) if end <= start + 1e-12), len(row_end))
+            if row == len(row_end):
+                row_end.append(0.0)
+            row_end[row] = float(schedule.end[task])
+            rows.append(row)
+        height = 0.8 / max(len(row_end), 1)
+        for task, row in zip(tasks.tolist(), rows, strict=True):
+            bottom = machine - 0.4 + row * height
+            axis.broken_barh([(float(schedule.start[task]), float(schedule.end[task] - schedule.start[task]))],
+                             (bottom, height), facecolors=colours[int(schedule.job[task])], edgecolor="white",
+                             linewidth=0.3)  # fmt: skip
+    names = instance.machine_names()
+    axis.set_ylim(-0.6, len(names) - 0.4)
+    if len(names) <= 40:
+        axis.set_yticks(range(len(names)), names, fontsize="small")
+    axis.invert_yaxis()
+    axis.set_ylabel("machine")
+
+
+def plot_allocation(instance: Instance, result: Result, path: str | Path, title: str | None = None) -> Path:
+    """Per-server stacked bars: for every resource, each server's capacity split among the tenants."""
+    assert result.allocation is not None
+    allocation: Allocation = result.allocation
+    from matplotlib.patches import Patch
+
+    names = allocation.unit_names(instance)
+    capacity = allocation.unit_capacity(instance)  # (units, resources)
+    shown = np.argsort(-capacity.sum(axis=1) / np.maximum(instance.total_capacity.sum(), 1e-300))[:30]
+    tenants = len(instance.tenants)
+    colours = _colours(tenants)
+    resources = len(instance.resources)
+    figure, axes = _figure(1, resources, (max(4.0, 0.5 * shown.size + 2.0) * resources, 4.2), sharey=True)
+    used = np.zeros(tenants, dtype=bool)
+    for r, axis in enumerate(axes[0]):
+        bottom = np.zeros(shown.size)
+        for i in range(tenants):
+            amount = allocation.tasks[i, shown] * instance.demand[i, r]
+            fraction = np.divide(amount, capacity[shown, r], out=np.zeros(shown.size), where=capacity[shown, r] > 0)
+            if np.any(fraction > 0):
+                axis.bar(range(shown.size), fraction, bottom=bottom, color=colours[i], width=0.8)
+                used[i] = True
+            bottom += fraction
+        axis.set_xticks(range(shown.size), [names[u] for u in shown], rotation=60, ha="right", fontsize="small")
+        axis.set_title(instance.resources[r])
+        axis.set_ylim(0, 1.05)
+    axes[0, 0].set_ylabel("share of the server's capacity")
+    handles = [Patch(color=colours[i]) for i in np.flatnonzero(used)[:20]]
+    axes[0, -1].legend(handles, [instance.tenants[i].name for i in np.flatnonzero(used)[:20]], loc="upper left",
+                       bbox_to_anchor=(1.01, 1.0), fontsize="small")  # fmt: skip
+    figure.suptitle(_title(instance, result, title) + ("" if shown.size == len(names) else
+                                                       f" ({shown.size} largest of {len(names)} units)"))  # fmt: skip
+    return _save(figure, path)
+
+
+def plot_hierarchy(instance: Instance, result: Result, path: str | Path, title: str | None = None) -> Path:
+    """The org tree: every node with its weight, guarantee and achieved dominant share (red when below)."""
+    from models.view import nodes_json
+
+    assert result.allocation is not None
+    nodes = nodes_json(instance, result.allocation)
+    names = list(nodes)
+    depth = {name: entry["depth"] for name, entry in nodes.items()}
+    leaves = [name for name in names if nodes[name]["leaf"]]
+    x: dict[str, float] = {name: float(position) for position, name in enumerate(leaves)}
+    for name in sorted(names, key=lambda n: -depth[n]):  # parents sit above the middle of their children
+        kids = [child for child in names if nodes[child]["parent"] == name]
+        if kids:
+            x[name] = float(np.mean([x[child] for child in kids]))
+    height = max(depth.values()) + 1
+    figure, axes = _figure(1, 1, (max(6.0, 1.6 * len(leaves)), 1.6 * height + 1.0))
+    axis = axes[0, 0]
+    for name, entry in nodes.items():
+        if entry["parent"] is not None:
+            parent = entry["parent"]
+            axis.plot([x[parent], x[name]], [-depth[parent], -depth[name]], color="grey", linewidth=1, zorder=1)
+    for name, entry in nodes.items():
+        below = entry["dominant_share"] < entry["guarantee"] * (1 - 1e-6)
+        label = f"{name}\nw {entry['weight']:g}\nguar. {entry['guarantee']:.3f}\nshare {entry['dominant_share']:.3f}"
+        axis.text(x[name], -depth[name], label, ha="center", va="center", fontsize="small", zorder=2,
+                  bbox={"boxstyle": "round", "facecolor": "mistyrose" if below else "honeydew",
+                        "edgecolor": "firebrick" if below else "seagreen"})  # fmt: skip
+    axis.set_xlim(-0.8, len(leaves) - 0.2)
+    axis.set_ylim(-height + 0.4, 0.6)
+    axis.axis("off")
+    axis.set_title(_title(instance, result, title) + "  (red: share below guarantee)")
+    return _save(figure, path)
+
+
+def plot_simulation(instance: Instance, result: Result, path: str | Path, title: str | None = None) -> Path:
+    """A simulated run: utilisation per resource and every tenant's dominant share over time (time bins),
+    and for runs of at most ``GANTT_TASKS`` tasks on machines a Gantt chart below."""
+    series = result.extra.get("utilisation_series")
+    shares = result.extra.get("shares")
+    if not isinstance(series, dict) or not isinstance(shares, dict):
+        return plot_result(instance, result, path, title)  # a backlog run: its placement at the horizon
+    schedule = result.schedule
+    gantt = schedule is not None and schedule.machine is not None and len(schedule) <= GANTT_TASKS
+    figure, axes = _figure(3 if gantt else 2, 1, (10, 9.0 if gantt else 6.0), sharex=True)
+    times = np.asarray(series["time"], dtype=np.float64)
+    for resource in instance.resources:
+        axes[0, 0].step(times, series[resource], where="post", label=resource)
+    axes[0, 0].set_ylabel("utilisation")
+    axes[0, 0].set_ylim(0, 1.05)
+    axes[0, 0].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    edges = np.asarray(shares["edges"], dtype=np.float64)
+    values = {name: np.asarray(v, dtype=np.float64) for name, v in shares["shares"].items()}
+    shown = sorted(values, key=lambda name: -float(values[name].mean()))[:12]
+    colours = _colours(len(shown))
+    for colour, name in zip(colours, shown, strict=True):
+        axes[1, 0].stairs(values[name], edges, color=colour, label=name)
+    axes[1, 0].set_ylabel("dominant share")
+    if shown:
+        axes[1, 0].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small",
+                          title=None if len(shown) == len(values) else f"top {len(shown)} of {len(values)}")
+    if gantt and schedule is not None:
+        _gantt(instance, schedule, axes[2, 0], _colours(len(instance.jobs)))
+    axes[-1, 0].set_xlabel("time")
+    axes[0, 0].set_title(title or f"{instance.name}: {result.method} (simulated)")
+    return _save(figure, path)

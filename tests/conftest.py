@@ -1,4 +1,10 @@
-"""Shared pytest fixtures."""
+"""Shared pytest fixtures and options.
+
+``--backends highs,cbc`` limits the backend-parametrised tests to those LP backends (default: every
+installed one). A test asks for ``lp_backend`` (one LP backend per run) or ``lp_algorithm`` (one
+``(backend, algorithm)`` pair per run) and is generated once per backend, so a failure names its backend
+in the test id (``test_fig1_drfh_int[cbc]``), as cvxpy's and PyJobShop's test suites do.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +13,35 @@ from pathlib import Path
 
 import pytest
 
+from solver.backends import ALGORITHMS, LP_BACKENDS, installed
+
 #: The shared data folder (../shared/data next to the repository), unless FAIRPACK_DATA_DIR says otherwise.
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--backends", default="all",
+                     help="comma-separated LP backends to run backend tests on (default: all installed)")  # fmt: skip
+
+
+def selected_backends(config: pytest.Config) -> list[str]:
+    """The LP backends chosen with ``--backends`` that are installed here."""
+    wanted = str(config.getoption("--backends"))
+    names = list(LP_BACKENDS) if wanted == "all" else [name.strip() for name in wanted.split(",") if name.strip()]
+    unknown = sorted(set(names) - set(LP_BACKENDS))
+    if unknown:
+        raise pytest.UsageError(f"--backends: unknown {unknown}; choose from {', '.join(LP_BACKENDS)}")
+    present = installed()
+    return [name for name in names if name in present]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    backends = selected_backends(metafunc.config)
+    if "lp_backend" in metafunc.fixturenames:
+        metafunc.parametrize("lp_backend", backends, ids=backends)
+    if "lp_algorithm" in metafunc.fixturenames:
+        pairs = [(name, algorithm) for name in backends for algorithm in ALGORITHMS[name]]
+        metafunc.parametrize("lp_algorithm", pairs, ids=[f"{name}-{algorithm}" for name, algorithm in pairs])
 
 
 @pytest.fixture(scope="session")

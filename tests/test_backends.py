@@ -21,9 +21,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from models.lp import LinearProgram, LPBuilder
-from solver.backends import BackendUnavailable, get_backend, installed_backends
-from solver.backends.base import FloatArray, SolveOutcome
+from models.types import FloatArray
+from solver.backends import ALGORITHMS, CAPABILITIES, LP_BACKENDS, BackendUnavailable, get_backend, installed_backends
+from solver.backends.base import SolveOutcome
+from solver.lp import LinearProgram, LPBuilder
 
 INF = math.inf
 TOL = 1e-6
@@ -206,14 +207,11 @@ AMBIGUOUS_UNBOUNDED = {("highs", True)}
 # shows up as XPASS and the entry must then be deleted.
 KNOWN_BUGS: dict[tuple[str, str], str] = {}
 
-# Which algorithms of each backend run the LP and the MILP cases.
-LP_ALGORITHMS: dict[str, tuple[str | None, ...]] = {"ortools": ("glop", "pdlp")}
-MILP_ALGORITHMS: dict[str, tuple[str | None, ...]] = {"ortools": ("scip",)}
-
-
 def _combos(mip: bool) -> list[tuple[str, str | None]]:
-    table = MILP_ALGORITHMS if mip else LP_ALGORITHMS
-    return [(name, algorithm) for name in installed_backends() for algorithm in table.get(name, (None,))]
+    """Every installed LP backend with every algorithm that solves the model class (from the capability table)."""
+    need = "milp" if mip else "lp"
+    return [(name, algorithm) for name in installed_backends() if name in LP_BACKENDS
+            for algorithm in ALGORITHMS[name] if need in CAPABILITIES[(name, algorithm)]]  # fmt: skip
 
 
 def _label(combo: tuple[str, str | None]) -> str:
@@ -273,9 +271,9 @@ def test_hand_derived_optimum(case: Case, combo: tuple[str, str | None]) -> None
 
 @pytest.mark.parametrize(("case", "combo"), _parametrize([c for c in OPTIMAL_CASES if c.duals is not None]))
 def test_lp_row_dual_magnitudes(case: Case, combo: tuple[str, str | None]) -> None:
-    name, _ = combo
-    if not get_backend(name).capabilities.duals:
-        pytest.skip(f"{name} reports no duals")
+    name, algorithm = combo
+    if "duals" not in get_backend(name).capabilities(algorithm):
+        pytest.skip(f"{name} {algorithm} reports no duals")
     outcome = _solve(case.build(), combo)
     assert outcome.status == "optimal", outcome.message
     assert outcome.row_duals is not None, outcome.message
@@ -344,9 +342,9 @@ def test_lp_time_limit_returns_no_infeasible_point(combo: tuple[str, str | None]
 
 @pytest.mark.parametrize("combo", _combos(mip=True), ids=_label)
 def test_warm_start_is_accepted(combo: tuple[str, str | None]) -> None:
-    name, _ = combo
-    if not get_backend(name).capabilities.warm_start:
-        pytest.skip(f"{name} takes no warm start")
+    name, algorithm = combo
+    if "warm_start" not in get_backend(name).capabilities(algorithm):
+        pytest.skip(f"{name} {algorithm} takes no warm start")
     lp = knapsack(True)
     outcome = _solve(lp, combo, warm_start=np.array([1.0, 1.0, 0.0, 0.0]))
     assert outcome.status == "optimal", outcome.message

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from models.generators.families import FAMILIES, SENSE
 from models.io import instance_to_dict
-from solver.bench.families import FAMILIES, SENSE
 from solver.bench.figures import BEGIN, END, carbyne_headline
 from solver.bench.figures import FILES as FIGURE_FILES
 from solver.bench.report import write_report

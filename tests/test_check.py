@@ -21,7 +21,7 @@ from models.check import (
     verify_allocation,
     verify_amounts,
 )
-from models.solution import Allocation
+from models.result import Allocation
 from models.types import Instance, ServerClass, Tenant
 
 

@@ -25,7 +25,7 @@ from models.check import (
 from models.generators import random_tree_instance
 from models.hierarchy import tree_of
 from models.io import instance_from_dict, instance_to_dict
-from models.solution import Allocation
+from models.result import Allocation
 from models.types import Instance
 
 
@@ -348,7 +348,7 @@ def test_drf_is_group_strategyproof_on_a_flat_instance() -> None:
 
 
 def test_exact_hdrf_meets_the_checks_on_fig4(fig4: Instance) -> None:
-    pytest.importorskip("solver.hdrf")
+    pytest.importorskip("solver.hdrf.water_filling")
     from solver.api import solve
 
     allocation = solve(fig4, "hdrf").allocation
@@ -360,7 +360,7 @@ def test_exact_hdrf_meets_the_checks_on_fig4(fig4: Instance) -> None:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_exact_pooled_hdrf_meets_the_checks_on_random_trees(seed: int) -> None:
-    hdrf = pytest.importorskip("solver.hdrf")
+    hdrf = pytest.importorskip("solver.hdrf.water_filling")
     instance = random_tree_instance(seed, leaves=12, depth=3)
     filled = hdrf.solve_hdrf(instance, pooled=True)
     allocation = Allocation(np.asarray(filled.tasks).reshape(len(instance.tenants), -1), "pool")

@@ -7,9 +7,6 @@ weighted dominant share of the tenants still growing in a progressive-filling ro
 
 from __future__ import annotations
 
-import itertools
-import math
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -17,32 +14,32 @@ import pytest
 
 from models.check import envy_free, pareto_optimal, verify_allocation
 from models.generators import google_instance, random_small
-from models.lp import LinearProgram
-from models.solution import Allocation, Result
-from models.types import Instance, ServerClass, Tenant
+from models.result import Allocation, Result
+from models.types import Instance
+from models.view import result_json
 from solver.api import METHODS, solve
-from solver.backends import SolveOutcome, installed_backends
+from solver.backends import LP_BACKENDS, SolveOutcome, installed_backends
 from solver.backends.ortools import OrToolsBackend
-from solver.drfh import solve_drfh, unit_tasks
+from solver.drfh.filling import unit_tasks
+from solver.drfh.methods import solve_drfh
+from solver.lp import LinearProgram
+
+from library import (
+    BRUTE_FORCE_CASES,
+    INF,
+    LIBRARY,
+    Case,
+    drf_paper,
+    fig1,
+    leximin_brute_force,
+    make,
+    sorted_weighted_shares,
+)
 
 TOL = 1e-6
 PDLP_TOL = 1e-5
-INF = math.inf
-BACKENDS = installed_backends()
+BACKENDS = [name for name in installed_backends() if name in LP_BACKENDS]
 FLAT_METHODS = tuple(name for name, method in METHODS.items() if method.family == "flat")
-
-
-def make(
-    servers: list[tuple[str, list[float], int]],
-    tenants: list[tuple[str, list[float], float, float]],
-    resources: tuple[str, ...] = ("cpu", "mem"),
-) -> Instance:
-    """Servers as (name, capacity, count); tenants as (name, demand, weight, task cap)."""
-    return Instance(
-        resources,
-        tuple(ServerClass(name, np.array(cap, dtype=float), count) for name, cap, count in servers),
-        tuple(Tenant(name, np.array(demand, dtype=float), weight, tasks) for name, demand, weight, tasks in tenants),
-    )
 
 
 def alloc(result: Result) -> Allocation:
@@ -60,19 +57,6 @@ def tasks_of(result: Result | Allocation) -> np.ndarray:
     return np.asarray(allocation.tenant_tasks)
 
 
-def drf_paper() -> Instance:
-    # Ghodsi et al. (NSDI'11), Section 4: <9 CPUs, 18 GB>; A <1 CPU, 4 GB>, B <3 CPU, 1 GB>.
-    return make([("cluster", [9, 18], 1)], [("A", [1, 4], 1, INF), ("B", [3, 1], 1, INF)])
-
-
-def fig1() -> Instance:
-    # Wang et al. (DRFH), Fig. 1: server 1 <2 CPU, 12 GB>, server 2 <12 CPU, 2 GB>.
-    return make(
-        [("server1", [2, 12], 1), ("server2", [12, 2], 1)],
-        [("user1", [0.2, 1], 1, INF), ("user2", [1, 0.2], 1, INF)],
-    )
-
-
 # ---------------------------------------------------------------------------------------------
 # The papers' examples
 # ---------------------------------------------------------------------------------------------
@@ -87,7 +71,7 @@ def test_drf_paper_example(method: str) -> None:
     result = solve(instance, method)
     assert result.status == "optimal" and result.verified, result.violations
     np.testing.assert_allclose(tasks_of(result), [3.0, 2.0], atol=TOL)
-    data = result.to_json(instance)
+    data = result_json(instance, result)
     assert data["tenants"]["A"]["dominant_share"] == pytest.approx(2 / 3, abs=TOL)
     assert data["tenants"]["B"]["dominant_share"] == pytest.approx(2 / 3, abs=TOL)
     assert data["tenants"]["A"]["allocation"] == pytest.approx({"cpu": 3.0, "mem": 12.0}, abs=TOL)
@@ -119,7 +103,7 @@ def test_drfh_fig1_gives_each_user_ten_tasks_on_its_own_server() -> None:
     assert alloc(result).kind == "class"
     np.testing.assert_allclose(alloc(result).tasks, [[10.0, 0.0], [0.0, 10.0]], atol=TOL)
     assert num(result.objective) == pytest.approx(10 / 14, abs=TOL)
-    data = result.to_json(instance)
+    data = result_json(instance, result)
     assert data["tenants"]["user1"]["per_server"] == pytest.approx({"server1": 10})
     assert data["tenants"]["user2"]["per_server"] == pytest.approx({"server2": 10})
 
@@ -151,15 +135,13 @@ def test_fig1_pooled_drf_is_not_placeable() -> None:
     assert not verify_allocation(instance, Allocation(spread, "class")).ok
 
 
-def test_fig1_drfh_int() -> None:
-    instance = fig1()
-    for backend in BACKENDS:
-        result = solve(instance, "drfh-int", backend=backend)
-        assert result.status == "optimal" and result.verified, (backend, result.violations)
-        assert alloc(result).integral and alloc(result).kind == "machine"
-        np.testing.assert_array_equal(alloc(result).tasks, [[10.0, 0.0], [0.0, 10.0]])
-        assert num(result.bound) == pytest.approx(10 / 14, abs=TOL)
-        assert result.gap == pytest.approx(0.0, abs=TOL)
+def test_fig1_drfh_int(lp_backend: str) -> None:
+    result = solve(fig1(), "drfh-int", backend=lp_backend)
+    assert result.status == "optimal" and result.verified, result.violations
+    assert alloc(result).integral and alloc(result).kind == "machine"
+    np.testing.assert_array_equal(alloc(result).tasks, [[10.0, 0.0], [0.0, 10.0]])
+    assert num(result.bound) == pytest.approx(10 / 14, abs=TOL)
+    assert result.gap == pytest.approx(0.0, abs=TOL)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -286,137 +268,6 @@ def test_weights_proportional_on_a_single_server(seed: int) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Case:
-    name: str
-    instance: Instance
-    tasks: tuple[float, ...]  # hand-derived tasks per tenant
-    objective: float  # min weighted dominant share over unsatisfied runnable tenants, by hand
-    per_server: dict[str, dict[str, float]] = field(default_factory=dict)  # tenant -> class -> tasks, if unique
-
-
-CPU_MEM_GPU = ("cpu", "mem", "gpu")
-
-LIBRARY = [
-    # s1 <8, 4>, s2 <2, 6>; totals <10, 10>; A <2, 1>, B <1, 2>: s_A = s_B = 1/5, so equal tasks x.
-    # Pooled, 3x <= 10 would give 10/3, but per server: s2's 2 CPUs hold 2 B tasks (B's memory need
-    # leaves room) and A there would cost 2 B tasks per A task, while on s1 one A task costs only half
-    # a B task (memory a1 + 2 b1 <= 4). So a2 = 0, b2 = 2, and on s1 a1 = x, b1 = x - 2 with
-    # x + 2(x - 2) = 4 -> x = 8/3 (s1 CPU 16/3 + 2/3 = 6 <= 8). Nobody grows after: A would need s1
-    # memory (full) or s2 CPU (full); B too. Certificate for "A cannot grow while B keeps 8/3":
-    # a <= 4 - 2 b1 + a2 and b2 <= 2 - 2 a2 give a <= 8/3 - 3 a2.
-    Case(
-        "two-servers-two-tenants",
-        make([("s1", [8, 4], 1), ("s2", [2, 6], 1)], [("A", [2, 1], 1, INF), ("B", [1, 2], 1, INF)]),
-        (8 / 3, 8 / 3),
-        8 / 15,
-        {"A": {"s1": 8 / 3, "s2": 0.0}, "B": {"s1": 2 / 3, "s2": 2.0}},
-    ),
-    # s1 <4, 4, 0> (no GPU), s2 <4, 4, 2>; totals <8, 8, 2>. A <1, 1, 1> can only use s2; s_A = 1/2.
-    # B <1, 1, 0>: s_B = 1/8. Level t: A = 2t, B = 8t tasks; CPU 10t <= 8 -> t = 0.8: A = 1.6 on s2,
-    # B = 6.4 (4 on s1, 2.4 on s2: CPU 1.6 + 2.4 = 4). CPU is full and both need it.
-    Case(
-        "resource-only-one-server-has",
-        make(
-            [("s1", [4, 4, 0], 1), ("s2", [4, 4, 2], 1)],
-            [("A", [1, 1, 1], 1, INF), ("B", [1, 1, 0], 1, INF)],
-            CPU_MEM_GPU,
-        ),
-        (1.6, 6.4),
-        0.8,
-        {"A": {"s1": 0.0, "s2": 1.6}, "B": {"s1": 4.0, "s2": 2.4}},
-    ),
-    # Two <4, 4, 0> machines, no GPU anywhere. A <1, 0, 1> needs a GPU: 0 tasks. B <1, 1, 0> (s = 1/8)
-    # and C <0, 2, 0> (s = 2/8): level t gives B 8t, C 4t tasks; memory 8t + 8t <= 8 -> t = 1/2:
-    # B = 4, C = 2, exactly as without A (checked separately below).
-    Case(
-        "resource-no-server-has",
-        make(
-            [("s", [4, 4, 0], 2)],
-            [("A", [1, 0, 1], 1, INF), ("B", [1, 1, 0], 1, INF), ("C", [0, 2, 0], 1, INF)],
-            CPU_MEM_GPU,
-        ),
-        (0.0, 4.0, 2.0),
-        0.5,  # A is not runnable and does not count
-    ),
-    # s1 <10, 10>, s2 <12, 12>; totals <22, 22>. A <1, 1> cap 2, B <1, 0.5> cap 4, C <1, 0.25>,
-    # D <1, 0> (a zero component): all are CPU-dominant with s = 1/22, so this is water-filling of
-    # 22 CPUs. A stops at its cap 2; the other three would reach (22 - 2) / 3 = 6.67 > 4, so B stops at
-    # its cap 4; C and D share the remaining 22 - 2 - 4 = 16: 8 each. Memory: 2 + 2 + 2 = 6 <= 22.
-    # Filling continues past both caps.
-    Case(
-        "caps-at-different-levels",
-        make(
-            [("s1", [10, 10], 1), ("s2", [12, 12], 1)],
-            [("A", [1, 1], 1, 2), ("B", [1, 0.5], 1, 4), ("C", [1, 0.25], 1, INF), ("D", [1, 0], 1, INF)],
-        ),
-        (2.0, 4.0, 8.0, 8.0),
-        8 / 22,  # C and D; A and B are satisfied
-    ),
-    # s1 <6, 2>, s2 <4, 8>; totals <10, 10>. A <1, 0>, B <1, 0.5>, C <0, 1>: s = 1/10 each. Pooled DRF:
-    # CPU binds at A = B = 5 (memory 2.5 + 5), then C alone takes the remaining memory: 7.5. Placed:
-    # B 4 on s1 (memory 2) and 1 on s2, A 2 on s1 and 3 on s2, C 7.5 on s2 (memory 0.5 + 7.5 = 8).
-    # The pooled optimum is placeable, so it is the optimum.
-    Case(
-        "zero-demand-components",
-        make(
-            [("s1", [6, 2], 1), ("s2", [4, 8], 1)],
-            [("A", [1, 0], 1, INF), ("B", [1, 0.5], 1, INF), ("C", [0, 1], 1, INF)],
-        ),
-        (5.0, 5.0, 7.5),
-        0.5,
-    ),
-    # Weights 1 : 3, same cluster as test_weighted_dominant_shares_are_proportional_to_weights:
-    # A = 12/7, B = 36/7.
-    Case(
-        "weights-1-3",
-        make([("s1", [8, 4], 1), ("s2", [4, 8], 1)], [("A", [2, 1], 1, INF), ("B", [1, 2], 3, INF)]),
-        (12 / 7, 36 / 7),
-        2 / 7,
-    ),
-    # Three identical <4, 4> machines (count 3) plus s2 <6, 2>; totals <18, 14>. A <1, 2>: s_A = 2/14
-    # = 1/7; B <2, 1>: s_B = 2/18 = 1/9. Level t: A = 7t, B = 9t; CPU 7t + 18t <= 18, memory
-    # 14t + 9t <= 14 -> t = 14/23: A = 98/23, B = 126/23. Placement: B 2 on s2 (memory 2, CPU 4),
-    # the rest on the <4, 4> machines: memory 196/23 + 80/23 = 12, CPU 98/23 + 160/23 = 258/23 <= 12.
-    # Memory is full everywhere, so nobody grows.
-    Case(
-        "identical-servers-merged",
-        make([("s1", [4, 4], 3), ("s2", [6, 2], 1)], [("A", [1, 2], 1, INF), ("B", [2, 1], 1, INF)]),
-        (98 / 23, 126 / 23),
-        14 / 23,
-    ),
-    # The same cluster with the three machines as separate classes: the same optimum.
-    Case(
-        "identical-servers-separate",
-        make(
-            [("s1a", [4, 4], 1), ("s1b", [4, 4], 1), ("s1c", [4, 4], 1), ("s2", [6, 2], 1)],
-            [("A", [1, 2], 1, INF), ("B", [2, 1], 1, INF)],
-        ),
-        (98 / 23, 126 / 23),
-        14 / 23,
-    ),
-    # s1 <4, 1>, s2 <1, 4>; totals <5, 5>. A <1, 1>, B <1, 0>: s = 1/5 each. A is bottlenecked: s1's
-    # memory and s2's CPU allow one A task each, so A <= 2 whatever B does. Round 1 ends at 2 tasks
-    # each (B fits: s1 CPU 4 - 1 = 3); A is frozen, B keeps growing on s1's remaining CPU to 3.
-    Case(
-        "bottleneck-frozen-early",
-        make([("s1", [4, 1], 1), ("s2", [1, 4], 1)], [("A", [1, 1], 1, INF), ("B", [1, 0], 1, INF)]),
-        (2.0, 3.0),
-        0.4,
-        {"A": {"s1": 1.0, "s2": 1.0}, "B": {"s1": 3.0, "s2": 0.0}},
-    ),
-    # A task cap of 0 runs nothing; a cap above what fits does not bind. One <6, 6> server:
-    # A <1, 1> cap 0 -> 0; B <1, 2> cap 100 and C <2, 1>: s = 1/3 each, x each: 3x <= 6 -> x = 2.
-    Case(
-        "cap-zero-and-loose-cap",
-        make([("s", [6, 6], 1)], [("A", [1, 1], 1, 0), ("B", [1, 2], 1, 100), ("C", [2, 1], 1, INF)]),
-        (0.0, 2.0, 2.0),
-        2 / 3,  # A (cap 0) does not count
-    ),
-    Case("drf-paper", drf_paper(), (3.0, 2.0), 2 / 3),
-    Case("drfh-fig1", fig1(), (10.0, 10.0), 10 / 14, {"user1": {"server1": 10.0}, "user2": {"server2": 10.0}}),
-]
-
 # (backend, algorithm, strategy, tolerance). Column generation and aggregation need HiGHS sessions.
 COMBOS = [
     ("highs", None, "plain", TOL),
@@ -524,7 +375,7 @@ def test_library_every_method_verifies_and_json_adds_up(case: Case) -> None:
     for method in FLAT_METHODS:
         result = solve(instance, method)
         assert result.verified, (method, result.violations)
-        data = result.to_json(instance)
+        data = result_json(instance, result)
         assert data["verified"] is True and data["method"] == method
         for i, tenant in enumerate(instance.tenants):
             entry = data["tenants"][tenant.name]
@@ -550,79 +401,21 @@ def test_strategies_agree_on_a_distinct_google_like_cluster() -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def leximin_brute_force(instance: Instance) -> np.ndarray:
-    """The leximin-optimal sorted weighted-share vector over ALL integral machine allocations."""
-    machines = instance.capacity[instance.machine_class()]
-    demand, caps = instance.demand, instance.task_caps
-    n, m = demand.shape[0], machines.shape[0]
-    ranges = []
-    for i in range(n):
-        for k in range(m):
-            need = demand[i] > 0
-            fit = int(np.floor(np.min(machines[k, need] / demand[i, need]) + 1e-9)) if instance.runnable[i] else 0
-            ranges.append(range(int(min(fit, caps[i])) + 1))
-    best: tuple[float, ...] | None = None
-    for combo in itertools.product(*ranges):
-        x = np.array(combo, dtype=float).reshape(n, m)
-        if np.any(x.sum(axis=1) > caps) or np.any(x.T @ demand > machines + 1e-9):
-            continue
-        vector = tuple(np.round(np.sort(x.sum(axis=1) * instance.dominant_demand / instance.weights), 9))
-        if best is None or vector > best:
-            best = vector
-    assert best is not None
-    return np.array(best)
-
-
-def sorted_weighted_shares(instance: Instance, allocation: Allocation) -> np.ndarray:
-    return np.sort(allocation.tenant_tasks * instance.dominant_demand / instance.weights)
-
-
-# Tiny instances (2 machines x 2-3 tenants, small capacities) whose leximin optimum drfh-int finds.
-# Each comment gives the leximin optimum derived by hand (weighted dominant shares).
-BRUTE_FORCE_CASES = [
-    # Fig. 1 scaled down: machines <1, 6> and <6, 1>, user 1 <0.2, 1>, user 2 <1, 0.2>; totals <7, 7>,
-    # s = 1/7. Each machine holds 5 tasks of "its" user and the other user's tasks cost 5 of them:
-    # 5 and 5 (shares 5/7, 5/7).
-    ("fig1-small", make([("a", [1, 6], 1), ("b", [6, 1], 1)], [("u", [0.2, 1], 1, INF), ("v", [1, 0.2], 1, INF)])),
-    # Two <3, 3> machines; A <1, 2>, B <2, 1>; s = 2/6 = 1/3. One A and one B per machine (3, 3 used):
-    # 2 each, shares 2/3. Two A tasks on a machine need 4 memory, so 2 + 2 is also the most.
-    ("two-by-two", make([("m", [3, 3], 2)], [("A", [1, 2], 1, INF), ("B", [2, 1], 1, INF)])),
-    # Machines <4, 2> and <2, 4>; A <2, 1> weight 2, B <1, 1> weight 1; totals <6, 6>, s_A = 1/3,
-    # s_B = 1/6. Leximin: B gets 2 on <2, 4> and A 2 on <4, 2>: weighted shares A 2/3/2 = 1/3,
-    # B 2/6 = 1/3; nothing else fits (<4, 2> is full, <2, 4> has no CPU left), so (1/3, 1/3).
-    (
-        "weighted",
-        make([("a", [4, 2], 1), ("b", [2, 4], 1)], [("A", [2, 1], 2, INF), ("B", [1, 1], 1, INF)]),
-    ),
-    # Machines <2, 2> and <2, 2>; A <1, 1> cap 1, B <1, 0>, C <0, 1>; s = 1/4 each. A takes its one
-    # task (level 1/4); B and C then take 3 each (CPU 1 + 3, memory 1 + 3): shares (1/4, 3/4, 3/4).
-    (
-        "cap-and-zero-demands",
-        make([("m", [2, 2], 2)], [("A", [1, 1], 1, 1), ("B", [1, 0], 1, INF), ("C", [0, 1], 1, INF)]),
-    ),
-]
-
-
 @pytest.mark.parametrize(("name", "instance"), BRUTE_FORCE_CASES, ids=[c[0] for c in BRUTE_FORCE_CASES])
-def test_drfh_int_matches_brute_force_leximin(name: str, instance: Instance) -> None:
+def test_drfh_int_matches_brute_force_leximin(name: str, instance: Instance, lp_backend: str) -> None:
     expected = leximin_brute_force(instance)
     lp = solve(instance, "drfh")
-    vectors = []
-    for backend in BACKENDS:
-        result = solve(instance, "drfh-int", backend=backend)
-        assert result.status == "optimal" and result.verified, (backend, result.violations)
-        assert alloc(result).integral and alloc(result).kind == "machine"
-        tasks = alloc(result).tasks
-        assert np.array_equal(tasks, np.round(tasks))
-        # The bound is the LP optimum solved by the same backend (CBC's LP values carry 8 digits).
-        assert num(result.bound) == pytest.approx(num(lp.objective), rel=TOL)
-        assert num(result.objective) <= num(result.bound) * (1 + TOL)
-        assert result.gap is not None and result.gap >= 0
-        vector = sorted_weighted_shares(instance, alloc(result))
-        np.testing.assert_allclose(vector, expected, atol=1e-9, err_msg=backend)
-        vectors.append(vector)
-    for vector in vectors[1:]:
-        np.testing.assert_allclose(vector, vectors[0], atol=1e-9)
+    result = solve(instance, "drfh-int", backend=lp_backend)
+    assert result.status == "optimal" and result.verified, result.violations
+    assert alloc(result).integral and alloc(result).kind == "machine"
+    tasks = alloc(result).tasks
+    assert np.array_equal(tasks, np.round(tasks))
+    # The bound is the LP optimum (CBC's LP values carry 8 digits).
+    assert num(result.bound) == pytest.approx(num(lp.objective), rel=TOL)
+    assert num(result.objective) <= num(result.bound) * (1 + TOL)
+    assert result.gap is not None and result.gap >= 0
+    # Every backend reaches the same brute-force leximin vector, so they agree with each other too.
+    np.testing.assert_allclose(sorted_weighted_shares(instance, alloc(result)), expected, atol=1e-9)
 
 
 def test_brute_force_cases_by_hand() -> None:
@@ -664,19 +457,18 @@ def test_unknown_algorithm_is_rejected(backend: str) -> None:
         solve(fig1(), "drfh", backend=backend, algorithm="no-such-algorithm")
 
 
-def test_drfh_int_lifts_the_leximin_candidate() -> None:
+def test_drfh_int_lifts_the_leximin_candidate(lp_backend: str) -> None:
     # 10 CPUs; B <1> weight 1, C <1> weight 2; one task is 1/10 of dominant share, so B's weighted
     # share is b/10 and C's c/20 with b + c <= 10. Max-min: b = 10/3, so in whole tasks the level is
     # 0.3 (b = 3, c = 6) with one CPU left: giving it to B yields (0.4, 0.3), to C (0.3, 0.35).
     # Sorted, (0.3, 0.4) > (0.3, 0.35): the leximin optimum is B = 4, C = 6.
     tenants = [("B", [1.0], 1.0, INF), ("C", [1.0], 2.0, INF)]
     answers = {}
-    for backend in BACKENDS:
-        for order in (tenants, tenants[::-1]):
-            instance = make([("s", [10.0], 1)], order, resources=("cpu",))
-            result = solve(instance, "drfh-int", backend=backend)
-            names = [t.name for t in instance.tenants]
-            answers[(backend, names[0])] = dict(zip(names, tasks_of(result).tolist(), strict=True))
+    for order in (tenants, tenants[::-1]):
+        instance = make([("s", [10.0], 1)], order, resources=("cpu",))
+        result = solve(instance, "drfh-int", backend=lp_backend)
+        names = [t.name for t in instance.tenants]
+        answers[names[0]] = dict(zip(names, tasks_of(result).tolist(), strict=True))
     assert all(got == {"B": 4.0, "C": 6.0} for got in answers.values()), answers
 
 
@@ -797,15 +589,12 @@ CAP_FREEZE_CASE = make(
 )
 
 
-def test_capped_tenant_is_not_frozen_below_its_cap_level() -> None:
-    answers = {}
-    for backend, algorithm, strategy, tol in COMBOS:
-        if backend not in BACKENDS:
-            continue
-        result = solve(CAP_FREEZE_CASE, "drfh", backend=backend, algorithm=algorithm, strategy=strategy)
-        answers[_combo_id((backend, algorithm, strategy, tol))] = tasks_of(result).round(6).tolist()
-        assert envy_free(CAP_FREEZE_CASE, alloc(result)).holds, answers
-    assert all(np.allclose(got, [8.0, 28.0, 7.0], atol=1e-5) for got in answers.values()), answers
+@pytest.mark.parametrize("combo", [c for c in COMBOS if c[0] in BACKENDS], ids=_combo_id)
+def test_capped_tenant_is_not_frozen_below_its_cap_level(combo: tuple[str, str | None, str, float]) -> None:
+    backend, algorithm, strategy, _ = combo
+    result = solve(CAP_FREEZE_CASE, "drfh", backend=backend, algorithm=algorithm, strategy=strategy)
+    assert envy_free(CAP_FREEZE_CASE, alloc(result)).holds
+    np.testing.assert_allclose(tasks_of(result), [8.0, 28.0, 7.0], atol=1e-5)
 
 
 # Eight machines in four classes, three weighted tenants: the first level MILP of drfh-int makes

@@ -14,16 +14,17 @@ import numpy as np
 import pytest
 
 from models.check import verify_allocation
-from models.drfh_int import DrfhIntModel
-from models.drfh_patterns import PatternModel
-from models.lp import LPBuilder
-from models.solution import Allocation
+from models.result import Allocation
 from models.types import Instance, ServerClass, Tenant
 from solver.backends import get_backend, installed_backends
-from solver.drfh_int import solve_drfh_int
-from solver.drfh_lns import search_neighbourhoods
-from solver.drfh_patterns import search_patterns
-from solver.heuristics.flat import first_fit
+from solver.budget import Budget
+from solver.drfh.heuristics import first_fit
+from solver.drfh.int_model import DrfhIntModel
+from solver.drfh.int_search import solve_drfh_int
+from solver.drfh.lns import search_neighbourhoods
+from solver.drfh.patterns import search_patterns
+from solver.drfh.patterns_model import PatternModel
+from solver.lp import LPBuilder
 
 
 def _random_instance(seed: int, classes: int = 2, tenants: int = 4) -> Instance:
@@ -90,7 +91,7 @@ def _plain_milp_f(instance: Instance) -> float:
 def test_proven_f_matches_a_plain_milp(seed: int) -> None:
     instance = _random_instance(seed)
     start = first_fit(instance).tasks
-    result = solve_drfh_int(instance, get_backend("highs"), 60.0, None, start)
+    result = solve_drfh_int(instance, get_backend("highs"), Budget.of(60.0), None, start)
     assert result.max_min_status == "optimal"
     found = _f(instance, result.tasks)
     expected = _plain_milp_f(instance)
@@ -103,7 +104,7 @@ def test_proven_f_matches_a_plain_milp(seed: int) -> None:
 @pytest.mark.parametrize("seed", range(4))
 def test_proven_bound_is_above_f_on_a_time_limit(seed: int) -> None:
     instance = _random_instance(seed + 10, classes=3, tenants=5)
-    result = solve_drfh_int(instance, get_backend("highs"), 0.5, None, first_fit(instance).tasks)
+    result = solve_drfh_int(instance, get_backend("highs"), Budget.of(0.5), None, first_fit(instance).tasks)
     assert result.first_bound is not None and result.max_min_value is not None
     assert result.first_bound >= result.max_min_value * (1 - 1e-12)
     if result.max_min_status == "optimal":
@@ -161,7 +162,7 @@ def test_pattern_search_never_loses_f_and_verifies(seed: int) -> None:
     low = _f(instance, start)
     if not math.isfinite(low):
         pytest.skip("everybody is satisfied by the start")
-    found = search_patterns(model, get_backend("highs"), start, low * 2, 10.0)
+    found = search_patterns(model, get_backend("highs"), start, low * 2, Budget.of(10.0))
     assert found.value >= low * (1 - 1e-12)
     assert found.value == pytest.approx(_f(instance, found.tasks), rel=1e-12)
     assert verify_allocation(instance, Allocation(found.tasks, "machine", integral=True)).ok
@@ -205,7 +206,7 @@ def test_neighbourhood_search_reaches_the_optimum_when_it_frees_every_machine(se
         pytest.skip("everybody is satisfied by the start")
     optimum = _plain_milp_f(instance)
     levels = _levels(instance, model, 1.5 * optimum)
-    found = search_neighbourhoods(model, get_backend("highs"), start, levels[levels > low], 3.0)
+    found = search_neighbourhoods(model, get_backend("highs"), start, levels[levels > low], Budget.of(3.0))
     assert found.value == pytest.approx(optimum, rel=1e-9)
     assert found.value == pytest.approx(_f(instance, found.tasks), rel=1e-12)
     assert verify_allocation(instance, Allocation(found.tasks, "machine", integral=True)).ok

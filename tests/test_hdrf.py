@@ -9,12 +9,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from models.io import instance_from_dict
+from models.io import DEFAULT_LIMITS, Limits, instance_from_dict
 from models.types import Hierarchy, HierarchyNode, Instance, ServerClass, Tenant
 from solver.api import solve
-from solver.backends import installed_backends
-from solver.hdrf import solve_hdrf
-from solver.hdrf_reference import hdrf_epsilon
+from solver.hdrf.reference import hdrf_epsilon
+from solver.hdrf.water_filling import solve_hdrf
 
 
 def leaf(name: str, demand: dict[str, float], weight: float = 1.0, **more: Any) -> dict[str, Any]:
@@ -29,10 +28,11 @@ def tree_instance(
     root_children: list[dict[str, Any]],
     resources: tuple[str, ...] = ("cpu", "gpu"),
     servers: list[dict[str, Any]] | None = None,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> Instance:
     servers = servers or [{"name": "pool", "capacity": {r: 10 for r in resources}}]
     return instance_from_dict(
-        {"resources": list(resources), "servers": servers, "hierarchy": node("root", root_children)}
+        {"resources": list(resources), "servers": servers, "hierarchy": node("root", root_children)}, limits=limits
     )
 
 
@@ -234,8 +234,7 @@ def test_placement_blocks_leaves_the_pool_would_not() -> None:
     assert result.extra["events"].get("blocked by placement", 0) >= 1
 
 
-@pytest.mark.parametrize("backend", installed_backends())
-def test_backends_agree_on_servers(backend: str) -> None:
+def test_backends_agree_on_servers(lp_backend: str) -> None:
     instance = instance_from_dict(
         {
             "resources": ["cpu", "mem", "gpu"],
@@ -253,7 +252,7 @@ def test_backends_agree_on_servers(backend: str) -> None:
         }
     )
     reference = solve(instance, "hdrf", backend="highs")
-    result = solve(instance, "hdrf", backend=backend)
+    result = solve(instance, "hdrf", backend=lp_backend)
     assert result.verified and result.status == "optimal"
     assert result.allocation.tenant_tasks == pytest.approx(reference.allocation.tenant_tasks, rel=1e-6, abs=1e-6)
 
@@ -327,3 +326,179 @@ def test_incremental_phases_match_full_recomputation(seed: int) -> None:
     full = solve_hdrf(instance, incremental=False)
     assert incremental.phases == full.phases
     assert incremental.shares == pytest.approx(full.shares, abs=1e-12)
+
+
+# -- the node-clock engine against the reference engine, and the edges around them -------------
+
+
+FAST_VS_REFERENCE = [
+    # (seed, leaves, depth, resources, capped fraction, zero-component probability)
+    (0, 400, 1, 3, 0.5, 0.3),  # a flat tree: weighted DRF
+    (1, 400, 4, 4, 0.5, 0.3),
+    (2, 400, 6, 5, 0.5, 0.3),
+    (3, 300, 3, 2, 0.0, 0.5),  # no caps: every leaf ends blocked by saturation
+    (4, 300, 5, 5, 0.9, 0.0),  # mostly caps, dense demands
+    (5, 300, 4, 5, 0.3, 0.7),  # sparse demands: many flat subtrees
+    (6, 200, 2, 1, 0.5, 0.0),  # one resource
+    (7, 500, 3, 4, 0.5, 0.5),
+]
+
+
+@pytest.mark.parametrize(("seed", "leaves", "depth", "resources", "capped", "zeros"), FAST_VS_REFERENCE)
+def test_node_clocks_reproduce_the_reference_phase_by_phase(
+    seed: int, leaves: int, depth: int, resources: int, capped: float, zeros: float
+) -> None:
+    """The default engine recomputes only the touched root paths; the reference recomputes every
+    node in every phase with whole-tree passes. Same phases, same blocked leaves, same shares."""
+    from models.generators import random_tree_instance
+
+    instance = random_tree_instance(seed, leaves, depth, resources, capped_fraction=capped, zero_component_prob=zeros)
+    fast = solve_hdrf(instance)
+    reference = solve_hdrf(instance, incremental=False)
+    assert fast.status == reference.status == "optimal"
+    assert fast.phases == reference.phases
+    for reason in ("capped", "blocked by saturation"):
+        assert fast.events[reason] == reference.events[reason], reason
+    assert fast.shares == pytest.approx(reference.shares, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_light_updates_match_full_recomputes(seed: int, monkeypatch: Any) -> None:
+    """Along an event's root path a node is updated from its own values and one child's
+    (``_recompute_light``) unless its active children may change; looking at every child of every
+    touched node instead (``_recompute_full``) gives the same filling."""
+    from models.generators import random_tree_instance
+    from solver.hdrf import water_filling as hdrf
+
+    instance = random_tree_instance(seed, 300, 3 + seed, 3 + seed % 3)
+    fast = solve_hdrf(instance)
+
+    def full(self: Any, node: int, child: int) -> None:
+        self._recompute_full(np.array([node]))
+
+    monkeypatch.setattr(hdrf._Clocks, "_recompute_light", full)
+    everywhere = solve_hdrf(instance)
+    assert everywhere.phases == fast.phases
+    assert everywhere.shares == pytest.approx(fast.shares, abs=1e-12)
+
+
+@pytest.mark.parametrize("placement", ["pooled", "servers"])
+def test_one_node_hierarchy_is_one_tenant(placement: str) -> None:
+    """The root alone is a leaf: it takes the cluster up to its cap or the first full resource."""
+    servers = [{"name": "s", "capacity": {"cpu": 10, "mem": 10}}, {"name": "t", "capacity": {"cpu": 2, "mem": 30}}]
+    for tasks, expected in ((3, {"pooled": 3, "servers": 3}), (None, {"pooled": 12, "servers": 7})):
+        root = {"name": "root", "demand": {"cpu": 1, "mem": 2}, **({"tasks": tasks} if tasks else {})}
+        instance = instance_from_dict({"resources": ["cpu", "mem"], "servers": servers, "hierarchy": root})
+        result = solve(instance, "hdrf", placement=placement)
+        assert result.status == "optimal" and result.verified
+        assert result.allocation.tenant_tasks == pytest.approx([expected[placement]], rel=1e-6)
+
+
+def test_sibling_weights_300_orders_apart() -> None:
+    """Weights 1e-150..1e150: each heavy sibling takes everything its resources allow before a light
+    one gets a share that a float can still hold. The previous engine never converged here."""
+    instance = tree_instance(
+        [
+            node(
+                "a",
+                [
+                    leaf("a1", {"cpu": 1}, 1e-150, tasks=2),
+                    leaf("a2", {"cpu": 1}),
+                    leaf("a3", {"cpu": 1, "gpu": 1}, 1e150, tasks=3),
+                ],
+                weight=1e150,
+            ),
+            node("b", [leaf("b1", {"cpu": 1}), leaf("b2", {"gpu": 1}, 1e-150)], weight=1e-150),
+            leaf("c", {"gpu": 1}),
+        ],
+        limits=Limits(weight_range=(1e-300, 1e300)),  # the engine's range; files are held to [1e-6, 1e6]
+    )
+    result = solve(instance, "hdrf")
+    assert result.status == "optimal" and result.verified
+    # a3 fills to its cap, a2 takes the rest of the CPU; c takes the rest of the GPU.
+    assert result.allocation.tenant_tasks == pytest.approx([0, 7, 3, 0, 0, 7], abs=1e-12)
+
+
+def spread_weights(instance: Instance, seed: int, decades: float) -> Instance:
+    """The instance with every node's weight drawn log-uniformly over ``decades`` orders of magnitude."""
+    from dataclasses import replace
+
+    assert instance.hierarchy is not None
+    rng = np.random.default_rng(seed)
+    weights = 10.0 ** rng.uniform(-decades / 2, decades / 2, len(instance.hierarchy.nodes))
+    nodes = tuple(replace(n, weight=float(w)) for n, w in zip(instance.hierarchy.nodes, weights, strict=True))
+    leaf_weight = {n.tenant: n.weight for n in nodes if n.tenant >= 0}
+    tenants = tuple(replace(t, weight=leaf_weight[i]) for i, t in enumerate(instance.tenants))
+    return replace(instance, tenants=tenants, hierarchy=Hierarchy(nodes))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_weights_12_orders_apart_match_the_reference(seed: int) -> None:
+    from models.generators import random_tree_instance
+
+    instance = spread_weights(random_tree_instance(seed, 40, 2 + seed % 4, 3), seed, 12)
+    result = solve(instance, "hdrf", placement="pooled")
+    assert result.status == "optimal" and result.verified
+    reference = solve_hdrf(instance, incremental=False)
+    assert reference.status == "optimal"
+    assert solve_hdrf(instance).shares == pytest.approx(reference.shares, abs=1e-9)
+
+
+def test_weights_12_orders_apart_converge_to_the_epsilon_limit() -> None:
+    """A tree where the reference engine loops on catch-ups it cannot resolve (weights normalised per
+    sibling group keep the node clocks in range): the exact shares are the limit of the ε-filling."""
+    from models.generators import random_tree_instance
+
+    instance = spread_weights(random_tree_instance(5, 120, 3, 3), 5, 12)
+    result = solve(instance, "hdrf", placement="pooled")
+    assert result.status == "optimal" and result.verified
+    exact = solve_hdrf(instance).shares
+    coarse, fine = (np.abs(exact - hdrf_epsilon(instance, epsilon)).max() for epsilon in (1e-3, 2e-4))
+    assert fine < 0.3 * coarse and fine <= 25 * 2e-4
+
+
+@pytest.mark.parametrize(
+    ("placement", "leaves", "servers", "limit"), [("pooled", 30000, None, 0.2), ("servers", 400, 60, 0.3)]
+)
+def test_time_limit_returns_the_allocation_grown_so_far(
+    placement: str, leaves: int, servers: int | None, limit: float
+) -> None:
+    """Out of time, hdrf stops between phases with status time_limit and a feasible allocation."""
+    import time
+
+    from models.generators import random_tree_instance
+
+    instance = random_tree_instance(1, leaves, 3, 3, servers=servers)
+    started = time.perf_counter()
+    result = solve(instance, "hdrf", placement=placement, time_limit=limit)
+    elapsed = time.perf_counter() - started
+    assert result.status == "time_limit" and result.verified, result.message
+    assert result.allocation.tenant_tasks.sum() > 0
+    # A generous bound: the model build and the verification of the result come on top.
+    assert elapsed < limit + 5.0
+
+
+def test_a_filling_that_stops_moving_is_an_error_not_a_hang() -> None:
+    from collections import Counter
+
+    from solver.hdrf.water_filling import _fill
+
+    class Stuck:
+        def __init__(self) -> None:
+            self.blocked = np.zeros(1, dtype=bool)
+            self.events: Counter[str] = Counter()
+
+        def unblocked(self) -> int:
+            return 1
+
+        def next_event(self) -> tuple[float, str]:
+            return 0.0, "catch-up"
+
+        def advance(self, step: float) -> None: ...
+
+        def block_saturated(self) -> None: ...
+
+        def block_capped(self) -> None: ...
+
+    status, message, phases = _fill(Stuck(), None, 10**9, None, None)  # type: ignore[arg-type]
+    assert status == "error" and "stall" in message and phases < 10**4

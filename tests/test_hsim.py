@@ -27,15 +27,16 @@ from models.generators import random_tree_instance
 from models.hierarchy import tree_of
 from models.io import instance_from_dict, load_instance
 from models.types import Instance
+from models.view import result_json
 from solver.api import METHODS, solve
-from solver.heuristics.hpolicies import HierarchicalPolicy
-from solver.heuristics.hsim import SimOptions, hsim_result, simulate
+from solver.sim.backlog import SimOptions, backlog_result, simulate
+from solver.sim.policies.hierarchy import HierarchicalPolicy
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"
 
 
 def _hdrf_shares(instance: Instance) -> np.ndarray:
-    hdrf = pytest.importorskip("solver.hdrf", reason="static H-DRF (solver.hdrf) is not available")
+    hdrf = pytest.importorskip("solver.hdrf.water_filling", reason="static H-DRF is not available")
     return np.asarray(hdrf.hdrf_shares(instance))
 
 
@@ -81,13 +82,13 @@ def fig10() -> Instance:
 
 
 def test_fig10_naive_starves_the_cpu_leaf_dynamic_does_not(fig10: Instance) -> None:
-    extra = {"horizon": 100.0, "warmup": 10.0, "seed": 3}
-    naive = solve(fig10, "naive-hdrf", extra=extra)
-    dynamic = solve(fig10, "dynamic-hdrf", extra=extra)
+    extra = {"horizon": 100.0, "warmup": 10.0}
+    naive = solve(fig10, "naive-hdrf", seed=3, extra=extra)
+    dynamic = solve(fig10, "dynamic-hdrf", seed=3, extra=extra)
     for result in (naive, dynamic):
         assert result.status == "feasible" and result.backend == "none"
         assert result.verified, result.violations
-        json.dumps(result.to_json(fig10))  # the whole extra block is JSON-serialisable
+        json.dumps(result_json(fig10, result))  # the whole extra block is JSON-serialisable
     # n1,2 holds every GPU, so naive H-DRF sees n1 at share 1 and gives every freed CPU to n2,1.
     assert naive.extra["time_averaged_shares"]["n1,1"] < 0.01
     assert naive.extra["time_averaged_shares"]["n2,1"] > 0.99
@@ -253,7 +254,7 @@ def test_capacities_and_caps_hold_at_every_event(policy: str) -> None:
         assert np.all(tasks.sum(axis=1) <= caps)
     assert np.all(trace.peak_usage <= capacity * (1 + 1e-9))
     assert np.all(trace.peak_running <= caps)
-    result = hsim_result(instance, policy, options, use_reference=False)
+    result = backlog_result(instance, policy, options)
     from models.check import verify_allocation
 
     report = verify_allocation(instance, result.allocation)  # type: ignore[arg-type]

@@ -319,6 +319,29 @@ BAD_YAML: list[tuple[str, str, str, str]] = [
         "required field missing",
     ),
     ("job-without-stages", doc(extra="jobs:\n  - {name: q1, stages: []}\n"), "jobs[0].stages", "at least one stage"),
+    *[
+        (
+            f"job-{field}-{label}",
+            doc(
+                extra=f"jobs:\n  - name: q1\n    {field}: {value}\n    stages:\n"
+                "      - {name: map, duration: 1, demand: {cpu: 1}}\n"
+            ),
+            f"jobs[0].{field}",
+            reason,
+        )
+        for field, label, value, reason in [
+            ("tenant", "number", "7", "name must be a string, got the number 7 (quote it: '7')"),
+            ("tenant", "list", "[a]", "name must be a string, got a list"),
+            ("tenant", "blank", "' '", "non-empty"),
+            ("tenant", "unprintable", '"a\\x07"', "cannot be printed"),
+            ("deadline", "zero", "0", "deadline must be positive"),
+            ("deadline", "negative", "-3", "deadline must be positive"),
+            ("deadline", "nan", ".nan", "deadline must be finite"),
+            ("deadline", "minus-inf", "-.inf", "deadline must be finite"),
+            ("deadline", "huge", "1.0e+300", "deadline 1e+300 is above the limit of 1e+15"),
+            ("deadline", "string", "soon", "must be a number, got the string 'soon'"),
+        ]
+    ],
 ]
 
 # (id, file name, file text, fragment of the reason): the file as a whole is bad, so there is no field.
@@ -425,6 +448,12 @@ HARDENED_YAML: list[tuple[str, str, str, str]] = [
         "must be a number, got the string '1:30' (numbers are written unquoted, in decimal; YAML 1.1 would read",
     ),
     (
+        "sexagesimal-deadline",
+        doc(extra="jobs:\n  - {name: q1, deadline: 1:30, stages: [{name: map, duration: 1, demand: {cpu: 1}}]}\n"),
+        "jobs[0].deadline",
+        "must be a number, got the string '1:30' (numbers are written unquoted, in decimal; YAML 1.1 would read",
+    ),
+    (
         "yes-as-weight",
         doc(tenants="tenants:\n  - {name: u1, demand: {cpu: 1}, weight: yes}\n"),
         "tenants[0].weight",
@@ -484,12 +513,8 @@ HARDENED_YAML: list[tuple[str, str, str, str]] = [
         "hierarchy[0].tasks",
         "only leaves carry a task cap",
     ),
-    (
-        "one-node-hierarchy",
-        hierarchy_doc("hierarchy: {name: root, demand: {cpu: 1}}\n"),
-        "hierarchy",
-        "a root with at least one child",
-    ),
+    ("empty-hierarchy", hierarchy_doc("hierarchy: []\n"), "hierarchy", "a hierarchy needs exactly one root, found 0"),
+    ("one-node-hierarchy-without-demand", hierarchy_doc("hierarchy: {name: root}\n"), "hierarchy", "needs a demand"),
     (
         "control-character-in-name",
         doc(tenants='tenants:\n  - {name: "u\\x01", demand: {cpu: 1}}\n'),
@@ -757,14 +782,55 @@ def test_limits_are_named_and_can_be_set(tmp_path: Path, limits: Limits, reason:
     assert reason in caught.value.reason and caught.value.source == str(path)
 
 
-def test_stdin_is_read_with_a_dash(monkeypatch: pytest.MonkeyPatch) -> None:
+def pipe(monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:
+    """Standard input holding ``data``."""
     import io
     import sys
 
-    stdin = io.TextIOWrapper(io.BytesIO(doc().encode()))
-    monkeypatch.setattr(sys, "stdin", stdin)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+
+
+def test_stdin_is_read_with_a_dash(monkeypatch: pytest.MonkeyPatch) -> None:
+    pipe(monkeypatch, doc().encode())
     instance = load_instance("-")
-    assert [t.name for t in instance.tenants] == ["u1", "u2"]
+    assert [t.name for t in instance.tenants] == ["u1", "u2"] and instance.name == "stdin"
+    pipe(monkeypatch, json.dumps(JOBS).encode())  # JSON is read as YAML
+    assert_same_instance(load_instance("-"), instance_from_dict(JOBS))
+
+
+@pytest.mark.parametrize(
+    ("data", "field", "reason"),
+    [
+        (doc(tenants="tenants:\n  - {name: u, demand: {cpu: 1}, tasks: yes}\n").encode(), "tenants[0].tasks",
+         "YAML 1.1 would read yes as a boolean"),
+        (b"a: &a [*a]\n", "a[0]", "refers to no complete node"),
+        (b"[" * 200, "[0]" * 100, "nesting deeper than the limit of 100 levels"),
+        (b"\xff\xfe garbage", "", "not UTF-8"),
+        (b"resources: [cpu]\nresources: [cpu]\n", "resources", "duplicate key"),
+        (b"*" * 72 + b"\nPRECEDENCE RELATIONS:\n1 1 1\n", "PRECEDENCE RELATIONS", "expected a"),
+    ],
+    ids=["yaml-1.1", "recursive-alias", "deep", "binary", "duplicate-key", "psplib-truncated"],
+)  # fmt: skip
+def test_stdin_is_hardened_like_a_file(monkeypatch: pytest.MonkeyPatch, data: bytes, field: str, reason: str) -> None:
+    pipe(monkeypatch, data)
+    with pytest.raises(InstanceError) as caught:
+        load_instance("-")
+    error = caught.value
+    assert (error.source, error.field) == ("<stdin>", field) and reason in error.reason, str(error)
+
+
+def test_stdin_reads_psplib_by_its_header(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    pipe(monkeypatch, SMALL_SM.encode())
+    instance = load_instance("-")
+    assert_same_instance(instance, load_instance(write(tmp_path, "stdin.sm", SMALL_SM)))
+    assert instance.jobs[0].name == "stdin"
+
+
+def test_stdin_size_is_limited(monkeypatch: pytest.MonkeyPatch) -> None:
+    pipe(monkeypatch, doc().encode())
+    with pytest.raises(InstanceError, match="larger than the limit of 100 bytes") as caught:
+        load_instance("-", Limits(max_bytes=100))
+    assert caught.value.source == "<stdin>"
 
 
 def test_error_messages_escape_what_cannot_be_printed() -> None:
@@ -887,6 +953,7 @@ def assert_same_instance(a: Instance, b: Instance) -> None:
     assert len(a.jobs) == len(b.jobs)
     for job_a, job_b in zip(a.jobs, b.jobs, strict=True):
         assert (job_a.name, job_a.weight, job_a.release) == (job_b.name, job_b.weight, job_b.release)
+        assert (job_a.tenant, job_a.deadline) == (job_b.tenant, job_b.deadline)
         assert len(job_a.stages) == len(job_b.stages)
         for stage_a, stage_b in zip(job_a.stages, job_b.stages, strict=True):
             assert (stage_a.name, stage_a.tasks, stage_a.duration, stage_a.after) == (
@@ -959,6 +1026,8 @@ JOBS = {
             "name": "q1",
             "weight": 2,
             "release": 1.5,
+            "tenant": "analytics",
+            "deadline": 40,
             "stages": [
                 {"name": "map", "tasks": 10, "duration": 3, "demand": {"cpu": 1, "mem": 2}},
                 {"name": "shuffle", "tasks": 4, "duration": 1, "demand": {"mem": 1}, "after": ["map"]},
@@ -1065,6 +1134,21 @@ def test_defaults(tmp_path: Path) -> None:
     jobs = load_instance(write(tmp_path, "j.yaml", yaml.safe_dump(JOBS)))
     only = jobs.jobs[1]
     assert (only.weight, only.release, only.stages[0].tasks, only.stages[0].after) == (1.0, 0.0, 1, ())
+    assert (only.tenant, only.deadline) == ("", math.inf)  # its own tenant, no deadline
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "hierarchy: {name: root, demand: {cpu: 1}, tasks: 3}\n",
+        "hierarchy: [{name: root, demand: {cpu: 1}, tasks: 3}]\n",
+    ],
+    ids=["nested", "flat"],
+)
+def test_a_root_alone_is_a_one_leaf_hierarchy(tmp_path: Path, text: str) -> None:
+    instance = load_instance(write(tmp_path, "one.yaml", hierarchy_doc(text)))
+    assert instance.hierarchy is not None and [n.tenant for n in instance.hierarchy.nodes] == [0]
+    assert [(t.name, t.tasks) for t in instance.tenants] == [("root", 3.0)]
 
 
 def test_jobs_are_read_with_stage_indices(tmp_path: Path) -> None:
@@ -1072,7 +1156,7 @@ def test_jobs_are_read_with_stage_indices(tmp_path: Path) -> None:
     job = instance.jobs[0]
     assert [s.name for s in job.stages] == ["map", "shuffle", "reduce"]
     assert [s.after for s in job.stages] == [(), (0,), (0, 1)]
-    assert (job.weight, job.release) == (2.0, 1.5)
+    assert (job.weight, job.release, job.tenant, job.deadline) == (2.0, 1.5, "analytics", 40.0)
     np.testing.assert_array_equal(job.stages[1].demand, [0, 1])
     assert instance.time_slot == 0.5
 

@@ -50,9 +50,28 @@ def test_usage_profile_stays_within_capacity() -> None:
     assert np.allclose(area, work)
 
 
-def test_plot_needs_a_schedule(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["solve", str(FIG1), "--method", "drfh", "--plot", str(tmp_path / "x.png")]) == 2
-    assert "schedule" in capsys.readouterr().err
+def test_allocation_plot_is_per_server_bars(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "fig1.png"
+    assert main(["solve", str(FIG1), "--method", "drfh", "--plot", str(out)]) == 0
+    assert out.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_hierarchy_plot_draws_the_tree(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "tree.png"
+    assert main(["solve", str(ROOT / "instances" / "hdrf_fig4.yaml"), "--method", "hdrf", "--plot", str(out)]) == 0
+    assert out.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_per_machine_schedule_adds_a_gantt_lane_per_machine(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from matplotlib.image import imread
+
+    pooled, placed = tmp_path / "pooled.png", tmp_path / "placed.png"
+    assert main(["solve", str(TWO_JOBS), "--method", "sjf", "--plot", str(pooled)]) == 0
+    assert main(["solve", str(TWO_JOBS), "--method", "sjf", "--placement", "servers", "--plot", str(placed)]) == 0
+    assert imread(placed).shape[0] > imread(pooled).shape[0]  # the Gantt chart adds a panel below
 
 
 def test_plot_without_matplotlib(tmp_path: Path, capsys: pytest.CaptureFixture[str],

@@ -113,3 +113,37 @@ def test_j301_1(data_dir: Path) -> None:
     assert job.stages[1].duration == 8 and job.stages[1].after == (0,)
     assert job.stages[31].after == (28, 29, 30)  # the sink follows activities 29, 30, 31
     np.testing.assert_array_equal(job.stages[5].demand, [0, 0, 0, 8])
+
+
+@pytest.mark.data
+def test_justification_keeps_a_list_schedule_feasible_and_no_longer(data_dir: Path) -> None:
+    from models.check import verify_schedule
+    from models.result import Schedule
+    from solver.spacetime.cp import FlatTasks
+    from solver.spacetime.warmstart import justify, more_priority_rules, serial_sgs
+
+    path = data_dir / "psplib" / "j60" / "j609_2.sm"
+    if not path.exists():
+        pytest.skip(f"{path} not found")
+    instance = load_instance(path)
+    flat = FlatTasks.of(instance)
+    duration = flat.duration.astype(np.int64)
+    _, tail = flat.heads_tails(duration)
+    capacity = instance.total_capacity[None, :]
+    release = np.zeros(1, dtype=np.int64)
+    args = (flat.stage_job, flat.stage_tasks, duration, flat.demand, release, flat.edges)
+    improved = 0
+    for priority in more_priority_rules(flat.num_stages, flat.edges, duration, tail.astype(np.int64)).values():
+        found = serial_sgs(*args, priority, capacity)
+        assert found is not None
+        better = justify(*args, capacity, None, found[0])
+        for start in (found[0], None if better is None else better[0]):
+            if start is None:
+                continue
+            schedule = Schedule(flat.stage_job, flat.stage_local, flat.task_index, start.astype(float),
+                                (start + duration).astype(float))  # fmt: skip
+            assert verify_schedule(instance, schedule).ok
+        if better is not None:
+            assert (better[0] + duration).max() < (found[0] + duration).max()
+            improved += 1
+    assert improved >= 2  # measured: it shortens rank-weight 116 -> 94 and most-successors 95 -> 93

@@ -14,15 +14,17 @@ import yaml
 
 from models.check import verify_schedule
 from models.io import instance_from_dict
-from models.solution import Schedule, schedule_from_json
-from models.spacetime import SlotData, build_spacetime, objective_coefficients, order_machines_by_load
+from models.result import Schedule
 from models.types import Instance, InstanceError
+from models.view import schedule_from_json
 from solver.api import METHODS, solve
 from solver.backends import get_backend, installed_backends
 from solver.cli import main
-from solver.dag.policies import HEURISTICS, run_policy
-from solver.dag.warmstart import priority_rules, serial_sgs
-from solver.spacetime import solve_spacetime
+from solver.sim.policies.dag import HEURISTICS
+from solver.sim.runs import run_policy
+from solver.spacetime.milp import solve_spacetime
+from solver.spacetime.model import SlotData, build_spacetime, objective_coefficients, order_machines_by_load
+from solver.spacetime.warmstart import priority_rules, serial_sgs
 
 TWO_JOBS = Path(__file__).resolve().parents[1] / "instances" / "dag_two_jobs.yaml"
 NO_CAP = {"fair_cap": False}
@@ -68,7 +70,7 @@ def check(result: Any, instance: Instance) -> None:
 
 
 def test_barrier_by_hand() -> None:
-    result = solve(BARRIER, "spacetime", objective="makespan", extra=NO_CAP)
+    result = solve(BARRIER, "spacetime", objective="makespan", **NO_CAP)
     assert result.status == "optimal" and result.objective == pytest.approx(3.0)
     assert result.bound == pytest.approx(3.0) and result.gap == 0
     check(result, BARRIER)
@@ -80,7 +82,7 @@ def test_barrier_by_hand() -> None:
 
 @pytest.mark.parametrize(("objective", "value", "makespan"), [("makespan", 4.0, 4.0), ("avg-jct", 7 / 3, 5.0)])
 def test_release_by_hand(objective: str, value: float, makespan: float) -> None:
-    result = solve(RELEASE, "spacetime", objective=objective, extra=NO_CAP)
+    result = solve(RELEASE, "spacetime", objective=objective, **NO_CAP)
     assert result.status == "optimal" and result.objective == pytest.approx(value)
     check(result, RELEASE)
     report = verify_schedule(RELEASE, result.schedule)
@@ -101,7 +103,7 @@ def test_horizon_keeps_the_avg_jct_optimum_beyond_the_heuristic_makespan() -> No
 
 
 def test_capacity_by_hand() -> None:
-    result = solve(CAPACITY, "spacetime", extra=NO_CAP)  # one job: makespan by default
+    result = solve(CAPACITY, "spacetime", **NO_CAP)  # one job: makespan by default
     assert result.status == "optimal" and result.objective == pytest.approx(6.0)
     check(result, CAPACITY)
     assert result.extra["objective_name"] == "makespan"
@@ -112,8 +114,8 @@ def test_two_jobs_file_matches_the_hand_optimum_and_fair_caps_conflict() -> None
 
     instance = load_instance(TWO_JOBS)
     # Optima derived in tests/test_spacetime_cp.py: makespan 4.5, weighted avg JCT 2.5.
-    assert solve(instance, "spacetime", objective="makespan", extra=NO_CAP).objective == pytest.approx(4.5)
-    assert solve(instance, "spacetime", extra=NO_CAP).objective == pytest.approx(2.5)
+    assert solve(instance, "spacetime", objective="makespan", **NO_CAP).objective == pytest.approx(4.5)
+    assert solve(instance, "spacetime", **NO_CAP).objective == pytest.approx(2.5)
     # Caps T = (4, 2.5): "short" must run its two tasks in [0.5, 2.5] beside "load" (one CPU free), so
     # the second ends at 2.5 and "join" (both CPUs) cannot start before 2.5: "long" ends at 4.5 > 4.
     capped = solve_spacetime(instance, fair_completion={"long": 4.0, "short": 2.5})
@@ -127,7 +129,7 @@ def test_fair_cap_is_respected() -> None:
     check(result, RELEASE)
     assert result.schedule is not None and result.schedule.fair_completion is not None
     assert verify_schedule(RELEASE, result.schedule).completion[0] <= 4.0
-    off = solve(RELEASE, "spacetime", objective="avg-jct", extra={"fair_completion": {"j1": 4.0}, "fair_cap": False})
+    off = solve(RELEASE, "spacetime", objective="avg-jct", fair_cap=False, extra={"fair_completion": {"j1": 4.0}})
     assert off.objective == pytest.approx(7 / 3) and off.schedule is not None and off.schedule.fair_completion is None
 
 
@@ -136,8 +138,8 @@ def test_servers_placement_keeps_tasks_on_classes_that_fit() -> None:
     # two of them run one after another (makespan 2), whereas the pooled cluster (4 CPUs) runs both at once.
     servers = [{"name": "big", "capacity": {"cpu": 2}}, {"name": "small", "capacity": {"cpu": 1}, "count": 2}]
     instance = jobs_instance({"cpu": 1}, [{"name": "j", "stages": [stage("s", 2, 1, {"cpu": 2})]}], servers=servers)
-    pooled = solve(instance, "spacetime", extra=NO_CAP)
-    servers_result = solve(instance, "spacetime", placement="servers", extra=NO_CAP)
+    pooled = solve(instance, "spacetime", **NO_CAP)
+    servers_result = solve(instance, "spacetime", placement="servers", **NO_CAP)
     assert pooled.objective == pytest.approx(1.0) and servers_result.objective == pytest.approx(2.0)
     assert servers_result.verified and servers_result.status == "optimal"
     schedule = servers_result.schedule
@@ -150,7 +152,7 @@ def test_servers_placement_keeps_tasks_on_classes_that_fit() -> None:
 def test_fractional_durations_round_up_to_slots() -> None:
     # Duration 1.5 on slots of 1 occupies 2 slots: feasible, but optimal only for the slotted problem.
     instance = jobs_instance({"cpu": 1}, [{"name": "j", "stages": [stage("s", 2, 1.5, {"cpu": 1})]}])
-    result = solve(instance, "spacetime", extra=NO_CAP)
+    result = solve(instance, "spacetime", **NO_CAP)
     assert result.status == "feasible" and result.bound is None and result.extra["slotted_bound"] == pytest.approx(4)
     check(result, instance)
     assert result.objective == pytest.approx(3.5)  # starts 0 and 2, true end 3.5
@@ -160,7 +162,7 @@ def test_fractional_durations_round_up_to_slots() -> None:
 def test_backends_agree_on_the_barrier_case(backend: str) -> None:
     if backend not in installed_backends():
         pytest.skip(f"{backend} not installed")
-    result = solve(BARRIER, "spacetime", backend=backend, objective="makespan", extra=NO_CAP)
+    result = solve(BARRIER, "spacetime", backend=backend, objective="makespan", **NO_CAP)
     assert result.status == "optimal" and result.objective == pytest.approx(3.0) and result.verified
     assert result.backend == backend
 
@@ -197,8 +199,8 @@ def test_milp_and_cp_sat_agree(seed: int, objective: str) -> None:
         pytest.skip("spacetime-cp is not registered")
     pytest.importorskip("ortools")
     instance = random_instance(seed)
-    milp = solve(instance, "spacetime", objective=objective, time_limit=30, extra={**NO_CAP, "alpha": 0.3})
-    cp = solve(instance, "spacetime-cp", objective=objective, time_limit=30, extra={"alpha": 0.3})
+    milp = solve(instance, "spacetime", objective=objective, time_limit=30, alpha=0.3, **NO_CAP)
+    cp = solve(instance, "spacetime-cp", objective=objective, time_limit=30, alpha=0.3)
     assert milp.status == "optimal" and cp.status == "optimal"
     assert milp.verified and cp.verified
     assert milp.objective <= cp.objective * (1 + 1e-6)  # both verified, the MILP proven optimal
@@ -233,7 +235,9 @@ def test_cli_no_fair_cap(capsys: pytest.CaptureFixture[str]) -> None:
 
 #: The exact methods per machine: the MILP (relaxation first, then per machine if needed), the MILP per
 #: machine from the start, and CP-SAT.
-EXACT = [("spacetime", {**NO_CAP}), ("spacetime", {**NO_CAP, "servers_model": "machine"}), ("spacetime-cp", {})]
+EXACT: list[tuple[str, dict[str, Any]]] = [
+    ("spacetime", {**NO_CAP}), ("spacetime", {**NO_CAP, "extra": {"servers_model": "machine"}}), ("spacetime-cp", {})
+]
 TWO_NODES = [{"name": "node", "capacity": {"cpu": 4}, "count": 2}]
 
 
@@ -277,26 +281,26 @@ def placed(result: Any) -> Schedule:
 
 @pytest.mark.parametrize(("method", "extra"), EXACT)
 def test_pooled_and_per_machine_optima_differ_by_hand(method: str, extra: dict[str, Any]) -> None:
-    pooled = solve(SPLIT, method, objective="makespan", extra=extra)
+    pooled = solve(SPLIT, method, objective="makespan", **extra)
     assert pooled.status == "optimal" and pooled.objective == pytest.approx(1.0) and pooled.schedule is not None
     assert pooled.schedule.server is None and pooled.extra["placement"] == "pooled"
-    servers = solve(SPLIT, method, objective="makespan", placement="servers", extra=extra)
+    servers = solve(SPLIT, method, objective="makespan", placement="servers", **extra)
     assert servers.status == "optimal" and servers.objective == pytest.approx(2.0) and servers.gap == 0
     schedule = placed(servers)
     assert set(schedule.machine.tolist()) == {0, 1} and set(schedule.server.tolist()) == {0}
     for objective, pooled_value, value in (("makespan", 2.0, 3.0), ("avg-jct", 1.5, 2.0)):
-        assert solve(TWO_JOBS_SPLIT, method, objective=objective, extra=extra).objective == pytest.approx(pooled_value)
-        result = solve(TWO_JOBS_SPLIT, method, objective=objective, placement="servers", extra=extra)
+        assert solve(TWO_JOBS_SPLIT, method, objective=objective, **extra).objective == pytest.approx(pooled_value)
+        result = solve(TWO_JOBS_SPLIT, method, objective=objective, placement="servers", **extra)
         assert result.status == "optimal" and result.objective == pytest.approx(value)
         placed(result)
 
 
 def test_the_class_relaxation_is_never_called_optimal_when_it_does_not_fit() -> None:
-    auto = solve(SPLIT, "spacetime", objective="makespan", placement="servers", extra=NO_CAP)
+    auto = solve(SPLIT, "spacetime", objective="makespan", placement="servers", **NO_CAP)
     assert auto.extra["machine_assignment"] == "no placement exists" and "per-machine MILP" in auto.message
     assert set(auto.extra["models"]) == {"class", "machine"}
     relaxed = solve(SPLIT, "spacetime", objective="makespan", placement="servers",
-                    extra={**NO_CAP, "servers_model": "class"})  # fmt: skip
+                    extra={"servers_model": "class"}, **NO_CAP)  # fmt: skip
     # The relaxation's optimum (1) is a valid bound; the schedule is a per-machine heuristic one.
     assert relaxed.status == "feasible" and relaxed.bound == pytest.approx(1.0)
     assert relaxed.objective == pytest.approx(2.0) and relaxed.gap == pytest.approx(0.5)
@@ -313,7 +317,7 @@ def test_milp_and_cp_sat_agree_per_machine(seed: int, objective: str) -> None:
     instance = random_instance(seed, SERVERS, cpu=3)
     values = []
     for method, extra in EXACT:
-        result = solve(instance, method, objective=objective, placement="servers", time_limit=30, extra=extra)
+        result = solve(instance, method, objective=objective, placement="servers", time_limit=30, **extra)
         assert result.status == "optimal", (method, extra, result.message)
         placed(result)
         values.append(result.objective)
@@ -366,9 +370,9 @@ def test_a_task_that_fits_no_machine_is_refused_naming_the_stage(
     data = cluster([{"name": "j", "stages": [stage("ok", 1, 1, {"cpu": 1}), stage("wide", 1, 1, {"cpu": 5})]}])
     instance = instance_from_dict(data)
     for method in ("spacetime", "spacetime-cp", *HEURISTICS):
-        assert solve(instance, method, extra=NO_CAP if method == "spacetime" else {}).verified
+        assert solve(instance, method, **(NO_CAP if method == "spacetime" else {})).verified
         with pytest.raises(InstanceError, match=r"jobs\[0\]\.stages\[1\]\.demand.*'wide'.*any one machine"):
-            solve(instance, method, placement="servers", extra=NO_CAP if method == "spacetime" else {})
+            solve(instance, method, placement="servers", **(NO_CAP if method == "spacetime" else {}))
     path = tmp_path / "wide.yaml"
     path.write_text(yaml.safe_dump(data))
     assert main(["solve", str(path), "--method", "spacetime-cp", "--placement", "servers", "--json"]) == 2
@@ -409,7 +413,10 @@ def test_cli_round_trip_with_machines(tmp_path: Path, capsys: pytest.CaptureFixt
     saved.write_text(json.dumps(data))
     assert main(["check", str(path), str(saved), "--json"]) == 1
     problems = json.loads(capsys.readouterr().out)["violations"]
-    assert problems == ["machine node[0]: resource cpu: 6 in use at time 0 exceeds its capacity 4"]
+    assert problems[0] == "machine node[0]: resource cpu: 6 in use at time 0 exceeds its capacity 4"
+    # The file's other claims no longer hold either: its bound (the true optimum, 2) and its "verified".
+    assert any("bound 2 is above the objective 1" in p for p in problems)
+    assert any("says verified True" in p for p in problems)
     # A result that claims per-server placement must carry it.
     for task in data["tasks"]:
         del task["server"], task["machine"]

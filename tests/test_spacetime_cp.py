@@ -13,8 +13,9 @@ import pytest
 
 from models.check import verify_schedule
 from models.io import instance_from_dict, load_instance
-from models.solution import Schedule, schedule_from_json
+from models.result import Schedule
 from models.types import Instance, InstanceError
+from models.view import result_json, schedule_from_json
 from solver.api import solve
 from solver.cli import main
 
@@ -96,8 +97,8 @@ def test_two_jobs_by_hand() -> None:
     assert by_makespan.objective == pytest.approx(4.5)
     assert by_jct.objective == pytest.approx(2.5)
     # The two objectives pick different schedules: each is strictly worse on the other's objective.
-    makespan_view = by_makespan.to_json(instance)
-    jct_view = by_jct.to_json(instance)
+    makespan_view = result_json(instance, by_makespan)
+    jct_view = result_json(instance, by_jct)
     assert makespan_view["avg_jct"] == pytest.approx(17 / 6)
     assert jct_view["makespan"] == pytest.approx(5.5)
     assert jct_view["jobs"]["short"]["completion"] == pytest.approx(1.5)
@@ -105,11 +106,11 @@ def test_two_jobs_by_hand() -> None:
     assert solve(instance, "spacetime-cp", time_limit=10).objective == pytest.approx(2.5)
     # mix = alpha * avg JCT + (1 - alpha) * makespan is no worse than either pure optimum's schedule.
     for alpha in (0.2, 0.5, 0.9):
-        mixed = solve(instance, "spacetime-cp", time_limit=10, objective="mix", extra={"alpha": alpha})
+        mixed = solve(instance, "spacetime-cp", time_limit=10, objective="mix", alpha=alpha)
         assert mixed.status == "optimal" and mixed.verified
         for other in (makespan_view, jct_view):
             assert mixed.objective <= alpha * other["avg_jct"] + (1 - alpha) * other["makespan"] + 1e-9
-    mixed = solve(instance, "spacetime-cp", time_limit=10, objective="mix", extra={"alpha": 0.5})
+    mixed = solve(instance, "spacetime-cp", time_limit=10, objective="mix", alpha=0.5)
     assert mixed.objective == pytest.approx(0.5 * 17 / 6 + 0.5 * 4.5)
 
 
@@ -120,7 +121,7 @@ def test_fair_completion_deadlines() -> None:
                     extra={"fair_completion": {"long": 4.5}})  # fmt: skip
     assert bounded.status == "optimal" and bounded.verified
     assert bounded.objective == pytest.approx(17 / 6)
-    data = bounded.to_json(instance)
+    data = result_json(instance, bounded)
     assert data["jobs"]["long"] == {"completion": 4.5, "fair_completion": 4.5}
     assert data["jobs"]["short"]["fair_completion"] is None
     impossible = solve(instance, "spacetime-cp", time_limit=10, extra={"fair_completion": {"long": 3.5}})
@@ -249,10 +250,10 @@ def test_never_worse_than_the_heuristics_even_when_stopped_early(
     """
     from ortools.sat.python import cp_model
 
-    import solver.spacetime_cp
+    import solver.spacetime.cp
 
     if large:
-        monkeypatch.setattr(solver.spacetime_cp, "HEURISTIC_HINT_TASKS", 0)
+        monkeypatch.setattr(solver.spacetime.cp, "HEURISTIC_HINT_TASKS", 0)
 
     from models.generators import random_dag_jobs
 
@@ -267,7 +268,114 @@ def test_never_worse_than_the_heuristics_even_when_stopped_early(
     instance = random_dag_jobs(seed, jobs=6, stages_range=(3, 5))
     result = solve(instance, "spacetime-cp", objective="avg-jct")
     assert result.verified and result.objective is not None
-    for method in solver.spacetime_cp.LARGE_HINT_HEURISTICS if large else ("carbyne", "drf-dag", "tetris", "sjf"):
+    for method in solver.spacetime.cp.LARGE_HINT_HEURISTICS if large else ("carbyne", "drf-dag", "tetris", "sjf"):
         heuristic = solve(instance, method, objective="avg-jct")
         assert heuristic.objective is not None
         assert result.objective <= heuristic.objective + 1e-9, (method, result.objective, heuristic.objective)
+
+
+def chain(first: float, second: float = 1.0, slot: float | None = None, tasks: int = 1) -> Instance:
+    """One job on 2 pooled CPUs: stage ``a`` (``tasks`` tasks of ``first``), then ``b`` (one task of ``second``)."""
+    data: dict[str, object] = {
+        "resources": ["cpu"],
+        "servers": [{"name": "s", "capacity": {"cpu": 2}}],
+        "jobs": [{"name": "j", "stages": [
+            {"name": "a", "tasks": tasks, "duration": first, "demand": {"cpu": 1}},
+            {"name": "b", "tasks": 1, "duration": second, "demand": {"cpu": 1}, "after": ["a"]},
+        ]}],
+    }  # fmt: skip
+    if slot is not None:
+        data["time"] = {"slot": slot}
+    return instance_from_dict(data)
+
+
+def test_float_noise_in_a_duration_is_not_a_tick_of_its_own() -> None:
+    # 1.000000001 is a whole number of 1e-4 ticks up to a relative 1e-9: 10,000 of them, as the heuristic
+    # schedules round it. Before, the exactness test snapped it but the duration was rounded up to 10,001,
+    # so the heuristic's horizon was shorter than the chain: "infeasible".
+    result = solve(chain(1.000000001), "spacetime-cp", time_limit=10)
+    assert result.status == "optimal" and result.verified, (result.status, result.message)
+    assert result.extra["tick"] >= 1e-4
+    assert result.objective == pytest.approx(2.000000001)
+
+
+def test_tiny_slot_keeps_fair_deadlines_reachable() -> None:
+    # With slot 1e-9, 0.3 / 1e-9 is 299999999.99999994: floored with an absolute epsilon, the deadline
+    # T = 0.3 landed one tick before the task's own end (infeasible); it is 300,000,000 ticks.
+    instance = chain(0.3, 0.2, slot=1e-9)
+    result = solve(instance, "spacetime-cp", time_limit=10, extra={"fair_completion": {"j": 0.5}})
+    assert result.status == "optimal" and result.verified, (result.status, result.message)
+    assert result.objective == pytest.approx(0.5)
+
+
+def test_ticks_stay_bounded_for_a_tiny_slot() -> None:
+    # A 1e-9 slot under durations of a million would need 2e15 ticks: coarsened (still whole) instead.
+    result = solve(chain(1e6, 1e6, slot=1e-9), "spacetime-cp", time_limit=10)
+    assert result.status == "optimal" and result.verified
+    assert result.objective == pytest.approx(2e6)
+    assert 2e6 / result.extra["tick"] <= 10**12
+
+
+def test_a_million_tasks_are_refused_up_front() -> None:
+    import solver.spacetime.cp
+
+    started = time.perf_counter()
+    with pytest.raises(InstanceError, match="MAX_TASKS"):
+        solve(chain(1.0, tasks=1_000_000), "spacetime-cp", time_limit=1)
+    assert time.perf_counter() - started < 30  # before: past 120 s whatever the time limit
+    assert solver.spacetime.cp.MAX_TASKS < 1_000_000
+
+
+def test_workers_and_seed_reach_cp_sat(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ortools.sat.python import cp_model
+
+    seen: list[tuple[int, int]] = []
+    original = cp_model.CpSolver.solve
+
+    def record(self: cp_model.CpSolver, model: cp_model.CpModel, *args: object) -> object:
+        seen.append((self.parameters.num_workers, self.parameters.random_seed))
+        return original(self, model, *args)
+
+    monkeypatch.setattr(cp_model.CpSolver, "solve", record)
+    result = solve(load_instance(TWO_JOBS), "spacetime-cp", workers=3, seed=7)
+    assert result.status == "optimal"
+    assert seen and seen[0] == (3, 7)  # before: capped at 2 workers
+
+
+def test_time_limit_bounds_warm_start_and_search() -> None:
+    from models.generators import random_dag_jobs
+
+    # 5,113 tasks: the four event-driven warm starts alone took longer than the limit and its slack before.
+    instance = random_dag_jobs(5, jobs=50, stages_range=(8, 10))
+    assert sum(stage.tasks for job in instance.jobs for stage in job.stages) > 5_000
+    started = time.perf_counter()
+    result = solve(instance, "spacetime-cp", time_limit=2.0, objective="makespan")
+    wall = time.perf_counter() - started
+    assert result.verified and result.schedule is not None
+    assert wall < 2.0 + 4.0, wall  # the limit plus verification and model build slack on a loaded machine
+
+
+def test_resource_flow_arcs_order_a_feasible_schedule() -> None:
+    from solver.spacetime.lns import resource_flow_arcs
+
+    # Capacity 2: tasks 0 and 1 run together on [0, 2), task 2 needs both units from 2, task 3 one from 4.
+    start = np.array([0, 0, 2, 4])
+    duration = np.array([2, 2, 2, 1])
+    demand = np.array([[1], [1], [2], [1]])
+    arcs = {tuple(arc) for arc in resource_flow_arcs(start, duration, demand, np.array([2])).tolist()}
+    assert arcs == {(0, 2), (1, 2), (2, 3)}
+    for giver, receiver in arcs:
+        assert start[giver] + duration[giver] <= start[receiver]
+
+
+@pytest.mark.data
+def test_lns_improves_a_j60_list_schedule(data_dir: Path) -> None:
+    path = data_dir / "psplib" / "j60" / "j609_2.sm"
+    if not path.exists():
+        pytest.skip(f"{path} not found")
+    result = solve(load_instance(path), "spacetime-cp", time_limit=10, objective="makespan",
+                   workers=1, seed=0)  # fmt: skip
+    assert result.verified and result.objective is not None
+    assert result.extra["lns_steps"] > 0 and result.extra["lns_improvements"] > 0
+    assert result.objective < result.extra["heuristic_objective"]
+    assert result.bound is not None and result.bound <= 82 <= result.objective  # 82: the proven optimum

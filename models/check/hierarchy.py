@@ -24,19 +24,19 @@ import numpy as np
 from models.check.probes import random_misreports, runnable_tasks
 from models.check.properties import pareto_optimal
 from models.check.report import (
-    BoolArray,
     PropertyCheck,
     Solver,
-    _as_allocation,
-    _clean_tasks,
-    _fmt,
-    _task_slack,
-    _tenant_index,
-    _vector,
+    as_allocation,
+    clean_tasks,
+    fmt,
+    task_slack,
+    tenant_index,
+    vector_text,
 )
 from models.hierarchy import Tree, tree_of
-from models.solution import Allocation, FloatArray
-from models.types import Instance
+from models.result import Allocation
+from models.tolerance import CHECK_RTOL
+from models.types import BoolArray, FloatArray, Instance
 
 # ----------------------------------------------------------------------------------------------
 # Node shares and the share guarantee
@@ -114,7 +114,7 @@ def node_shares(
         Max over resources of ``node_consumption``.
     """
     tree = tree if tree is not None else tree_of(instance)
-    tasks = _clean_tasks(allocation)
+    tasks = clean_tasks(allocation)
     if tasks.ndim != 2 or tasks.shape[0] != len(instance.tenants):
         raise ValueError(f"allocation has shape {tasks.shape}, expected one row per tenant ({len(instance.tenants)})")
     totals = tasks.sum(axis=1)
@@ -127,7 +127,7 @@ def node_shares(
 
 
 def guaranteed_nodes(
-    instance: Instance, allocation: Allocation, tol: float = 1e-6, *, tree: Tree | None = None
+    instance: Instance, allocation: Allocation, tol: float = CHECK_RTOL, *, tree: Tree | None = None
 ) -> tuple[BoolArray, FloatArray, FloatArray]:
     """The nodes the share guarantee applies to, with every node's dominant share and guarantee.
 
@@ -143,7 +143,7 @@ def guaranteed_nodes(
     demanding = demanding_nodes(instance, allocation.kind, allocation.integral, tree=tree)
     guarantee = tree.guarantees(demanding)
     _, share = node_shares(instance, allocation, tree=tree)
-    totals = _clean_tasks(allocation).sum(axis=1)
+    totals = clean_tasks(allocation).sum(axis=1)
     # Same satisfaction test as min_weighted_share; inf caps are never reached.
     unsatisfied_leaf = demanding[tree.leaf_nodes] & ~(totals >= instance.task_caps * (1 - tol) - tol)
     flags = np.zeros(tree.num_nodes, dtype=bool)
@@ -153,7 +153,7 @@ def guaranteed_nodes(
     return applies, share, guarantee
 
 
-def share_guarantee(instance: Instance, allocation: Allocation, tol: float = 1e-6) -> PropertyCheck:
+def share_guarantee(instance: Instance, allocation: Allocation, tol: float = CHECK_RTOL) -> PropertyCheck:
     """Hierarchical share guarantee: every demanding node gets its guaranteed dominant share.
 
     The guarantee of a node ``n`` is ``G_parent * w_n / (sum of w over n's demanding siblings, n
@@ -197,14 +197,14 @@ def share_guarantee(instance: Instance, allocation: Allocation, tol: float = 1e-
     if worst <= tol:
         detail = (
             f"every demanding node gets its guarantee; closest: {name!r} has dominant share "
-            f"{_fmt(share[node])} for a guarantee of {_fmt(guarantee[node])}"
+            f"{fmt(share[node])} for a guarantee of {fmt(guarantee[node])}"
         )
         return PropertyCheck("share_guarantee", True, detail, (), worst)
     parent = int(tree.parent[node])
     detail = (
-        f"node {name!r} has dominant share {_fmt(share[node])}, below its guarantee {_fmt(guarantee[node])} "
-        f"(weight {_fmt(tree.weight[node])} under {tree.names[parent]!r}, whose guarantee is "
-        f"{_fmt(guarantee[parent])})"
+        f"node {name!r} has dominant share {fmt(share[node])}, below its guarantee {fmt(guarantee[node])} "
+        f"(weight {fmt(tree.weight[node])} under {tree.names[parent]!r}, whose guarantee is "
+        f"{fmt(guarantee[parent])})"
     )
     return PropertyCheck("share_guarantee", False, detail, (name,), worst)
 
@@ -214,7 +214,7 @@ def share_guarantee(instance: Instance, allocation: Allocation, tol: float = 1e-
 # ----------------------------------------------------------------------------------------------
 
 
-def hierarchical_pareto(instance: Instance, allocation: Allocation, tol: float = 1e-6) -> PropertyCheck:
+def hierarchical_pareto(instance: Instance, allocation: Allocation, tol: float = CHECK_RTOL) -> PropertyCheck:
     """Pareto efficiency of the leaves: no leaf can get more tasks without another getting fewer.
 
     The hierarchy adds no constraint to what is feasible (an internal node only consumes what its
@@ -239,7 +239,7 @@ def hierarchical_pareto(instance: Instance, allocation: Allocation, tol: float =
 
 
 def _group_indices(instance: Instance, group: Sequence[int | str]) -> list[int]:
-    indices = [_tenant_index(instance, member) for member in group]
+    indices = [tenant_index(instance, member) for member in group]
     if not indices:
         raise ValueError("the group is empty")
     if len(set(indices)) != len(indices):
@@ -304,7 +304,7 @@ def group_strategyproof(
     solve: Solver,
     group: Sequence[int | str],
     misreports: Sequence[Sequence[Sequence[float] | FloatArray]],
-    tol: float = 1e-6,
+    tol: float = CHECK_RTOL,
     *,
     truthful_allocation: Allocation | None = None,
 ) -> PropertyCheck:
@@ -345,9 +345,9 @@ def group_strategyproof(
     names = [instance.tenants[i].name for i in indices]
     truths = [instance.demand[i] for i in indices]
     caps = instance.task_caps[indices]
-    base = truthful_allocation if truthful_allocation is not None else _as_allocation(solve(instance))
-    honest = _clean_tasks(base)[indices].sum(axis=1)
-    slack = _task_slack(honest, tol)
+    base = truthful_allocation if truthful_allocation is not None else as_allocation(solve(instance))
+    honest = clean_tasks(base)[indices].sum(axis=1)
+    slack = task_slack(honest, tol)
     best: tuple[float, bool, list[FloatArray], FloatArray] | None = None  # (score, violates, claims, tasks)
     for joint in misreports:
         if len(joint) != len(indices):
@@ -359,8 +359,8 @@ def group_strategyproof(
                 raise ValueError(f"misreport has {claim.size} entries for {truth.size} resources")
             tenants[index] = replace(tenants[index], demand=claim)
         # ``replace`` keeps the hierarchy (same tenant count and order), unlike ``with_tenants`` on resize.
-        result = _as_allocation(solve(replace(instance, tenants=tuple(tenants))))
-        rows = _clean_tasks(result)[indices]
+        result = as_allocation(solve(replace(instance, tenants=tuple(tenants))))
+        rows = clean_tasks(result)[indices]
         actual = np.array(
             [
                 min(float(cap), runnable_tasks(truth, claim, row, result.integral))
@@ -378,8 +378,8 @@ def group_strategyproof(
     score, violates, claims, actual = best
     worst: list[str] = []
     for name, claim in zip(names, claims, strict=True):
-        worst += [name, _vector(instance.resources, claim)]
-    outcome = ", ".join(f"{name!r} {_fmt(a)} vs {_fmt(t)}" for name, a, t in zip(names, actual, honest, strict=True))
+        worst += [name, vector_text(instance.resources, claim)]
+    outcome = ", ".join(f"{name!r} {fmt(a)} vs {fmt(t)}" for name, a, t in zip(names, actual, honest, strict=True))
     if not violates:
         detail = f"no joint misreport of {names} helps the group; closest (tasks vs truthful): {outcome}"
         return PropertyCheck("group_strategyproof", True, detail, (), score)

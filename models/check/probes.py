@@ -15,16 +15,17 @@ import numpy as np
 from models.check.report import (
     PropertyCheck,
     Solver,
-    _as_allocation,
-    _clean_tasks,
-    _floor,
-    _fmt,
-    _task_slack,
-    _tenant_index,
-    _vector,
+    as_allocation,
+    clean_tasks,
+    floor_tasks,
+    fmt,
+    task_slack,
+    tenant_index,
+    vector_text,
 )
-from models.solution import Allocation, FloatArray
-from models.types import Instance
+from models.result import Allocation
+from models.tolerance import CHECK_RTOL
+from models.types import FloatArray, Instance
 
 # ----------------------------------------------------------------------------------------------
 # Truthfulness
@@ -44,7 +45,7 @@ def runnable_tasks(
     per_task = float(np.min(claimed_demand[needs] / true_demand[needs]))
     per_unit = np.maximum(unit_tasks, 0.0) * per_task
     if integral:
-        per_unit = _floor(per_unit)
+        per_unit = floor_tasks(per_unit)
     return float(per_unit.sum())
 
 
@@ -61,7 +62,7 @@ def random_misreports(instance: Instance, tenant: int | str, count: int, seed: i
     list of ndarray
         ``count`` vectors.
     """
-    index = _tenant_index(instance, tenant)
+    index = tenant_index(instance, tenant)
     rng = np.random.default_rng(seed)
     truth = np.asarray(instance.demand[index], dtype=np.float64)
     total = instance.total_capacity
@@ -92,7 +93,7 @@ def truthful(
     solve: Solver,
     tenant: int | str,
     misreports: Sequence[Sequence[float] | FloatArray],
-    tol: float = 1e-6,
+    tol: float = CHECK_RTOL,
     *,
     truthful_allocation: Allocation | None = None,
 ) -> PropertyCheck:
@@ -121,12 +122,12 @@ def truthful(
         ``worst`` is ``(tenant, misreport as text)`` of the best misreport and ``excess`` its gain
         in tasks over ``T`` (the largest gain found, even when it holds).
     """
-    index = _tenant_index(instance, tenant)
+    index = tenant_index(instance, tenant)
     name = instance.tenants[index].name
     truth = instance.demand[index]
     cap = float(instance.task_caps[index])
-    base = truthful_allocation if truthful_allocation is not None else _as_allocation(solve(instance))
-    honest = float(_clean_tasks(base)[index].sum())
+    base = truthful_allocation if truthful_allocation is not None else as_allocation(solve(instance))
+    honest = float(clean_tasks(base)[index].sum())
     best_gain, best_claim, best_tasks = -math.inf, None, honest
     for claim in misreports:
         vector = np.asarray(claim, dtype=np.float64).reshape(-1)
@@ -138,21 +139,21 @@ def truthful(
         probe = (
             instance.with_tenants(tenants) if instance.hierarchy is None else replace(instance, tenants=tuple(tenants))
         )
-        result = _as_allocation(solve(probe))
-        row = _clean_tasks(result)[index]
+        result = as_allocation(solve(probe))
+        row = clean_tasks(result)[index]
         actual = min(cap, runnable_tasks(truth, vector, row, result.integral))
         gain = actual - honest
         if gain > best_gain:
             best_gain, best_claim, best_tasks = gain, vector, actual
     if best_claim is None:
         return PropertyCheck("truthful", True, "no misreports given", (), 0.0)
-    claim_text = _vector(instance.resources, best_claim)
-    if best_gain <= float(_task_slack(honest, tol)):
-        detail = f"no misreport helps {name!r}: best runs {_fmt(best_tasks)} tasks vs {_fmt(honest)} when truthful"
+    claim_text = vector_text(instance.resources, best_claim)
+    if best_gain <= float(task_slack(honest, tol)):
+        detail = f"no misreport helps {name!r}: best runs {fmt(best_tasks)} tasks vs {fmt(honest)} when truthful"
         return PropertyCheck("truthful", True, detail, (), best_gain)
     detail = (
-        f"tenant {name!r} gains by claiming {claim_text} instead of {_vector(instance.resources, truth)}: "
-        f"it can run {_fmt(best_tasks)} tasks vs {_fmt(honest)} when truthful"
+        f"tenant {name!r} gains by claiming {claim_text} instead of {vector_text(instance.resources, truth)}: "
+        f"it can run {fmt(best_tasks)} tasks vs {fmt(honest)} when truthful"
     )
     return PropertyCheck("truthful", False, detail, (name, claim_text), best_gain)
 
@@ -165,7 +166,7 @@ def truthful(
 def population_monotone(
     instance: Instance,
     solve: Solver,
-    tol: float = 1e-6,
+    tol: float = CHECK_RTOL,
     *,
     tenants: Sequence[int | str] | None = None,
     base: Allocation | None = None,
@@ -192,17 +193,17 @@ def population_monotone(
         drop in tasks (the largest over all probes, even when it holds; negative when all gained).
     """
     names = [t.name for t in instance.tenants]
-    full = base if base is not None else _as_allocation(solve(instance))
-    before = _clean_tasks(full).sum(axis=1)
-    chosen = range(len(names)) if tenants is None else [_tenant_index(instance, t) for t in tenants]
+    full = base if base is not None else as_allocation(solve(instance))
+    before = clean_tasks(full).sum(axis=1)
+    chosen = range(len(names)) if tenants is None else [tenant_index(instance, t) for t in tenants]
     best: tuple[float, float, int, int, float] | None = None  # (margin, drop, removed, loser, after)
     for k in chosen:
         if len(names) < 2:
             break
-        after = _clean_tasks(_as_allocation(solve(instance.without_tenant(k)))).sum(axis=1)
+        after = clean_tasks(as_allocation(solve(instance.without_tenant(k)))).sum(axis=1)
         others = np.delete(np.arange(len(names)), k)
         drop = before[others] - after
-        margin = drop - _task_slack(before[others], tol)
+        margin = drop - task_slack(before[others], tol)
         j = int(np.argmax(margin))
         if best is None or margin[j] > best[0]:
             best = (float(margin[j]), float(drop[j]), k, int(others[j]), float(after[j]))
@@ -212,5 +213,5 @@ def population_monotone(
     if margin <= 0:
         detail = "removing any probed tenant never lowers another tenant's task count"
         return PropertyCheck("population_monotone", True, detail, (), drop)
-    detail = f"removing {names[k]!r} lowers {names[loser]!r} from {_fmt(before[loser])} to {_fmt(after_count)} tasks"
+    detail = f"removing {names[k]!r} lowers {names[loser]!r} from {fmt(before[loser])} to {fmt(after_count)} tasks"
     return PropertyCheck("population_monotone", False, detail, (names[k], names[loser]), drop)

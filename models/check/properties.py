@@ -16,22 +16,23 @@ from models.check.report import (
     ABS_TOL,
     FIT_EPS,
     PropertyCheck,
-    _clean_tasks,
-    _floor,
-    _fmt,
-    _per_unit_ratio,
-    _row_chunks,
-    _task_slack,
+    clean_tasks,
+    floor_tasks,
+    fmt,
+    per_unit_ratio,
+    row_chunks,
+    task_slack,
 )
-from models.solution import Allocation, FloatArray, unit_capacity, unit_names
-from models.types import Instance
+from models.result import Allocation, unit_capacity, unit_names
+from models.tolerance import CHECK_RTOL
+from models.types import FloatArray, Instance
 
 # ----------------------------------------------------------------------------------------------
 # Envy-freeness
 # ----------------------------------------------------------------------------------------------
 
 
-def envy_free(instance: Instance, allocation: Allocation, tol: float = 1e-6) -> PropertyCheck:
+def envy_free(instance: Instance, allocation: Allocation, tol: float = CHECK_RTOL) -> PropertyCheck:
     """Weighted envy-freeness in the DRFH sense.
 
     Tenant ``j`` receives on unit ``u`` the bundle ``x[j, u] * D[j]``. Tenant ``i`` is entitled to
@@ -55,7 +56,7 @@ def envy_free(instance: Instance, allocation: Allocation, tol: float = 1e-6) -> 
     n = len(instance.tenants)
     if n < 2:
         return PropertyCheck("envy_free", True, "fewer than two tenants", (), 0.0)
-    clean = np.maximum(_clean_tasks(allocation), 0.0)
+    clean = np.maximum(clean_tasks(allocation), 0.0)
     totals = clean.sum(axis=1)
     demand, weights, caps = instance.demand, instance.weights, instance.task_caps
     names = [t.name for t in instance.tenants]
@@ -71,7 +72,7 @@ def envy_free(instance: Instance, allocation: Allocation, tol: float = 1e-6) -> 
     best_excess = -math.inf
     best_pair = (0, 1)
     best_value = 0.0
-    for rows in _row_chunks(n, n * demand.shape[1]):
+    for rows in row_chunks(n, n * demand.shape[1]):
         d_i = demand[rows]  # (c, R)
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(d_i[:, None, :] > 0, demand[None, :, :] / d_i[:, None, :], np.inf)
@@ -81,7 +82,7 @@ def envy_free(instance: Instance, allocation: Allocation, tol: float = 1e-6) -> 
             value = np.zeros_like(scale)
             for j, (values, counts) in enumerate(groups):
                 if values.size:
-                    value[:, j] = _floor(scale[:, j, None] * values[None, :]) @ counts
+                    value[:, j] = floor_tasks(scale[:, j, None] * values[None, :]) @ counts
         else:
             value = scale * totals[None, :]
         value = np.minimum(value, caps[rows][:, None])
@@ -96,17 +97,17 @@ def envy_free(instance: Instance, allocation: Allocation, tol: float = 1e-6) -> 
             best_pair = (rows.start + i_loc, j)
             best_value = float(value[i_loc, j])
     i, j = best_pair
-    slack = float(_task_slack(totals[i], tol))
+    slack = float(task_slack(totals[i], tol))
     holds = best_excess <= slack
     if holds:
         detail = (
-            f"no tenant envies another; closest: {names[i]!r} could run {_fmt(best_value)} tasks with "
-            f"{names[j]!r}'s weighted bundle and has {_fmt(totals[i])}"
+            f"no tenant envies another; closest: {names[i]!r} could run {fmt(best_value)} tasks with "
+            f"{names[j]!r}'s weighted bundle and has {fmt(totals[i])}"
         )
         return PropertyCheck("envy_free", True, detail, (), best_excess)
     detail = (
         f"tenant {names[i]!r} envies {names[j]!r}: with {names[j]!r}'s bundle scaled by "
-        f"w={_fmt(weights[i])}/{_fmt(weights[j])} it could run {_fmt(best_value)} tasks, but has {_fmt(totals[i])}"
+        f"w={fmt(weights[i])}/{fmt(weights[j])} it could run {fmt(best_value)} tasks, but has {fmt(totals[i])}"
     )
     return PropertyCheck("envy_free", False, detail, (names[i], names[j]), best_excess)
 
@@ -116,7 +117,7 @@ def envy_free(instance: Instance, allocation: Allocation, tol: float = 1e-6) -> 
 # ----------------------------------------------------------------------------------------------
 
 
-def pareto_optimal(instance: Instance, allocation: Allocation, tol: float = 1e-6) -> PropertyCheck:
+def pareto_optimal(instance: Instance, allocation: Allocation, tol: float = CHECK_RTOL) -> PropertyCheck:
     """Whether some tenant can get more without any other tenant getting less.
 
     Divisible allocations (``not allocation.integral``): solve with ``scipy.optimize.linprog``
@@ -157,7 +158,7 @@ def pareto_optimal(instance: Instance, allocation: Allocation, tol: float = 1e-6
 
 
 def _pareto_integral(instance: Instance, allocation: Allocation) -> PropertyCheck:
-    clean = np.maximum(_clean_tasks(allocation), 0.0)
+    clean = np.maximum(clean_tasks(allocation), 0.0)
     totals = clean.sum(axis=1)
     capacity = unit_capacity(instance, allocation.kind)
     demand = instance.demand
@@ -169,7 +170,7 @@ def _pareto_integral(instance: Instance, allocation: Allocation) -> PropertyChec
     class_fit = instance.fits() if allocation.kind == "class" else None
     n_units = capacity.shape[0]
     growable: list[tuple[int, int]] = []
-    for rows in _row_chunks(eligible.size, n_units):
+    for rows in row_chunks(eligible.size, n_units):
         who = eligible[rows]
         fits = np.ones((who.size, n_units), dtype=bool) if class_fit is None else class_fit[who].copy()
         for r in range(demand.shape[1]):
@@ -188,7 +189,7 @@ def _pareto_integral(instance: Instance, allocation: Allocation) -> PropertyChec
     i, u = min(growable, key=lambda pair: weighted[pair[0]])
     unit = unit_names(instance, allocation.kind)[u]
     detail = (
-        f"tenant {names[i]!r} can run one more task on {unit!r} (has {_fmt(totals[i])}); "
+        f"tenant {names[i]!r} can run one more task on {unit!r} (has {fmt(totals[i])}); "
         f"{len(growable)} tenant(s) can grow"
     )
     return PropertyCheck("pareto_optimal", False, detail, (names[i], unit), float(len(growable)))
@@ -197,7 +198,7 @@ def _pareto_integral(instance: Instance, allocation: Allocation) -> PropertyChec
 def _pareto_divisible(instance: Instance, allocation: Allocation, tol: float) -> PropertyCheck:
     names = [t.name for t in instance.tenants]
     n = len(names)
-    clean = np.maximum(_clean_tasks(allocation), 0.0)
+    clean = np.maximum(clean_tasks(allocation), 0.0)
     totals = clean.sum(axis=1)
     share = instance.dominant_demand
     demand = instance.demand
@@ -281,15 +282,15 @@ def _pareto_divisible(instance: Instance, allocation: Allocation, tol: float) ->
     grown = np.asarray(result.x[n_pairs:])
     if excess <= 0:
         detail = (
-            f"no tenant can grow without another shrinking: max total dominant share {_fmt(optimum)} "
-            f"vs current {_fmt(current)}"
+            f"no tenant can grow without another shrinking: max total dominant share {fmt(optimum)} "
+            f"vs current {fmt(current)}"
         )
         return PropertyCheck("pareto_optimal", True, detail, (), excess)
     gain = (grown - totals) * share
     i = int(np.argmax(gain))
     detail = (
-        f"not Pareto optimal: tenant {names[i]!r} can run {_fmt(grown[i])} tasks instead of "
-        f"{_fmt(totals[i])} without any tenant losing (total dominant share {_fmt(optimum)} vs {_fmt(current)})"
+        f"not Pareto optimal: tenant {names[i]!r} can run {fmt(grown[i])} tasks instead of "
+        f"{fmt(totals[i])} without any tenant losing (total dominant share {fmt(optimum)} vs {fmt(current)})"
     )
     return PropertyCheck("pareto_optimal", False, detail, (names[i],), excess)
 
@@ -321,15 +322,15 @@ def equal_split_tasks(instance: Instance, kind: str = "class", integral: bool = 
         capacity = instance.capacity
         multiplicity = instance.counts.astype(np.float64)
     entitled = np.zeros(len(instance.tenants))
-    for rows in _row_chunks(len(instance.tenants), capacity.shape[0]):
-        per_unit = _per_unit_ratio(demand[rows], capacity) * share[rows][:, None]
+    for rows in row_chunks(len(instance.tenants), capacity.shape[0]):
+        per_unit = per_unit_ratio(demand[rows], capacity) * share[rows][:, None]
         if integral:
-            per_unit = _floor(per_unit)
+            per_unit = floor_tasks(per_unit)
         entitled[rows] = per_unit @ multiplicity
     return np.minimum(entitled, instance.task_caps)
 
 
-def sharing_incentive(instance: Instance, allocation: Allocation, tol: float = 1e-6) -> PropertyCheck:
+def sharing_incentive(instance: Instance, allocation: Allocation, tol: float = CHECK_RTOL) -> PropertyCheck:
     """Every tenant runs at least as many tasks as under a weighted equal split of every unit.
 
     The entitlement is :func:`equal_split_tasks` for the allocation's kind and integrality: with
@@ -346,16 +347,16 @@ def sharing_incentive(instance: Instance, allocation: Allocation, tol: float = 1
     names = [t.name for t in instance.tenants]
     if not names:
         return PropertyCheck("sharing_incentive", True, "no tenants", (), 0.0)
-    totals = _clean_tasks(allocation).sum(axis=1)
+    totals = clean_tasks(allocation).sum(axis=1)
     entitled = equal_split_tasks(instance, allocation.kind, allocation.integral)
     shortfall = entitled - totals
-    i = int(np.argmax(shortfall - _task_slack(entitled, tol)))
+    i = int(np.argmax(shortfall - task_slack(entitled, tol)))
     worst = float(shortfall[i])
-    if worst <= float(_task_slack(entitled[i], tol)):
+    if worst <= float(task_slack(entitled[i], tol)):
         detail = "every tenant runs at least its equal-split task count"
         return PropertyCheck("sharing_incentive", True, detail, (), float(shortfall.max()))
     detail = (
-        f"tenant {names[i]!r} runs {_fmt(totals[i])} tasks, fewer than the {_fmt(entitled[i])} of its equal split "
-        f"(share {_fmt(instance.weights[i] / instance.weights.sum())} of every unit)"
+        f"tenant {names[i]!r} runs {fmt(totals[i])} tasks, fewer than the {fmt(entitled[i])} of its equal split "
+        f"(share {fmt(instance.weights[i] / instance.weights.sum())} of every unit)"
     )
     return PropertyCheck("sharing_incentive", False, detail, (names[i],), worst)

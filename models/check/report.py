@@ -14,20 +14,16 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
-from models.solution import Allocation, FloatArray
-from models.types import Instance
+from models.result import Allocation
+from models.tolerance import CHECK_ATOL, FIT_EPS
+from models.types import FloatArray, Instance
 
-BoolArray = npt.NDArray[np.bool_]
 #: ``Instance -> Allocation`` (or an object with ``.allocation``, such as ``Result``).
 Solver = Callable[[Instance], Any]
 
-#: Absolute tolerance on resource amounts, used where a capacity is zero.
-ABS_TOL = 1e-9
-#: Slack used when deciding whether a whole task fits or how many whole tasks a bundle holds
-#: (guards ``floor(2.9999999999)`` and exact fits against rounding noise).
-FIT_EPS = 1e-9
+#: Absolute tolerance on resource amounts, used where a capacity is zero (``models.tolerance``).
+ABS_TOL = CHECK_ATOL
 #: Elements per temporary array when processing (tenants x units) matrices in row chunks.
 _CHUNK_ELEMENTS = 1 << 22
 #: Messages reported per violation category; the rest are summarised in one line.
@@ -110,41 +106,41 @@ class PropertyCheck:
 # ----------------------------------------------------------------------------------------------
 
 
-def _row_chunks(rows: int, width: int) -> Iterator[slice]:
+def row_chunks(rows: int, width: int) -> Iterator[slice]:
     """Slices over ``rows`` so that each chunk has about ``_CHUNK_ELEMENTS`` elements of ``width``."""
     step = max(1, _CHUNK_ELEMENTS // max(1, width))
     for start in range(0, rows, step):
         yield slice(start, min(rows, start + step))
 
 
-def _fmt(value: float) -> str:
+def fmt(value: float) -> str:
     return f"{float(value):.6g}"
 
 
-def _floor(values: FloatArray) -> FloatArray:
+def floor_tasks(values: FloatArray) -> FloatArray:
     """Whole tasks in a (non-negative) fractional task count, tolerant of rounding noise."""
     return np.floor(values + FIT_EPS * (1.0 + np.abs(values)))
 
 
-def _task_slack(values: FloatArray | float, tol: float) -> FloatArray:
+def task_slack(values: FloatArray | float, tol: float) -> FloatArray:
     """Tolerance for comparing task counts: ``tol`` relative, with 1 task as the smallest scale."""
     return np.asarray(tol * np.maximum(1.0, np.abs(values)))
 
 
-def _limited(messages: list[tuple[float, str]], category: str) -> list[str]:
+def limited(messages: list[tuple[float, str]], category: str) -> list[str]:
     """The worst ``MAX_MESSAGES`` messages of one category (by severity), then a count of the rest."""
     messages.sort(key=lambda item: -item[0])
-    return _truncate(category, [text for _, text in messages])
+    return truncate(category, [text for _, text in messages])
 
 
-def _truncate(category: str, texts: list[str]) -> list[str]:
+def truncate(category: str, texts: list[str]) -> list[str]:
     """The first ``MAX_MESSAGES`` messages of one category, then a count of the rest."""
     if len(texts) <= MAX_MESSAGES:
         return texts
     return [*texts[:MAX_MESSAGES], f"... and {len(texts) - MAX_MESSAGES} more {category} violations"]
 
 
-def _as_allocation(value: Any) -> Allocation:
+def as_allocation(value: Any) -> Allocation:
     """Accept an ``Allocation`` or anything carrying one in ``.allocation`` (e.g. ``Result``)."""
     if isinstance(value, Allocation):
         return value
@@ -154,7 +150,7 @@ def _as_allocation(value: Any) -> Allocation:
     raise TypeError(f"solve() must return an Allocation (or an object with .allocation), got {type(value).__name__}")
 
 
-def _tenant_index(instance: Instance, tenant: int | str) -> int:
+def tenant_index(instance: Instance, tenant: int | str) -> int:
     if isinstance(tenant, str):
         for position, candidate in enumerate(instance.tenants):
             if candidate.name == tenant:
@@ -166,7 +162,7 @@ def _tenant_index(instance: Instance, tenant: int | str) -> int:
     return index
 
 
-def _clean_tasks(allocation: Allocation) -> FloatArray:
+def clean_tasks(allocation: Allocation) -> FloatArray:
     """Task matrix with NaN/inf replaced by 0 (only copies when needed)."""
     tasks = allocation.tasks
     if np.isfinite(tasks).all():
@@ -174,7 +170,7 @@ def _clean_tasks(allocation: Allocation) -> FloatArray:
     return np.where(np.isfinite(tasks), tasks, 0.0)
 
 
-def _per_unit_ratio(demand: FloatArray, capacity: FloatArray) -> FloatArray:
+def per_unit_ratio(demand: FloatArray, capacity: FloatArray) -> FloatArray:
     """``q[i, u] = min over r with demand[i, r] > 0 of capacity[u, r] / demand[i, r]``.
 
     How many tasks of tenant ``i`` a bundle ``capacity[u]`` holds (fractionally). Shape
@@ -189,13 +185,23 @@ def _per_unit_ratio(demand: FloatArray, capacity: FloatArray) -> FloatArray:
     return ratio
 
 
-def _shares(instance: Instance, totals: FloatArray) -> tuple[FloatArray, FloatArray, float]:
+def shares_of(instance: Instance, totals: FloatArray, kind: str = "class",
+              whole: bool = False) -> tuple[FloatArray, FloatArray, float]:  # fmt: skip
     dominant = np.asarray(totals * instance.dominant_demand)
     weighted = dominant / instance.weights
     # Same definition as models.metrics.min_weighted_share, computed independently: the smallest
     # weighted share of an unsatisfied tenant, or the largest cap level if everybody is satisfied.
     caps = instance.task_caps
-    runnable = instance.runnable & (caps > 0)
+    # A tenant that cannot run at all does not count: whole tasks need a machine the task fits on, divisible
+    # ones a server class (pooled: the cluster) with every resource they need.
+    demand, capacity = instance.demand[:, None, :], instance.capacity[None]
+    if whole:
+        can_run = np.all(demand <= capacity * (1 + 1e-12), axis=2).any(axis=1)
+    elif kind == "pool":
+        can_run = ~np.any((instance.demand > 0) & (instance.total_capacity <= 0), axis=1)
+    else:
+        can_run = np.all((capacity > 0) | (demand <= 0), axis=2).any(axis=1)
+    runnable = can_run & (caps > 0)
     hungry = runnable & (totals < caps * (1 - 1e-6) - 1e-6)
     if hungry.any():
         minimum = float(weighted[hungry].min())
@@ -206,16 +212,16 @@ def _shares(instance: Instance, totals: FloatArray) -> tuple[FloatArray, FloatAr
     return dominant, weighted, minimum
 
 
-def _utilisation(instance: Instance, totals: FloatArray) -> FloatArray:
+def utilisation_of(instance: Instance, totals: FloatArray) -> FloatArray:
     used = totals @ instance.demand
     total = instance.total_capacity
     return np.divide(used, total, out=np.zeros_like(used), where=total > 0)
 
 
-def _empty_report(instance: Instance, violations: list[str]) -> CheckReport:
+def empty_report(instance: Instance, violations: list[str]) -> CheckReport:
     n, k = len(instance.tenants), len(instance.resources)
     return CheckReport(False, violations, np.zeros(n), np.zeros(n), np.zeros(n), math.nan, np.zeros(k))
 
 
-def _vector(resources: Sequence[str], values: FloatArray) -> str:
-    return "{" + ", ".join(f"{r}: {_fmt(v)}" for r, v in zip(resources, values, strict=True)) + "}"
+def vector_text(resources: Sequence[str], values: FloatArray) -> str:
+    return "{" + ", ".join(f"{r}: {fmt(v)}" for r, v in zip(resources, values, strict=True)) + "}"

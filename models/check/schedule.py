@@ -20,16 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.check.report import ABS_TOL, _fmt, _truncate
-from models.solution import (
-    FloatArray,
-    IntArray,
-    Schedule,
-    job_completion,
-    objective_value,
-    schedule_objectives,
-)
-from models.types import Instance
+from models.check.report import ABS_TOL, fmt, truncate
+from models.result import Schedule, job_completion, objective_value, schedule_objectives
+from models.tolerance import CHECK_RTOL
+from models.types import FloatArray, Instance, IntArray
 
 
 @dataclass(frozen=True)
@@ -89,8 +83,9 @@ def verify_schedule(
     instance: Instance,
     schedule: Schedule,
     fair_completion: Mapping[str, float] | Sequence[float] | FloatArray | None = None,
-    tol: float = 1e-6,
+    tol: float = CHECK_RTOL,
     require_placement: bool = False,
+    unfinished: Sequence[int] = (),
 ) -> ScheduleReport:
     """Re-verify a schedule from the instance alone and recompute makespan, completions and avg JCT.
 
@@ -109,6 +104,9 @@ def verify_schedule(
     require_placement : bool
         The schedule claims per-server placement (``placement='servers'``): a schedule without one
         is a violation. A schedule that carries a placement is checked per machine either way.
+    unfinished : sequence of int
+        Jobs a simulated policy never finished (e.g. tasks larger than any slot): their missing tasks are
+        not violations, but each must indeed miss a task.
 
     Returns
     -------
@@ -153,7 +151,7 @@ def verify_schedule(
     bad_rows += [
         f"row {row}: start {start[row]} / end {end[row]} not finite" for row in np.flatnonzero(valid & ~finite)
     ]
-    violations += _truncate("task row", bad_rows)
+    violations += truncate("task row", bad_rows)
     rows = np.flatnonzero(valid & finite)
     g = g_all[rows]
     task_id = task_offset[g] + index[rows]
@@ -163,11 +161,20 @@ def verify_schedule(
     seen = np.bincount(task_id, minlength=int(task_offset[-1]))
     task_stage = np.repeat(np.arange(len(stages)), tasks_per_stage)
     task_index = np.arange(int(task_offset[-1])) - task_offset[task_stage]
-    violations += _truncate(
+    excused = np.zeros(len(jobs), dtype=bool)
+    excused[np.asarray(list(unfinished), dtype=np.int64)] = True
+    absent = seen == 0
+    missing_job = stage_job[task_stage]
+    violations += truncate(
         "missing-task",
-        [f"{task_name(int(task_stage[t]), int(task_index[t]))} is missing" for t in np.flatnonzero(seen == 0)],
-    )
-    violations += _truncate(
+        [f"{task_name(int(task_stage[t]), int(task_index[t]))} is missing"
+         for t in np.flatnonzero(absent & ~excused[missing_job])],
+    )  # fmt: skip
+    complete = np.ones(len(jobs), dtype=bool)
+    complete[missing_job[absent]] = False
+    violations += truncate("unfinished", [f"job {jobs[k].name} is called unfinished but every task ran"
+                                          for k in np.flatnonzero(excused & complete)])  # fmt: skip
+    violations += truncate(
         "duplicate-task",
         [
             f"{task_name(int(task_stage[t]), int(task_index[t]))} is listed {seen[t]} times"
@@ -178,20 +185,20 @@ def verify_schedule(
     # 3. Durations and releases.
     d = duration[g]
     wrong = np.abs((e - b) - d) > tol * np.maximum(1.0, d)
-    violations += _truncate(
+    violations += truncate(
         "duration",
         [
-            f"{task_name(int(g[r]), int(index[rows[r]]))} runs {_fmt(e[r] - b[r])} but its duration is {_fmt(d[r])}"
+            f"{task_name(int(g[r]), int(index[rows[r]]))} runs {fmt(e[r] - b[r])} but its duration is {fmt(d[r])}"
             for r in np.flatnonzero(wrong)
         ],
     )
     r_job = release[stage_job[g]]
     early = b < r_job - tol * np.maximum(1.0, np.abs(r_job))
-    violations += _truncate(
+    violations += truncate(
         "release",
         [
-            f"{task_name(int(g[r]), int(index[rows[r]]))} starts at {_fmt(b[r])} before its job's release "
-            f"{_fmt(r_job[r])}"
+            f"{task_name(int(g[r]), int(index[rows[r]]))} starts at {fmt(b[r])} before its job's release "
+            f"{fmt(r_job[r])}"
             for r in np.flatnonzero(early)
         ],
     )
@@ -208,11 +215,11 @@ def verify_schedule(
         parent_end, child_start = stage_last[edge[:, 0]], stage_first[edge[:, 1]]
         present = np.isfinite(parent_end) & np.isfinite(child_start)
         broken = present & (child_start < parent_end - tol * np.maximum(1.0, np.abs(parent_end)))
-        violations += _truncate(
+        violations += truncate(
             "precedence",
             [
                 f"job {jobs[stage_job[edge[k, 1]]].name}: stage {stages[edge[k, 1]].name} starts at "
-                f"{_fmt(child_start[k])} before parent stage {stages[edge[k, 0]].name} ends at {_fmt(parent_end[k])}"
+                f"{fmt(child_start[k])} before parent stage {stages[edge[k, 0]].name} ends at {fmt(parent_end[k])}"
                 for k in np.flatnonzero(broken)
             ],
         )
@@ -220,9 +227,9 @@ def verify_schedule(
     # 5. Pooled capacity.
     sweep = _sweep(b, e, demand[g], np.zeros(rows.size, dtype=np.int64), tol)
     peak = np.maximum(sweep[3].max(axis=0), 0.0) if rows.size else np.zeros(n_res)
-    violations += _truncate(
+    violations += truncate(
         "capacity",
-        [f"resource {instance.resources[res]}: {_fmt(used)} in use at time {_fmt(at)} exceeds capacity {_fmt(cap)}"
+        [f"resource {instance.resources[res]}: {fmt(used)} in use at time {fmt(at)} exceeds capacity {fmt(cap)}"
          for _, res, used, at, cap in _overloads(*sweep[:3], instance.total_capacity[None, :], tol)],
     )  # fmt: skip
 
@@ -240,10 +247,10 @@ def verify_schedule(
     fair = _fair_array(instance, fair_completion if fair_completion is not None else schedule.fair_completion)
     if fair is not None:
         late = completion > fair + tol * np.maximum(1.0, np.abs(np.where(np.isfinite(fair), fair, 0.0)))
-        violations += _truncate(
+        violations += truncate(
             "fair-completion",
             [
-                f"job {jobs[k].name} completes at {_fmt(completion[k])} after its fair completion time {_fmt(fair[k])}"
+                f"job {jobs[k].name} completes at {fmt(completion[k])} after its fair completion time {fmt(fair[k])}"
                 for k in np.flatnonzero(late)
             ],
         )
@@ -328,7 +335,7 @@ def _machine_violations(
         f"not exist"
         for r in np.flatnonzero(~placed)
     ]
-    violations = _truncate("placement", unplaced)
+    violations = truncate("placement", unplaced)
     rows = np.flatnonzero(placed)
     machine_id = (np.concatenate([[0], np.cumsum(counts)])[:-1][server[rows]] + machine[rows]).astype(np.int64)
     machine_capacity = instance.capacity[instance.machine_class()]
@@ -336,16 +343,16 @@ def _machine_violations(
     need = demand[g[rows]]
     cap = machine_capacity[machine_id]
     too_big = np.flatnonzero(np.any(need > cap + np.maximum(tol * cap, ABS_TOL), axis=1))
-    violations += _truncate(
+    violations += truncate(
         "machine-fit",
         [f"{task_name(int(g[rows[r]]), int(index[rows[r]]))} does not fit machine {names[machine_id[r]]}"
          for r in too_big],
     )  # fmt: skip
     sweep = _sweep(start[rows], end[rows], need, machine_id, tol)
-    violations += _truncate(
+    violations += truncate(
         "machine-capacity",
-        [f"machine {names[m]}: resource {instance.resources[res]}: {_fmt(used)} in use at time {_fmt(at)} "
-         f"exceeds its capacity {_fmt(c)}"
+        [f"machine {names[m]}: resource {instance.resources[res]}: {fmt(used)} in use at time {fmt(at)} "
+         f"exceeds its capacity {fmt(c)}"
          for m, res, used, at, c in _overloads(*sweep[:3], machine_capacity, tol)],
     )  # fmt: skip
     return violations

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -11,25 +12,26 @@ import numpy as np
 from models.check.report import (
     ABS_TOL,
     CheckReport,
-    _clean_tasks,
-    _empty_report,
-    _fmt,
-    _limited,
-    _row_chunks,
-    _shares,
-    _task_slack,
-    _utilisation,
-    _vector,
+    clean_tasks,
+    empty_report,
+    fmt,
+    limited,
+    row_chunks,
+    shares_of,
+    task_slack,
+    utilisation_of,
+    vector_text,
 )
-from models.solution import Allocation, FloatArray, unit_capacity, unit_names
-from models.types import Instance
+from models.result import Allocation, unit_capacity, unit_names
+from models.tolerance import CHECK_RTOL
+from models.types import BoolArray, FloatArray, Instance
 
 
 def verify_allocation(
     instance: Instance,
     allocation: Allocation,
     *,
-    tol: float = 1e-6,
+    tol: float = CHECK_RTOL,
     amounts: Mapping[str, Any] | None = None,
 ) -> CheckReport:
     """Re-verify an allocation from the instance alone and recompute its numbers.
@@ -65,151 +67,148 @@ def verify_allocation(
 
         The recomputed numbers use the task matrix with non-finite entries replaced by 0.
     """
-    n_tenants, n_res = len(instance.tenants), len(instance.resources)
-    tasks = allocation.tasks
-    names: list[str] | None = None
-
-    def unit_name(u: int) -> str:
-        nonlocal names
-        if names is None:
-            names = unit_names(instance, allocation.kind)
-        return names[u]
-
-    tenant_names = [t.name for t in instance.tenants]
-    resources = instance.resources
-
     if allocation.kind not in ("class", "machine", "pool"):
-        return _empty_report(instance, [f"unknown unit kind {allocation.kind!r}"])
+        return empty_report(instance, [f"unknown unit kind {allocation.kind!r}"])
     capacity = unit_capacity(instance, allocation.kind)
-    expected = (n_tenants, capacity.shape[0])
-    if tasks.ndim != 2 or tasks.shape != expected:
-        return _empty_report(
+    expected = (len(instance.tenants), capacity.shape[0])
+    if allocation.tasks.ndim != 2 or allocation.tasks.shape != expected:
+        return empty_report(
             instance,
-            [f"allocation has shape {tasks.shape}, expected {expected} (tenants x {allocation.kind} units)"],
+            [f"allocation has shape {allocation.tasks.shape}, expected {expected} (tenants x {allocation.kind} units)"],
         )
-
-    n_units = expected[1]
-    nonfinite: list[tuple[float, str]] = []
-    negative: list[tuple[float, str]] = []
-    fractional: list[tuple[float, str]] = []
-    whole = allocation.integral or allocation.kind == "machine"
-    why_whole = "integral allocation" if allocation.integral else "indivisible tasks cannot be split over machines"
-    for rows in _row_chunks(n_tenants, n_units):
-        block = tasks[rows]
-        bad = ~np.isfinite(block)
-        if bad.any():
-            for i, u in zip(*np.nonzero(bad), strict=True):
-                nonfinite.append(
-                    (1.0, f"tenant {tenant_names[rows.start + i]!r} on {unit_name(int(u))!r}: task count {block[i, u]}")
-                )
-        safe = np.where(bad, 0.0, block) if bad.any() else block
-        neg = safe < -tol
-        if neg.any():
-            for i, u in zip(*np.nonzero(neg), strict=True):
-                negative.append(
-                    (
-                        -float(safe[i, u]),
-                        f"tenant {tenant_names[rows.start + i]!r} on {unit_name(int(u))!r}: "
-                        f"negative task count {_fmt(safe[i, u])}",
-                    )
-                )
-        if whole:
-            off = np.abs(safe - np.rint(safe))
-            frac = off > _task_slack(safe, tol)
-            if frac.any():
-                for i, u in zip(*np.nonzero(frac), strict=True):
-                    fractional.append(
-                        (
-                            float(off[i, u]),
-                            f"tenant {tenant_names[rows.start + i]!r} on {unit_name(int(u))!r}: "
-                            f"{_fmt(safe[i, u])} tasks is not a whole number ({why_whole})",
-                        )
-                    )
-
-    clean = _clean_tasks(allocation)
-    totals = np.asarray(clean.sum(axis=1))
-    demand = instance.demand
-
-    # Capacity per unit and resource.
-    usage = np.asarray(clean.T @ demand)  # (units, resources)
-    limit = capacity + np.maximum(tol * capacity, ABS_TOL)
-    over_u, over_r = np.nonzero(usage > limit)
-    capacity_msgs: list[tuple[float, str]] = []
-    for u, r in zip(over_u, over_r, strict=True):
-        cap = capacity[u, r]
-        excess = usage[u, r] - cap
-        severity = excess / cap if cap > 0 else math.inf
-        capacity_msgs.append(
-            (
-                severity,
-                f"unit {unit_name(int(u))!r} resource {resources[r]!r}: uses {_fmt(usage[u, r])} "
-                f"of capacity {_fmt(cap)} (over by {_fmt(excess)})",
-            )
-        )
-
-    # Task caps.
-    caps = instance.task_caps
-    cap_msgs: list[tuple[float, str]] = []
-    finite_caps = np.isfinite(caps)
-    over_cap = finite_caps & (
-        totals > np.where(finite_caps, caps, 0.0) + _task_slack(np.where(finite_caps, caps, 0), tol)
-    )
-    for i in np.flatnonzero(over_cap):
-        cap_msgs.append(
-            (
-                float(totals[i] - caps[i]),
-                f"tenant {tenant_names[i]!r}: {_fmt(totals[i])} tasks exceed its cap of {_fmt(caps[i])}",
-            )
-        )
-
-    # Tasks on units lacking a needed resource.
-    lacking: list[tuple[float, str]] = []
-    for res in range(n_res):
-        zero_units = np.flatnonzero(capacity[:, res] <= 0)
-        needers = np.flatnonzero(demand[:, res] > 0)
-        if zero_units.size == 0 or needers.size == 0:
-            continue
-        for rows in _row_chunks(needers.size, zero_units.size):
-            who = needers[rows]
-            amount = clean[np.ix_(who, zero_units)] * demand[who, res][:, None]
-            hit_i, hit_u = np.nonzero(amount > ABS_TOL)
-            for i, u in zip(hit_i, hit_u, strict=True):
-                tenant, unit = who[i], zero_units[u]
-                lacking.append(
-                    (
-                        float(amount[i, u]),
-                        f"tenant {tenant_names[tenant]!r} has {_fmt(clean[tenant, unit])} tasks on "
-                        f"{unit_name(int(unit))!r}, which has no {resources[res]!r} (needs {_fmt(amount[i, u])})",
-                    )
-                )
-
-    # Whole tasks of an integral class allocation must each fit on one machine of the class.
-    oversized: list[tuple[float, str]] = []
-    if allocation.integral and allocation.kind == "class":
-        too_big = ~instance.fits()
-        placed = (clean > tol) & too_big
-        for i, u in zip(*np.nonzero(placed), strict=True):
-            oversized.append(
-                (
-                    float(clean[i, u]),
-                    f"tenant {tenant_names[i]!r} has {_fmt(clean[i, u])} whole tasks on class "
-                    f"{unit_name(int(u))!r}, but one task does not fit on a single machine of it",
-                )
-            )
-
-    violations = (
-        _limited(nonfinite, "non-finite")
-        + _limited(negative, "negative")
-        + _limited(fractional, "integrality")
-        + _limited(capacity_msgs, "capacity")
-        + _limited(cap_msgs, "task cap")
-        + _limited(lacking, "missing-resource")
-        + _limited(oversized, "oversized-task")
-    )
-    report = _report(instance, totals, violations)
+    audit = _Audit(instance, allocation, capacity, clean_tasks(allocation), tol)
+    violations = [message for category, check in ALLOCATION_CHECKS for message in limited(check(audit), category)]
+    report = _report(instance, np.asarray(audit.clean.sum(axis=1)), violations, allocation)
     if amounts is not None:
         report = report.merged(verify_amounts(instance, allocation, amounts, tol=tol))
     return report
+
+
+Findings = list[tuple[float, str]]  # (severity, message): the most severe are reported first
+
+
+@dataclass
+class _Audit:
+    """What every allocation check reads: the instance, the allocation, unit capacities and clean counts."""
+
+    instance: Instance
+    allocation: Allocation
+    capacity: FloatArray  # (units, resources)
+    clean: FloatArray  # the task matrix with non-finite entries as 0
+    tol: float
+    _names: list[str] | None = None
+
+    def unit(self, u: int) -> str:
+        if self._names is None:
+            self._names = unit_names(self.instance, self.allocation.kind)
+        return self._names[u]
+
+    def tenant(self, i: int) -> str:
+        return self.instance.tenants[i].name
+
+    def cells(self, flags_of: Callable[[FloatArray], BoolArray]) -> Iterator[tuple[int, int, float]]:
+        """(tenant, unit, block) for every cell the row-chunked ``flags_of(block)`` marks."""
+        tasks = self.allocation.tasks
+        for rows in row_chunks(tasks.shape[0], tasks.shape[1]):
+            block = tasks[rows]
+            for i, u in zip(*np.nonzero(flags_of(block)), strict=True):
+                yield rows.start + int(i), int(u), float(block[i, u])
+
+
+def _nonfinite(audit: _Audit) -> Findings:
+    return [(1.0, f"tenant {audit.tenant(i)!r} on {audit.unit(u)!r}: task count {value}")
+            for i, u, value in audit.cells(lambda block: ~np.isfinite(block))]  # fmt: skip
+
+
+def _negative(audit: _Audit) -> Findings:
+    def flags(block: FloatArray) -> BoolArray:
+        return np.where(np.isfinite(block), block, 0.0) < -audit.tol
+
+    return [(-float(value), f"tenant {audit.tenant(i)!r} on {audit.unit(u)!r}: negative task count {fmt(value)}")
+            for i, u, value in audit.cells(flags)]  # fmt: skip
+
+
+def _fractional(audit: _Audit) -> Findings:
+    """Whole tasks: an integral allocation, or any on machines (an indivisible task cannot be split over them)."""
+    allocation = audit.allocation
+    if not (allocation.integral or allocation.kind == "machine"):
+        return []
+    why = "integral allocation" if allocation.integral else "indivisible tasks cannot be split over machines"
+
+    def flags(block: FloatArray) -> BoolArray:
+        safe = np.where(np.isfinite(block), block, 0.0)
+        return np.abs(safe - np.rint(safe)) > task_slack(safe, audit.tol)
+
+    return [(float(abs(value - np.rint(value))),
+             f"tenant {audit.tenant(i)!r} on {audit.unit(u)!r}: {fmt(value)} tasks is not a whole number ({why})")
+            for i, u, value in audit.cells(flags)]  # fmt: skip
+
+
+def _over_capacity(audit: _Audit) -> Findings:
+    """Per unit and resource: use may exceed capacity C by at most ``max(tol * C, ABS_TOL)``."""
+    capacity = audit.capacity
+    usage = np.asarray(audit.clean.T @ audit.instance.demand)  # (units, resources)
+    over_u, over_r = np.nonzero(usage > capacity + np.maximum(audit.tol * capacity, ABS_TOL))
+    findings = []
+    for u, r in zip(over_u.tolist(), over_r.tolist(), strict=True):
+        cap, excess = capacity[u, r], usage[u, r] - capacity[u, r]
+        findings.append((excess / cap if cap > 0 else math.inf,
+                         f"unit {audit.unit(u)!r} resource {audit.instance.resources[r]!r}: uses {fmt(usage[u, r])} "
+                         f"of capacity {fmt(cap)} (over by {fmt(excess)})"))  # fmt: skip
+    return findings
+
+
+def _over_task_cap(audit: _Audit) -> Findings:
+    caps = audit.instance.task_caps
+    totals = audit.clean.sum(axis=1)
+    finite = np.isfinite(caps)
+    bounded = np.where(finite, caps, 0.0)
+    over = finite & (totals > bounded + task_slack(bounded, audit.tol))
+    return [(float(totals[i] - caps[i]), f"tenant {audit.tenant(i)!r}: {fmt(totals[i])} tasks exceed its cap of "
+             f"{fmt(caps[i])}") for i in np.flatnonzero(over).tolist()]  # fmt: skip
+
+
+def _missing_resource(audit: _Audit) -> Findings:
+    """Tasks on units that have none of a resource they need."""
+    instance, clean, demand = audit.instance, audit.clean, audit.instance.demand
+    findings = []
+    for res in range(len(instance.resources)):
+        zero_units = np.flatnonzero(audit.capacity[:, res] <= 0)
+        needers = np.flatnonzero(demand[:, res] > 0)
+        if zero_units.size == 0 or needers.size == 0:
+            continue
+        for rows in row_chunks(needers.size, zero_units.size):
+            who = needers[rows]
+            amount = clean[np.ix_(who, zero_units)] * demand[who, res][:, None]
+            for i, u in zip(*np.nonzero(amount > ABS_TOL), strict=True):
+                tenant, unit = int(who[i]), int(zero_units[u])
+                findings.append((float(amount[i, u]),
+                                 f"tenant {audit.tenant(tenant)!r} has {fmt(clean[tenant, unit])} tasks on "
+                                 f"{audit.unit(unit)!r}, which has no {instance.resources[res]!r} "
+                                 f"(needs {fmt(amount[i, u])})"))  # fmt: skip
+    return findings
+
+
+def _oversized(audit: _Audit) -> Findings:
+    """Whole tasks of an integral class allocation must each fit on one machine of the class."""
+    if not (audit.allocation.integral and audit.allocation.kind == "class"):
+        return []
+    placed = (audit.clean > audit.tol) & ~audit.instance.fits()
+    return [(float(audit.clean[i, u]), f"tenant {audit.tenant(i)!r} has {fmt(audit.clean[i, u])} whole tasks on "
+             f"class {audit.unit(u)!r}, but one task does not fit on a single machine of it")
+            for i, u in zip(*np.nonzero(placed), strict=True)]  # fmt: skip
+
+
+#: The named checks of :func:`verify_allocation`, in report order, as (category, check).
+ALLOCATION_CHECKS: tuple[tuple[str, Callable[[_Audit], Findings]], ...] = (
+    ("non-finite", _nonfinite),
+    ("negative", _negative),
+    ("integrality", _fractional),
+    ("capacity", _over_capacity),
+    ("task cap", _over_task_cap),
+    ("missing-resource", _missing_resource),
+    ("oversized-task", _oversized),
+)
 
 
 def verify_amounts(
@@ -217,7 +216,7 @@ def verify_amounts(
     allocation: Allocation,
     amounts: Mapping[str, Any],
     *,
-    tol: float = 1e-6,
+    tol: float = CHECK_RTOL,
 ) -> CheckReport:
     """Check reported per-resource amounts against ``tasks * demand`` (non-wastefulness).
 
@@ -245,9 +244,9 @@ def verify_amounts(
     resources = instance.resources
     res_index = {name: r for r, name in enumerate(resources)}
     violations: list[str] = []
-    clean = _clean_tasks(allocation)
+    clean = clean_tasks(allocation)
     if clean.ndim != 2 or clean.shape[0] != len(tenant_names):
-        return _empty_report(instance, [f"allocation has shape {clean.shape}: cannot compare amounts"])
+        return empty_report(instance, [f"allocation has shape {clean.shape}: cannot compare amounts"])
     totals = np.asarray(clean.sum(axis=1))
     expected = totals[:, None] * instance.demand
     known = set(tenant_names)
@@ -259,7 +258,7 @@ def verify_amounts(
         want = expected[i]
         if name not in amounts:
             if np.any(np.abs(want) > ABS_TOL):
-                violations.append(f"tenant {name!r}: no amounts reported, expected {_vector(resources, want)}")
+                violations.append(f"tenant {name!r}: no amounts reported, expected {vector_text(resources, want)}")
             continue
         reported = amounts[name]
         got = np.zeros(len(resources))
@@ -285,17 +284,18 @@ def verify_amounts(
             mismatches.append(
                 (
                     float(diff[r]) if math.isfinite(diff[r]) else math.inf,
-                    f"tenant {name!r} resource {resources[r]!r}: reported {_fmt(got[r])}, but "
-                    f"{_fmt(totals[i])} tasks x {_fmt(instance.demand[i, r])} = {_fmt(want[r])}",
+                    f"tenant {name!r} resource {resources[r]!r}: reported {fmt(got[r])}, but "
+                    f"{fmt(totals[i])} tasks x {fmt(instance.demand[i, r])} = {fmt(want[r])}",
                 )
             )
-    violations += _limited(mismatches, "amount")
-    return _report(instance, totals, violations)
+    violations += limited(mismatches, "amount")
+    return _report(instance, totals, violations, allocation)
 
 
-def _report(instance: Instance, totals: FloatArray, violations: list[str]) -> CheckReport:
+def _report(instance: Instance, totals: FloatArray, violations: list[str], allocation: Allocation) -> CheckReport:
     """The report both checks return: violations plus the shares recomputed from the task totals."""
-    dominant, weighted, minimum = _shares(instance, totals)
+    whole = allocation.kind == "machine" or allocation.integral
+    dominant, weighted, minimum = shares_of(instance, totals, allocation.kind, whole)
     return CheckReport(
         ok=not violations,
         violations=violations,
@@ -303,5 +303,5 @@ def _report(instance: Instance, totals: FloatArray, violations: list[str]) -> Ch
         dominant_shares=dominant,
         weighted_shares=weighted,
         min_weighted_share=minimum,
-        utilisation=_utilisation(instance, totals),
+        utilisation=utilisation_of(instance, totals),
     )

@@ -18,9 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from models.lp import LinearProgram
-from models.solution import Status
-from solver.backends.base import Backend, BackendUnavailable, Capabilities, FloatArray, SolveOutcome
+from models.result import Status
+from models.types import FloatArray
+from solver.backends.base import Backend, BackendUnavailable, SolveOutcome
+from solver.lp import LinearProgram
 
 # A caller's deadline may already have passed; CBC is never handed a negative "-sec".
 _MIN_TIME_LIMIT = 1e-3
@@ -131,20 +132,6 @@ class CbcBackend(Backend):
     """
 
     name = "cbc"
-    capabilities = Capabilities(lp=True, milp=True, duals=True, incremental=False, warm_start=True)
-
-    @classmethod
-    def available(cls) -> bool:
-        try:
-            import pulp  # noqa: F401
-        except ImportError:
-            return False
-        try:
-            with _quiet():
-                _command(None, mip=True, warm=False)
-        except BackendUnavailable:
-            return False
-        return True
 
     def solve(
         self,
@@ -174,7 +161,7 @@ class CbcBackend(Backend):
         """
         import pulp
 
-        if algorithm not in (None, "cbc"):
+        if (algorithm or self.algorithm) not in (None, "cbc"):
             raise ValueError(f"the cbc backend has no algorithm {algorithm!r}")
         crossed = np.flatnonzero(lp.col_lower > lp.col_upper)
         if crossed.size:

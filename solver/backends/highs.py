@@ -9,9 +9,11 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from models.lp import LinearProgram
-from models.solution import Status
-from solver.backends.base import Backend, Capabilities, FloatArray, SolveOutcome
+from models.result import Status
+from models.types import FloatArray
+from solver.backends.base import Backend, SolveOutcome
+from solver.backends.capabilities import ALGORITHMS
+from solver.lp import LinearProgram
 
 _INF = 1e30  # HiGHS treats |value| >= 1e20 as infinite; numpy inf must be translated
 
@@ -21,47 +23,55 @@ def _clip(values: np.ndarray) -> np.ndarray:
 
 
 def _status(model_status: Any, has_solution: bool) -> Status:
+    """HiGHS's model status in fairpack's terms, through one table."""
     import highspy
 
     status = highspy.HighsModelStatus
-    if model_status == status.kOptimal:
-        return "optimal"
-    if model_status == status.kInfeasible:
-        return "infeasible"
-    if model_status in (status.kUnbounded, status.kUnboundedOrInfeasible):
-        return "unbounded" if model_status == status.kUnbounded else "infeasible"
-    if model_status in (status.kTimeLimit, status.kIterationLimit, status.kSolutionLimit, status.kInterrupt):
-        return "time_limit"
-    return "feasible" if has_solution else "error"
+    table: dict[Any, Status] = {
+        status.kOptimal: "optimal",
+        status.kInfeasible: "infeasible",
+        status.kUnbounded: "unbounded",
+        status.kUnboundedOrInfeasible: "infeasible",
+        status.kTimeLimit: "time_limit",
+        status.kIterationLimit: "time_limit",
+        status.kSolutionLimit: "time_limit",
+        status.kInterrupt: "time_limit",
+    }
+    return table.get(model_status, "feasible" if has_solution else "error")
 
 
 class HighsSession:
     """A live HiGHS model that keeps its basis between solves (column generation, filling rounds)."""
 
-    def __init__(self, lp: LinearProgram, time_limit: float | None = None, algorithm: str | None = None) -> None:
+    def __init__(self, lp: LinearProgram, time_limit: float | None = None, algorithm: str | None = None,
+                 deadline: float | None = None, presolve: bool = True) -> None:  # fmt: skip
         import highspy
 
         self._highs = highspy.Highs()
         self._highs.setOptionValue("output_flag", False)
         if algorithm is not None:
-            solver, _, variant = algorithm.partition(":")
-            self._highs.setOptionValue("solver", solver)  # simplex | ipm | pdlp | choose
-            if variant:
-                self._highs.setOptionValue("simplex_strategy", {"dual": 1, "primal": 4}[variant])
+            if algorithm not in ALGORITHMS["highs"]:
+                raise ValueError(f"HiGHS has no algorithm {algorithm!r}; choose from {', '.join(ALGORITHMS['highs'])}")
+            self._highs.setOptionValue("solver", algorithm)
         self._time_limit = time_limit
-        self._deadline: float | None = None
+        self._deadline: float | None = deadline
         self.sense = lp.sense
+        # HiGHS 1.12's PDLP postsolve mislabels an optimal maximisation LP as "Unknown" (dual
+        # infeasibilities after presolve); the same LP posed as a minimisation comes back optimal. So a
+        # maximisation on PDLP is passed in negated and its objective and bound are negated back.
+        self._flip = -1.0 if algorithm == "pdlp" and lp.sense == "max" else 1.0
         model = highspy.HighsLp()
         csr = lp.matrix.tocsr()
         model.num_col_ = lp.num_columns
         model.num_row_ = lp.num_rows
-        model.col_cost_ = lp.objective
+        model.col_cost_ = self._flip * lp.objective
         model.col_lower_ = _clip(lp.col_lower)
         model.col_upper_ = _clip(lp.col_upper)
         model.row_lower_ = _clip(lp.row_lower)
         model.row_upper_ = _clip(lp.row_upper)
-        model.offset_ = lp.offset
-        model.sense_ = highspy.ObjSense.kMaximize if lp.sense == "max" else highspy.ObjSense.kMinimize
+        model.offset_ = self._flip * lp.offset
+        maximise = lp.sense == "max" and self._flip > 0
+        model.sense_ = highspy.ObjSense.kMaximize if maximise else highspy.ObjSense.kMinimize
         model.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
         model.a_matrix_.start_ = csr.indptr.astype(np.int32)
         model.a_matrix_.index_ = csr.indices.astype(np.int32)
@@ -74,6 +84,9 @@ class HighsSession:
         if lp.is_mip:
             # HiGHS stops at a 1e-4 relative gap by default; leximin steps need the true optimum.
             self._highs.setOptionValue("mip_rel_gap", 1e-7)
+        if not presolve:
+            self._highs.setOptionValue("presolve", "off")
+        self._presolve = "choose" if presolve else "off"
         self._row_lower = _clip(lp.row_lower).copy()
         self._row_upper = _clip(lp.row_upper).copy()
         self.num_columns = lp.num_columns
@@ -84,7 +97,7 @@ class HighsSession:
         csc = sp.csc_matrix(matrix)
         self._highs.addCols(
             int(csc.shape[1]),
-            np.asarray(cost, dtype=np.float64),
+            self._flip * np.asarray(cost, dtype=np.float64),
             _clip(lower),
             _clip(upper),
             int(csc.nnz),
@@ -112,10 +125,6 @@ class HighsSession:
     def set_coefficient(self, row: int, column: int, value: float) -> None:
         self._highs.changeCoeff(row, column, value)
 
-    def set_costs(self, indices: np.ndarray, cost: FloatArray) -> None:
-        indices = np.asarray(indices, dtype=np.int32)
-        self._highs.changeColsCost(len(indices), indices, np.asarray(cost, dtype=np.float64))
-
     def set_start(self, x: FloatArray) -> None:
         import highspy
 
@@ -132,7 +141,9 @@ class HighsSession:
             remaining = self._deadline - time.perf_counter()
             if remaining <= 0:
                 return SolveOutcome("time_limit", message="time limit reached before the solve")
-            self._highs.setOptionValue("time_limit", float(remaining))
+            # HiGHS compares its time_limit with its run time summed over every solve of this model, not
+            # with this solve's: the limit is the run time so far plus what is left.
+            self._highs.setOptionValue("time_limit", float(self._highs.getRunTime()) + float(remaining))
         started = time.perf_counter()
         try:
             self._highs.run()
@@ -143,16 +154,19 @@ class HighsSession:
             except Exception:
                 return SolveOutcome("error", message=f"HiGHS failed: {error}")
             finally:
-                self._highs.setOptionValue("presolve", "choose")
+                self._highs.setOptionValue("presolve", self._presolve)
         elapsed = time.perf_counter() - started
         info = self._highs.getInfo()
         solution = self._highs.getSolution()
         # primal_solution_status 2 is a feasible point; 1 is an infeasible one, which is no solution.
         has_solution = bool(solution.value_valid) and info.primal_solution_status == 2
         status = _status(self._highs.getModelStatus(), has_solution)
+        # An LP stopped early (PDLP especially) holds a point within the solver's own tolerances only:
+        # no incumbent, unlike a MILP's.
+        has_solution = has_solution and (self.is_mip or status == "optimal")
         x = np.array(solution.col_value) if has_solution else None
         duals = np.array(solution.row_dual) if solution.dual_valid else None
-        objective = float(info.objective_function_value) if has_solution else None
+        objective = self._flip * float(info.objective_function_value) if has_solution else None
         bound: float | None
         if self.is_mip:
             dual_bound = float(info.mip_dual_bound)
@@ -165,18 +179,10 @@ class HighsSession:
 
 class HighsBackend(Backend):
     name = "highs"
-    capabilities = Capabilities(lp=True, milp=True, duals=True, incremental=True, warm_start=True)
 
-    @classmethod
-    def available(cls) -> bool:
-        try:
-            import highspy  # noqa: F401
-        except ImportError:
-            return False
-        return True
-
-    def session(self, lp: LinearProgram, time_limit: float | None = None, algorithm: str | None = None) -> HighsSession:
-        return HighsSession(lp, time_limit, algorithm)
+    def session(self, lp: LinearProgram, time_limit: float | None = None, algorithm: str | None = None, *,
+                deadline: float | None = None, presolve: bool = True) -> HighsSession:  # fmt: skip
+        return HighsSession(lp, time_limit, algorithm or self.algorithm, deadline, presolve)
 
     def solve(
         self,
@@ -185,7 +191,7 @@ class HighsBackend(Backend):
         warm_start: FloatArray | None = None,
         algorithm: str | None = None,
     ) -> SolveOutcome:
-        session = HighsSession(lp, time_limit, algorithm)
+        session = HighsSession(lp, time_limit, algorithm or self.algorithm)
         if warm_start is not None and lp.is_mip:
             session.set_start(warm_start)
         return session.solve()

@@ -12,16 +12,16 @@ bundles, which fixes that at its source.
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 from typing import Any
 
 import numpy as np
 
-from models.lp import LinearProgram
-from models.solution import Status
-from solver.backends.base import Backend, BackendUnavailable, Capabilities, FloatArray, SolveOutcome
+from models.result import Status
+from models.types import FloatArray
+from solver.backends.base import Backend, BackendUnavailable, SolveOutcome
+from solver.lp import LinearProgram
 
 ALGORITHMS = ("glop", "pdlp", "scip")
 _LP_ONLY = ("glop", "pdlp")
@@ -84,16 +84,6 @@ def _pdlp_termination(solver: Any) -> str:
     return str(solve_log_pb2.TerminationReason.Name(log.termination_reason))
 
 
-@functools.lru_cache(maxsize=1)
-def _importable_here() -> bool:
-    # Cached: once highspy's libhighs is loaded, OR-Tools stays unimportable for the process's lifetime.
-    try:
-        from ortools.linear_solver.python import model_builder_helper  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 class OrToolsBackend(Backend):
     """OR-Tools: GLOP (simplex, default for LPs), PDLP (first-order LP) or SCIP (default for MILPs).
 
@@ -106,11 +96,6 @@ class OrToolsBackend(Backend):
     """
 
     name = "ortools"
-    capabilities = Capabilities(lp=True, milp=True, duals=True, incremental=False, warm_start=True)
-
-    @classmethod
-    def available(cls) -> bool:
-        return _importable_here()
 
     def solve(
         self,
@@ -146,13 +131,11 @@ class OrToolsBackend(Backend):
         BackendUnavailable
             When an LP-only algorithm is asked to solve a MILP, or the solver is not compiled in.
         """
-        chosen = (algorithm or ("scip" if lp.is_mip else "glop")).lower()
+        chosen = (algorithm or self.algorithm or ("scip" if lp.is_mip else "glop")).lower()
         if chosen not in ALGORITHMS:
             raise ValueError(f"unknown OR-Tools algorithm {algorithm!r}; choose from {', '.join(ALGORITHMS)}")
         if lp.is_mip and chosen in _LP_ONLY:
             raise BackendUnavailable(f"OR-Tools {chosen} solves LPs only; use 'scip' for a MILP")
-        if not _importable_here():
-            raise BackendUnavailable("OR-Tools cannot be imported in this process")
         deadline = None if time_limit is None else time.perf_counter() + time_limit
 
         model = _build_model(lp)

@@ -1,6 +1,6 @@
 """Benchmark harness: sweeps of instance families x sizes x seeds x methods x backends into one tidy table.
 
-* :mod:`solver.bench.families` -- the registry of seeded instance generators and their size parameters;
+* :mod:`models.generators.families` -- the registry of seeded instance generators and their size parameters;
 * :mod:`solver.bench.sweep` -- the TOML/YAML sweep file, validated, expanded into tasks;
 * :mod:`solver.bench.runner` -- one task in a child process (time and memory limits) -> one row; the
   local pool and the Dask scheduler;

@@ -15,6 +15,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from solver.bench.task import run_task
+
 #: The address-space backstop is this many times the task's memory limit above what is mapped at start:
 #: virtual size runs well ahead of resident memory (thread stacks, malloc arenas), and the resident limit
 #: itself is enforced by the supervisor, so this only stops allocations too fast for it to see.
@@ -61,8 +63,6 @@ def run(task_path: str, result_path: str, log_path: str) -> None:
     with open(task_path, "rb") as handle:
         task = pickle.load(handle)
     _limit_address_space(task.limits.memory_mb)
-    from solver.bench.runner import run_task
-
     row = run_task(task)
     partial = f"{result_path}.partial"
     with open(partial, "wb") as handle:

@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from types import FrameType
 
+from solver.registry import OptionError
+
 EXIT_OK, EXIT_INTERRUPTED = 0, 130
 
 
@@ -51,10 +53,10 @@ def _command_run(args: argparse.Namespace) -> int:
 
     sweep = load_sweep(args.sweep)
     if args.workers is not None and args.workers < 1:
-        raise ValueError(f"--workers must be at least 1, got {args.workers}")
+        raise OptionError(f"must be at least 1, got {args.workers}", "--workers")
     data_dir = args.data_dir or os.environ.get("FAIRPACK_DATA_DIR") or None
     if data_dir is not None and not Path(data_dir).is_dir():
-        raise ValueError(f"--data-dir {data_dir}: no such folder")
+        raise OptionError(f"{data_dir}: no such folder", "--data-dir")
     out = Path(args.out) if args.out else Path(f"{sweep.name}.parquet")
     for message in sweep.tasks(data_dir)[1]:  # say it before the run, not after it
         print(f"fairpack: {message}", file=sys.stderr)
@@ -80,7 +82,7 @@ def _command_report(args: argparse.Namespace) -> int:
     from solver.bench.report import write_report
 
     if not Path(args.results).is_file():
-        raise ValueError(f"{args.results}: no such results table")
+        raise OptionError(f"{args.results}: no such results table", "results")
     path = write_report(args.results, args.out)
     print(f"{path} (plots next to it)")
     return EXIT_OK
@@ -91,7 +93,7 @@ def _command_figures(args: argparse.Namespace) -> int:
 
     for table in args.results:
         if not Path(table).is_file():
-            raise ValueError(f"{table}: no such results table")
+            raise OptionError(f"{table}: no such results table", "results")
     path = write_figures(args.results, args.out, args.readme)
     print(f"{path} (PNGs next to it)" + (f"; {args.readme} updated" if args.readme else ""))
     return EXIT_OK

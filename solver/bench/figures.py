@@ -335,7 +335,9 @@ def splice(readme: str, sections: str) -> str:
     """``readme`` with the text between the figure markers replaced by ``sections``."""
     start, stop = readme.find(BEGIN), readme.find(END)
     if start < 0 or stop < start:
-        raise ValueError(f"README has no '{BEGIN}' ... '{END}' block to fill")
+        from solver.registry import OptionError
+
+        raise OptionError(f"the README has no '{BEGIN}' ... '{END}' block to fill", "--readme")
     return readme[: start + len(BEGIN)] + "\n" + sections.rstrip() + "\n" + readme[stop:]
 
 

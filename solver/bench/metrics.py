@@ -12,13 +12,13 @@ Hierarchies, in addition
     (``naive-hdrf``, ``dynamic-hdrf``, ``hslots``) report the placement at the horizon as their
     allocation; for them ``avg_min_share_guarantee`` and ``avg_guarantee_violations`` are the same two
     numbers for their time-averaged shares after warm-up (as a pooled allocation), and ``starving_time``
-    is the total length of the starvation episodes of ``solver.heuristics.hmetrics``.
+    is the total length of the starvation episodes of ``solver.hdrf.sim_metrics``.
 DAG jobs
-    ``avg_jct`` (weighted), ``p95_jct``, ``makespan``, ``jain`` (``models.schedule_metrics.windowed_jain``
+    ``avg_jct`` (weighted), ``p95_jct``, ``makespan``, ``jain`` (``models.metrics.windowed_jain``
     with one window per instance: 1/20 of a lower bound on its makespan, the larger of the longest
     release + critical path and the busiest resource's total work over capacity, so every method of an
     instance is measured on the same windows), ``late``: jobs finishing after their fair completion
-    time ``T_k`` (the ``T_k`` the result carries, else ``solver.dag.fair_completion_times``), ``jobs``.
+    time ``T_k`` (the ``T_k`` the result carries, else ``solver.sim.fairshare.fair_completion_times``), ``jobs``.
 """
 
 from __future__ import annotations
@@ -29,13 +29,11 @@ from typing import Any
 import numpy as np
 
 from models.dag import adjacency, topological_order
-from models.solution import Allocation, Result
+from models.result import Allocation, Result
 from models.types import Instance
 
 #: Jain windows per makespan lower bound.
 JAIN_WINDOWS = 20
-#: Seconds per CP-SAT call when T_k has to be computed for the ``late`` column (as the DAG heuristics do).
-FAIR_TIME_LIMIT = 5.0
 
 
 def allocation_metrics(instance: Instance, allocation: Allocation) -> dict[str, Any]:
@@ -89,26 +87,26 @@ def makespan_lower_bound(instance: Instance) -> float:
     return max(longest, float(ratio.max(initial=0.0)))
 
 
-def _fair_completion(instance: Instance, result: Result, time_limit: float | None) -> np.ndarray:
+def _fair_completion(instance: Instance, result: Result) -> np.ndarray:
     assert result.schedule is not None
     if result.schedule.fair_completion is not None:
         return np.asarray(result.schedule.fair_completion, dtype=np.float64)
     carried = result.extra.get("fair_completion")
     if isinstance(carried, dict):
         return np.array([math.inf if carried.get(j.name) is None else float(carried[j.name]) for j in instance.jobs])
-    from solver.dag import fair_completion_times
+    from solver.sim.fairshare import fair_completion_times
 
-    limit = FAIR_TIME_LIMIT if time_limit is None else min(FAIR_TIME_LIMIT, time_limit)
-    return np.asarray(fair_completion_times(instance, time_limit=limit).completion, dtype=np.float64)
+    placement = str(result.extra.get("placement", "pooled"))
+    return np.asarray(fair_completion_times(instance, placement).completion, dtype=np.float64)
 
 
 def schedule_metrics(instance: Instance, result: Result, time_limit: float | None = None) -> dict[str, Any]:
     """``avg_jct``, ``p95_jct``, ``makespan``, ``jain``, ``late``, ``jobs`` of a schedule result."""
-    from models.schedule_metrics import schedule_metrics as measure
+    from models.metrics import schedule_metrics as measure
 
     assert result.schedule is not None
     window = max(makespan_lower_bound(instance) / JAIN_WINDOWS, 1e-9)
-    fair = _fair_completion(instance, result, time_limit)
+    fair = _fair_completion(instance, result)
     data = measure(instance, result.schedule, window=window, fair=fair)
     return {"avg_jct": data["avg_jct"], "p95_jct": data["p95_jct"], "makespan": data["makespan"],
             "jain": data["jain"], "late": int(data["late"]), "jobs": len(instance.jobs)}  # fmt: skip

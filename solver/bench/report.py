@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from solver.bench.families import FAMILIES
+from models.generators.families import FAMILIES
 from solver.bench.table import read_results
 
 GAP_NOTE = (

@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import pickle
-import resource
 import subprocess
 import sys
 import tempfile
@@ -37,72 +36,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from solver.api import METHODS, solve
-from solver.bench.families import FAMILIES, OBJECTIVE_NAMES, SENSE
-from solver.bench.metrics import row_metrics
-from solver.bench.sweep import Sweep, Task, options_json, params_text
+from solver.bench import child
+from solver.bench.sweep import Sweep, Task
+from solver.bench.task import (
+    HARNESS_STATUSES,
+    MESSAGE_CHARS,
+    STATUS_CRASHED,
+    STATUS_MEMORY,
+    STATUS_TIMEOUT,
+    task_row,
+)
 
-STATUS_TIMEOUT, STATUS_MEMORY, STATUS_CRASHED = "task_timeout", "task_memory", "task_crashed"
-#: Statuses the harness writes itself (the solver's are optimal, feasible, infeasible, time_limit, error).
-HARNESS_STATUSES = (STATUS_TIMEOUT, STATUS_MEMORY, STATUS_CRASHED)
 #: Modules the forkserver imports once, so that forked tasks start with them loaded.
-PRELOAD = ("solver.bench.child", "solver.bench.runner", "models.generators", "models.io", "models.psplib",
-           "solver.drfh", "solver.drfh_int", "solver.hdrf", "solver.heuristics.flat", "solver.heuristics.hsim",
-           "solver.dag", "solver.spacetime", "solver.spacetime_cp", "solver.backends.highs",
-           "solver.backends.ortools", "highspy", "ortools.sat.python.cp_model")  # fmt: skip
-MESSAGE_CHARS = 500
+PRELOAD = ("solver.bench.child", "solver.bench.task", "models.generators", "models.io", "models.psplib",
+           "solver.drfh.filling", "solver.drfh.int_search", "solver.hdrf.water_filling", "solver.drfh.heuristics",
+           "solver.sim.backlog", "solver.sim.runs", "solver.spacetime.milp", "solver.spacetime.cp",
+           "solver.backends.highs", "solver.backends.ortools", "highspy", "ortools.sat.python.cp_model")  # fmt: skip
 LOG_TAIL_LINES = 5
 #: Set on Ctrl-C: supervisors kill their children instead of waiting for them.
 _STOP = threading.Event()
-
-
-# --- one task, in the current process ------------------------------------------------------------------
-
-
-def task_row(task: Task) -> dict[str, Any]:
-    """The columns a row has whatever happens to its task: what was run, on what, under which limits."""
-    import json
-
-    kind = FAMILIES[task.family].kind
-    return {
-        "key": task.key, "instance_key": task.instance_key, "reference_key": task.reference,
-        "sweep": task.sweep, "grid": task.grid, "family": task.family, "kind": kind,
-        "params": json.dumps(dict(task.params)), "size_params": params_text(task.params), "seed": task.seed,
-        "method": task.label, "solver_method": task.method, "backend": task.backend,
-        "exact": METHODS[task.method].exact, "sense": SENSE[kind], "options": options_json(task.options),
-        "objective_name": OBJECTIVE_NAMES.get(kind),
-        "time_limit": task.limits.time_limit, "task_timeout": task.limits.task_timeout,
-        "memory_mb": task.limits.memory_mb, "status": "error", "verified": False, "objective": None,
-        "bound": None, "solver_gap": None, "instance": None, "size": None, "message": "",
-    }  # fmt: skip
-
-
-def run_task(task: Task) -> dict[str, Any]:
-    """Generate the instance, solve it, verify and measure: one row (failures are rows too)."""
-    started = time.perf_counter()
-    row = task_row(task)
-    family = FAMILIES[task.family]
-    try:
-        data_dir = Path(task.data_dir) if task.data_dir else None
-        instance = family.instance(dict(task.params), task.seed, data_dir)
-        row.update(instance=instance.name, size=family.size(instance), size_label=family.size_label,
-                   generate_s=time.perf_counter() - started)  # fmt: skip
-        if family.best_known is not None:
-            row["best_known"] = family.best_known(instance, data_dir)
-        result = solve(instance, task.method, **task.solve_kwargs())
-        row.update(status=result.status, verified=bool(result.verified), objective=result.objective,
-                   bound=result.bound, solver_gap=result.gap, build_s=result.build_s, solve_s=result.solve_s,
-                   violations=len(result.violations), message=result.message[:MESSAGE_CHARS])  # fmt: skip
-        if result.schedule is not None:
-            row["objective_name"] = str(result.extra.get("objective_name", "makespan"))
-        row.update(row_metrics(instance, result, task.limits.time_limit))
-    except MemoryError:
-        row.update(status=STATUS_MEMORY, message="MemoryError: the task's address-space limit was reached")
-    except Exception as error:  # a failing task is a row of the table, not the end of the sweep
-        row.update(status="error", message=f"{type(error).__name__}: {error}"[:MESSAGE_CHARS])
-    row["wall_s"] = time.perf_counter() - started
-    row["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return row
 
 
 # --- one task, in a child process ----------------------------------------------------------------------
@@ -123,8 +75,6 @@ class _Forked:
     """A child forked from the preloaded forkserver."""
 
     def __init__(self, context: Any, args: tuple[str, str, str]) -> None:
-        from solver.bench import child
-
         self.process = context.Process(target=child.run, args=args, name="fairpack-task")
         self.process.start()
         self.pid = self.process.pid

@@ -11,7 +11,7 @@ Format (TOML; the YAML form has the same keys)::
 
     [[grid]]                    # one grid = one cartesian product; a sweep is a list of them
     name = "drfh-google-like"   # unique; part of every row key
-    family = "google-like"      # solver.bench.families.FAMILIES
+    family = "google-like"      # models.generators.families.FAMILIES
     sizes = {tenants = [10, 20], machines = 100}   # a table of lists (their product) or a list of tables
     seeds = [0, 1, 2]           # optional, overrides the default
     methods = ["drfh", "best-fit", {method = "slots", label = "slots-5", slots = 5}]
@@ -42,10 +42,11 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from models.solution import SCHEDULE_OBJECTIVES
+from models.generators.families import FAMILIES, ParamError
+from models.result import SCHEDULE_OBJECTIVES
 from solver.api import METHODS, SolveOptions
 from solver.backends import BACKEND_NAMES, DEFAULT_BACKEND
-from solver.bench.families import FAMILIES, ParamError
+from solver.registry import COMMON_OPTIONS
 
 #: SolveOptions fields a sweep may set per grid or per method (backend and time limit come from the grid).
 OPTION_KEYS = tuple(f.name for f in fields(SolveOptions) if f.name not in ("backend", "time_limit"))
@@ -177,9 +178,22 @@ class Task:
         return "/".join((self.grid, self.family, params_text(self.params), f"seed={self.seed}"))
 
     def solve_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for ``solver.api.solve`` (options are copied: solvers may not mutate ours)."""
-        options = {key: (dict(value) if isinstance(value, Mapping) else value) for key, value in self.options}
-        backend = DEFAULT_BACKEND if self.backend == NO_BACKEND else self.backend
+        """Keyword arguments for ``solver.api.solve``: the grid's options this method honours (copied).
+
+        A grid's options are shared by its methods, so each method gets the ones it uses; the grid itself
+        is checked at load time to use every option somewhere.
+        """
+        method = METHODS[self.method]
+        accepted = method.options | COMMON_OPTIONS
+        options: dict[str, Any] = {}
+        for key, value in self.options:
+            if key == "extra":
+                kept = {k: v for k, v in dict(value).items() if k in method.extra_keys}
+                if kept:
+                    options["extra"] = kept
+            elif key in accepted or key == "algorithm":
+                options[key] = dict(value) if isinstance(value, Mapping) else value
+        backend = None if self.backend == NO_BACKEND else self.backend
         return {"backend": backend, "time_limit": self.limits.time_limit, **options}
 
 
@@ -225,12 +239,28 @@ class Grid:
                 exact = [m.label for m in self.methods if METHODS[m.method].exact]
                 raise ValueError(f"reference {self.reference!r} must be an exact method of the grid: {exact or 'none'}")
         _check_options(dict(self.options))
+        self._check_options_used()
+
+    def _check_options_used(self) -> None:
+        """Every grid-wide option must be honoured by at least one of the grid's methods."""
+        specs = [METHODS[m.method] for m in self.methods]
+        for key, value in self.options:
+            if key == "extra":
+                unused = sorted(set(dict(value)) - set().union(*(s.extra_keys for s in specs)))
+                if unused:
+                    raise ValueError(f"no method of the grid uses extra {unused}")
+            elif key != "algorithm" and not any(key in s.options | COMMON_OPTIONS for s in specs):
+                raise ValueError(f"no method of the grid uses option {key!r}")
 
     def method(self, label: str) -> MethodSpec | None:
         return next((m for m in self.methods if m.label == label), None)
 
     def backends_of(self, spec: MethodSpec) -> tuple[str, ...]:
-        return self.backends if METHODS[spec.method].uses_backend else (NO_BACKEND,)
+        """The grid's backends the method runs on; ``none`` for a method with one fixed engine (or none)."""
+        method = METHODS[spec.method]
+        if len(method.backends) <= 1:
+            return (NO_BACKEND,)
+        return tuple(b for b in self.backends if b in method.backends) or (method.default_backend,)
 
     def tasks(self, sweep: str, data_dir: str | None = None) -> list[Task]:
         """Every task of the grid: sizes, then seeds, then methods, then backends."""

@@ -1,0 +1,195 @@
+"""Speed of the flat heuristics on the real Google 2011 machine table (issue 16, target 4).
+
+For 500 and 1,000 tenants and three seeds (``models.generators.google_instance``, 12,583 machines in
+10 classes): ``first-fit``, ``best-fit``, ``slots`` and ``per-server-drf`` as shipped, and, in the
+same run, a straightforward machine-by-machine implementation of the same First-Fit and Best-Fit
+rules (every machine expanded, numpy over all machines for every task, the way the heuristics were
+written before classes were kept as runs). The two must give identical allocations, machine by
+machine; the ratio of their times is the speed-up. ``drfh`` (the exact LP, through
+``solver.api.solve``) is timed beside them for reference.
+
+Times are wall seconds (``perf_counter``) and the process's CPU seconds; the 1-minute load average is
+recorded before every instance, since the machine is shared.
+
+Run: ``python -m benchmarks.flat_heuristics_speed --data-dir ../shared/data``
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from benchmarks._common import data_dir_or_none, parser, save
+from models.generators import google_instance
+from models.result import Allocation
+from models.types import Instance
+from solver.api import solve
+from solver.drfh.greedy import TIE, Alive, FlatSetup, prepare, progressive_fill
+from solver.drfh.heuristics import best_fit, best_fit_terms, first_fit, per_server_drf, slots
+
+TARGET_S = 1.0  # issue 16: best-fit and first-fit with 1,000 tenants in <= 1 s each
+
+
+def _expanded(setup: FlatSetup) -> np.ndarray:
+    """Every machine's room, (machines, resources): the per-machine state the old code kept."""
+    return np.repeat(setup.room, setup.counts, axis=0)
+
+
+def machine_by_machine_first_fit(instance: Instance) -> Allocation:
+    """First-Fit over expanded machines: per task, a numpy scan from the tenant's cursor in growing blocks."""
+    setup = prepare(instance, "first-fit")
+    room = _expanded(setup)
+    tasks = np.zeros((setup.tenants, setup.machines))
+    cursor = np.zeros(setup.tenants, dtype=np.int64)
+
+    def place(i: int, k: int) -> int:
+        for placed in range(k):
+            start, block, machine = int(cursor[i]), 32, -1
+            while start < setup.machines:
+                fits = np.all(room[start : start + block] >= setup.need[i], axis=1)
+                first = int(fits.argmax())
+                if fits[first]:
+                    machine = start + first
+                    break
+                start, block = start + block, min(2 * block, 4096)
+            if machine < 0:
+                return placed
+            cursor[i] = machine
+            room[machine] -= setup.demand[i]
+            tasks[i, machine] += 1
+        return k
+
+    progressive_fill(setup, place, Alive(setup.eligible))
+    return Allocation(tasks, kind="machine", integral=True)
+
+
+def machine_by_machine_best_fit(instance: Instance) -> Allocation:
+    """Best-Fit over expanded machines: per task, the paper's fitness of every machine with numpy.
+
+    Untouched machines of a class are identical and tie, and the first of them has the lowest index,
+    so only touched machines and the first untouched machine of every class are scored (as before).
+    """
+    setup = prepare(instance, "best-fit")
+    total, star, delta = best_fit_terms(instance)
+    present = total > 0
+    room = _expanded(setup)
+    tasks = np.zeros((setup.tenants, setup.machines))
+    scored = np.zeros(setup.machines, dtype=bool)
+    scored[setup.class_start[setup.counts > 0]] = True
+    class_end = setup.class_start + setup.counts
+    machine_class = np.repeat(np.arange(len(setup.counts)), setup.counts)
+    scale = np.where(present, total, 1.0)
+
+    def place(i: int, k: int) -> int:
+        others = present.copy()
+        others[star[i]] = False
+        for placed in range(k):
+            ids = np.flatnonzero(scored)
+            fits = ids[np.all(room[ids] >= setup.need[i], axis=1)]
+            if not fits.size:
+                return placed
+            free = room[fits] / scale
+            ratio = free[:, others] / free[:, star[i] : star[i] + 1]
+            fitness = np.zeros(fits.size)
+            for column, r in enumerate(np.flatnonzero(others).tolist()):  # resource order, as defined
+                fitness += np.abs(delta[i, r] - ratio[:, column])
+            best = float(fitness.min())
+            machine = int(fits[np.flatnonzero(fitness <= best + TIE * (1.0 + best))[0]])
+            room[machine] -= setup.demand[i]
+            tasks[i, machine] += 1
+            after = machine + 1  # the next untouched machine of the class becomes the class's representative
+            if after < class_end[machine_class[machine]] and not scored[after]:
+                scored[after] = True
+        return k
+
+    progressive_fill(setup, place, Alive(setup.eligible))
+    return Allocation(tasks, kind="machine", integral=True)
+
+
+def _time(function: Callable[..., Any], *args: Any) -> tuple[Any, float, float]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    value = function(*args)
+    return value, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def main() -> None:
+    parse = parser(__doc__.splitlines()[0])
+    parse.add_argument("--tenants", type=int, nargs="+", default=[500, 1000])
+    parse.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parse.add_argument("--no-reference", action="store_true", help="skip the machine-by-machine runs")
+    parse.add_argument(
+        "--best-fit-reference-seeds",
+        type=int,
+        nargs="*",
+        default=[0],
+        help="seeds on which to run the machine-by-machine Best-Fit too (3-4 minutes each on a loaded 2-core machine)",
+    )
+    args = parse.parse_args()
+    data = data_dir_or_none(args.data_dir)
+    if data is None:
+        raise SystemExit(f"no data folder at {args.data_dir}: the Google table is needed")
+    shipped: dict[str, Callable[[Instance], Allocation]] = {
+        "first-fit": first_fit,
+        "best-fit": best_fit,
+        "slots": slots,
+        "per-server-drf": per_server_drf,
+    }
+    reference: dict[str, Callable[[Instance], Allocation]] = {
+        "first-fit": machine_by_machine_first_fit,
+        "best-fit": machine_by_machine_best_fit,
+    }
+    rows: list[dict[str, Any]] = []
+    for tenants in args.tenants:
+        for seed in args.seeds:
+            instance = google_instance(data, tenants=tenants, seed=seed)
+            load = os.getloadavg()[0]
+            for name, function in shipped.items():
+                allocation, wall, cpu = _time(function, instance)
+                row: dict[str, Any] = {
+                    "tenants": tenants, "seed": seed, "method": name, "wall_s": wall, "cpu_s": cpu,
+                    "tasks": int(allocation.tasks.sum()), "load_1min": load,
+                }  # fmt: skip
+                slow = name == "best-fit" and seed not in args.best_fit_reference_seeds
+                if name in reference and not args.no_reference and not slow:
+                    expected, old_wall, old_cpu = _time(reference[name], instance)
+                    row.update(
+                        reference_wall_s=old_wall,
+                        reference_cpu_s=old_cpu,
+                        speedup=old_wall / wall,
+                        identical=bool(np.array_equal(expected.tasks, allocation.tasks)),
+                    )
+                rows.append(row)
+                print({key: round(value, 3) if isinstance(value, float) else value for key, value in row.items()})
+            result, wall, cpu = _time(solve, instance, "drfh")
+            rows.append({"tenants": tenants, "seed": seed, "method": "drfh", "wall_s": wall, "cpu_s": cpu,
+                         "tasks": float(result.allocation.tasks.sum()) if result.allocation is not None else 0.0,
+                         "load_1min": load, "status": result.status})  # fmt: skip
+            print(rows[-1])
+    lines = [
+        "# Flat heuristics on the Google 2011 table (12,583 machines, 10 classes)",
+        "",
+        f"Machine: {os.cpu_count()} CPUs, shared; 1-minute load average at the start of each instance in the table. "
+        "`ref` is the machine-by-machine implementation of the same rule (numpy over every machine for every "
+        f"task), run in the same process; `same` says whether its allocation equals the shipped one. Target: "
+        f"first-fit and best-fit with 1,000 tenants in <= {TARGET_S:g} s.",
+        "",
+        "| tenants | seed | method | wall s | cpu s | ref wall s | speed-up | same | tasks | load |",
+        "|---:|---:|---|---:|---:|---:|---:|---|---:|---:|",
+    ]
+    for row in rows:
+        ref = f"{row['reference_wall_s']:.2f}" if "reference_wall_s" in row else ""
+        speedup = f"{row['speedup']:.1f}x" if "speedup" in row else ""
+        same = ("yes" if row["identical"] else "NO") if "identical" in row else ""
+        lines.append(
+            f"| {row['tenants']} | {row['seed']} | {row['method']} | {row['wall_s']:.3f} | {row['cpu_s']:.3f} | "
+            f"{ref} | {speedup} | {same} | {row['tasks']:,.0f} | {row['load_1min']:.2f} |"
+        )
+    save("flat_heuristics_speed", {"rows": rows, "target_s": TARGET_S}, "\n".join(lines), args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""What a user should know about an instance before solving it: parts that cannot run, and why.
+
+These are not errors (the instance is valid and methods handle them), but they change answers quietly,
+so ``fairpack validate`` lists them and ``solve`` puts them in ``Result.warnings``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from models.tolerance import FIT_EPS
+from models.types import BoolArray, Instance, InstanceError
+
+
+def _names(items: list[str], most: int = 5) -> str:
+    shown = ", ".join(repr(name) for name in items[:most])
+    return shown + (f" and {len(items) - most} more" if len(items) > most else "")
+
+
+def tenant_warnings(instance: Instance) -> list[str]:
+    """Tenants that need a resource no server has, or whose task fits on no single machine."""
+    warnings = []
+    total = instance.total_capacity
+    for i in np.flatnonzero(~instance.runnable).tolist():
+        missing = [r for r, d, c in zip(instance.resources, instance.demand[i], total, strict=True) if d > 0 and c <= 0]
+        warnings.append(f"tenant {instance.tenants[i].name!r} needs {', '.join(missing)}, which no server has: "
+                        "it runs nothing, and the objective f leaves it out")  # fmt: skip
+    unplaceable = [instance.tenants[i].name for i in np.flatnonzero(instance.runnable & ~instance.placeable)]
+    if unplaceable:
+        warnings.append(f"the task of tenant(s) {_names(unplaceable)} fits on no single machine: whole-task "
+                        "methods (drfh-int and the heuristics) run none of it and leave it out of f; divisible "
+                        "drf/drfh may still spread it over machines")  # fmt: skip
+    return warnings
+
+
+def job_warnings(instance: Instance) -> list[str]:
+    """DAG stages whose task fits on no single machine (``--placement servers`` refuses them)."""
+    stages = []
+    for job in instance.jobs:
+        for stage in job.stages:
+            if not np.any(np.all(stage.demand[None, :] <= instance.capacity * (1 + 1e-12), axis=1)):
+                stages.append(f"{job.name}/{stage.name}")
+    if not stages:
+        return []
+    return [f"the task of stage(s) {_names(stages)} fits on no single machine: only the pooled placement can "
+            "schedule them (--placement servers is refused)"]  # fmt: skip
+
+
+def instance_warnings(instance: Instance) -> list[str]:
+    """Every warning about ``instance``."""
+    return tenant_warnings(instance) + job_warnings(instance)
+
+
+def placement_fits(instance: Instance, placement: str = "pooled") -> BoolArray:
+    """Whether one task of every stage (global numbering, jobs in order) fits a unit of capacity.
+
+    ``placement='pooled'``: the whole cluster, shape ``(stages, 1)``; ``'servers'``: one machine of
+    every server class, shape ``(stages, classes)``.
+
+    Raises
+    ------
+    InstanceError
+        Naming the first stage whose task fits nowhere: its field ``jobs[k].stages[s].demand``.
+    """
+    if placement not in ("pooled", "servers"):
+        raise ValueError(f"placement must be 'pooled' or 'servers', not {placement!r}")
+    stages = [(k, s, stage) for k, job in enumerate(instance.jobs) for s, stage in enumerate(job.stages)]
+    demand = np.array([stage.demand for _, _, stage in stages], dtype=np.float64).reshape(-1, len(instance.resources))
+    capacity = instance.total_capacity[None, :] if placement == "pooled" else instance.capacity
+    fits: BoolArray = np.all(demand[:, None, :] <= capacity[None, :, :] * (1 + FIT_EPS), axis=2)
+    bad = np.flatnonzero(~fits.any(axis=1))
+    if bad.size:
+        k, s, stage = stages[int(bad[0])]
+        needs = ", ".join(f"{r} {v:g}" for r, v in zip(instance.resources, stage.demand, strict=True) if v > 0)
+        where = (
+            "more than the whole cluster has"
+            if placement == "pooled"
+            else "more than any one machine has (placement 'servers' runs every task on a single machine)"
+        )
+        raise InstanceError(f"a task of stage {stage.name!r} of job {instance.jobs[k].name!r} needs {needs}: "
+                            f"{where}", f"jobs[{k}].stages[{s}].demand")  # fmt: skip
+    return fits

@@ -1,0 +1,214 @@
+"""What every method returns: the allocation or schedule it found, its status, bound and timings.
+
+``Allocation`` (tasks per tenant and placement unit) and ``Schedule`` (start, end and place of every task)
+are the two shapes an answer takes; ``Result`` wraps either with the method's status, proven bound and
+timings. Exact, heuristic and simulated methods return the same ``Result``; ``solver.api.solve`` builds
+the final one after ``models.check`` has re-verified the answer and recomputed its objective. A
+``Result`` is frozen: nothing changes it after it is built. Its JSON view is in :mod:`models.view`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from models.types import FloatArray, Instance, InstanceError, IntArray
+
+Status = Literal["optimal", "feasible", "infeasible", "unbounded", "time_limit", "error"]
+UnitKind = Literal["class", "machine", "pool"]
+#: Statuses that promise an answer (an allocation or a schedule) in the result.
+SOLUTION_STATUSES = ("optimal", "feasible", "time_limit")
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """Tasks of every tenant on every placement unit.
+
+    A unit is a whole server class (divisible tasks: identical machines pool exactly), a single machine
+    (indivisible tasks must fit on one machine) or the whole cluster as one pool (the DRF setting).
+    """
+
+    tasks: FloatArray  # shape (tenants, units)
+    kind: UnitKind
+    integral: bool = False
+
+    def __post_init__(self) -> None:
+        array = np.array(self.tasks, dtype=np.float64)
+        array.setflags(write=False)
+        object.__setattr__(self, "tasks", array)
+
+    def unit_names(self, instance: Instance) -> list[str]:
+        return unit_names(instance, self.kind)
+
+    def unit_capacity(self, instance: Instance) -> FloatArray:
+        return unit_capacity(instance, self.kind)
+
+    @property
+    def tenant_tasks(self) -> FloatArray:
+        return np.asarray(self.tasks.sum(axis=1))
+
+
+def unit_names(instance: Instance, kind: UnitKind) -> list[str]:
+    if kind == "pool":
+        return ["pool"]
+    if kind == "class":
+        return [s.name for s in instance.servers]
+    return instance.machine_names()
+
+
+def unit_capacity(instance: Instance, kind: UnitKind) -> FloatArray:
+    """Capacity of every unit, derived from the instance alone."""
+    if kind == "pool":
+        return instance.total_capacity[None, :]
+    if kind == "class":
+        return instance.capacity * instance.counts[:, None]
+    return instance.capacity[instance.machine_class()]
+
+
+#: Objectives of schedule results (``SolveOptions.objective`` / ``--objective``).
+SCHEDULE_OBJECTIVES = ("makespan", "avg-jct", "mix")
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Start and end time of every task of every DAG job, one entry per task, and where it ran.
+
+    Attributes
+    ----------
+    job, stage, index : ndarray of int64, shape (tasks,)
+        Job index into ``Instance.jobs``, stage index into that job's ``stages`` and task number
+        ``0 .. stage.tasks - 1`` within the stage.
+    start, end : ndarray of float64, shape (tasks,)
+        Absolute times in the instance's time unit (the same unit as durations and releases).
+    fair_completion : ndarray of float64, shape (jobs,), optional
+        Deadline ``T_k`` each job had to meet (its fair completion time); ``inf`` where a job has none,
+        ``None`` when no job has one.
+    server, machine : ndarray of int64, shape (tasks,), optional
+        Per-server placement (``placement='servers'``): the server class index into ``Instance.servers``
+        and the machine number ``0 .. count - 1`` within that class of every task; ``-1`` marks a task
+        left unplaced. ``None`` (both) for a schedule on the pooled cluster.
+
+    Only shapes are validated here; whether the schedule is feasible is for
+    :func:`models.check.verify_schedule` to decide from the instance.
+    """
+
+    job: IntArray
+    stage: IntArray
+    index: IntArray
+    start: FloatArray
+    end: FloatArray
+    fair_completion: FloatArray | None = None
+    server: IntArray | None = None
+    machine: IntArray | None = None
+
+    def __post_init__(self) -> None:
+        if (self.server is None) != (self.machine is None):
+            raise InstanceError("server and machine go together", "schedule.server")
+        size = None
+        placed = () if self.server is None else (("server", np.int64), ("machine", np.int64))
+        for name, kind in (("job", np.int64), ("stage", np.int64), ("index", np.int64),
+                           ("start", np.float64), ("end", np.float64), *placed):  # fmt: skip
+            raw = np.asarray(getattr(self, name))
+            if raw.ndim != 1:
+                raise InstanceError(f"must be one-dimensional, got shape {raw.shape}", f"schedule.{name}")
+            fractional = raw.size and not np.issubdtype(raw.dtype, np.integer)
+            if kind is np.int64 and fractional and not (np.all(np.isfinite(raw)) and np.all(raw == np.round(raw))):
+                raise InstanceError("must hold whole numbers", f"schedule.{name}")
+            array = raw.astype(kind)
+            if size is None:
+                size = array.size
+            elif array.size != size:
+                raise InstanceError(f"has {array.size} entries, schedule.job has {size}", f"schedule.{name}")
+            array.setflags(write=False)
+            object.__setattr__(self, name, array)
+        if self.fair_completion is not None:
+            fair = np.array(self.fair_completion, dtype=np.float64).reshape(-1)
+            fair.setflags(write=False)
+            object.__setattr__(self, "fair_completion", fair)
+
+    def __len__(self) -> int:
+        return int(self.job.size)
+
+
+def job_completion(instance: Instance, schedule: Schedule) -> FloatArray:
+    """Completion time ``C_k`` of every job: the latest end of its tasks (its release if none is listed).
+
+    Rows with a job index out of range or a non-finite end are ignored (the checker reports them).
+    """
+    completion = np.array([job.release for job in instance.jobs], dtype=np.float64)
+    valid = (schedule.job >= 0) & (schedule.job < len(instance.jobs)) & np.isfinite(schedule.end)
+    np.maximum.at(completion, schedule.job[valid], schedule.end[valid])
+    return completion
+
+
+def schedule_objectives(instance: Instance, completion: FloatArray) -> dict[str, float]:
+    """Makespan and weighted average JCT from job completion times.
+
+    ``makespan = max_k C_k`` (absolute time, measured from 0) and
+    ``avg_jct = sum_k w_k (C_k - r_k) / sum_k w_k``: the weighted mean over jobs of completion minus release.
+    """
+    if not instance.jobs:
+        return {"makespan": 0.0, "avg_jct": 0.0}
+    weights = np.array([job.weight for job in instance.jobs], dtype=np.float64)
+    releases = np.array([job.release for job in instance.jobs], dtype=np.float64)
+    return {
+        "makespan": float(completion.max()),
+        "avg_jct": float(weights @ (completion - releases) / weights.sum()),
+    }
+
+
+def objective_value(makespan: float, avg_jct: float, objective: str, alpha: float = 0.5) -> float:
+    """A schedule objective: ``makespan``, ``avg-jct`` or ``mix`` = alpha * avg JCT + (1 - alpha) * makespan."""
+    if objective == "makespan":
+        return makespan
+    if objective == "avg-jct":
+        return avg_jct
+    if objective == "mix":
+        return alpha * avg_jct + (1 - alpha) * makespan
+    raise ValueError(f"unknown objective {objective!r}; choose from {', '.join(SCHEDULE_OBJECTIVES)}")
+
+
+@dataclass(frozen=True)
+class Result:
+    """What every method returns; ``verified`` and the recomputed numbers come from ``models.check``.
+
+    Attributes
+    ----------
+    status
+        ``optimal`` only when the gap to ``bound`` is zero; ``time_limit`` when a limit stopped the method
+        (with its best answer, if any); ``infeasible``/``unbounded``/``error`` carry no answer.
+    objective
+        Recomputed from the answer by the checker, never read back from a solver (``solver_objective``
+        is the solver's own number, reported beside it).
+    bound
+        The best proven bound of ``objective`` (upper for maximised objectives, lower for minimised ones).
+    build_s, solve_s, wall_s
+        Model building, solver time and the whole call (build, solve and verification).
+    warnings
+        Things the user should know about the input or the answer (e.g. a tenant whose task fits nowhere).
+    """
+
+    status: Status
+    method: str
+    backend: str
+    objective: float | None = None
+    bound: float | None = None
+    gap: float | None = None
+    build_s: float = 0.0
+    solve_s: float = 0.0
+    wall_s: float = 0.0
+    verified: bool = False
+    allocation: Allocation | None = None
+    solver_objective: float | None = None
+    message: str = ""
+    violations: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+    schedule: Schedule | None = None  # DAG-job methods: task start/end times
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def has_answer(self) -> bool:
+        """Whether the result carries an allocation or a schedule."""
+        return self.allocation is not None or self.schedule is not None

@@ -1,0 +1,221 @@
+"""Traces: arrivals over time read as DAG jobs, from a table (CSV or Parquet) or the real Alibaba pod list.
+
+A trace table has one row per job or task group (stage) with these columns:
+
+* ``arrival`` -- when the row's tasks arrive (seconds, or the instance's time unit);
+* ``duration`` -- how long each of its tasks runs;
+* ``tenant`` -- the queue (user) it belongs to;
+* one column per resource of the instance (missing resources are 0);
+* optional ``job`` (rows with the same job form one job; default: every row its own job), ``stage``
+  (the row's stage name within its job; default ``s0``, ``s1``, ... in row order), ``after`` (the stages
+  it waits for, separated by ``;``), ``tasks`` (default 1) and ``deadline``.
+
+Rows of one job must arrive together (a job has one release). Every problem names the file, the row and the
+column.
+
+The Alibaba GPU cluster's pod list (``openb_pod_list_*.csv``: ``creation_time``, ``deletion_time``,
+``scheduled_time``, ``cpu_milli``, ``memory_mib``, ``num_gpu``, ``gpu_milli``, ``qos``, ``pod_phase``) is
+recognised by its header and read directly (:func:`read_alibaba_pods`): a pod is a one-task job of its QoS
+class (the tenant), arriving at ``creation_time``, needing ``cpu_milli / 1000`` cores, ``memory_mib / 1024``
+GiB and ``num_gpu * gpu_milli / 1000`` GPUs (the cluster of ``fairpack generate alibaba --nodes-only`` has the
+same three resources in the same units; a node's GPUs are one divisible pool, so a fractional pod is not
+tied to one physical GPU). Its duration is ``deletion_time - scheduled_time``. Two kinds of pods are handled
+explicitly:
+
+* pods still running when the trace ends (``deletion_time`` is the trace's last time): their true length is
+  unknown; they run until the trace end (a lower bound) and are marked ``censored``;
+* pods the real scheduler never placed (no ``scheduled_time``, phase ``Pending``): no run time is known, so
+  they are left out of the replay and counted in ``TraceData.skipped``; their observed delay is at least the
+  trace end minus their creation.
+
+The observed scheduling delay ``scheduled_time - creation_time`` is kept per pod (``TraceData.observed_delay``)
+so that a policy's delays can be compared with the real scheduler's.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from models.types import FloatArray, Instance, InstanceError, Job, Stage
+
+ALIBABA_COLUMNS = ("creation_time", "deletion_time", "scheduled_time", "cpu_milli", "memory_mib", "num_gpu",
+                   "gpu_milli")  # fmt: skip
+TRACE_COLUMNS = ("arrival", "duration", "tenant")
+OPTIONAL_COLUMNS = ("job", "stage", "after", "tasks", "deadline")
+
+
+@dataclass(frozen=True)
+class TraceData:
+    """Jobs read from a trace, and what the trace says about the real run.
+
+    Attributes
+    ----------
+    jobs : tuple of Job
+        In arrival order (then row order).
+    observed_delay : array (jobs,)
+        The real scheduler's delay from arrival to start (``nan`` where the trace has none).
+    censored : array of bool (jobs,)
+        The job's duration is only a lower bound (it was still running when the trace ended).
+    skipped : int
+        Rows left out (see the module docstring), with ``notes`` saying why.
+    """
+
+    jobs: tuple[Job, ...]
+    observed_delay: FloatArray
+    censored: np.ndarray
+    skipped: int = 0
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    source: str = ""
+
+    def on(self, instance: Instance) -> Instance:
+        """``instance`` with the trace's jobs after its own (job names must not clash)."""
+        names = {job.name for job in instance.jobs}
+        clash = next((job.name for job in self.jobs if job.name in names), None)
+        if clash is not None:
+            raise InstanceError(f"job {clash!r} is both in the instance and in the trace", "job", self.source)
+        return replace(instance, jobs=instance.jobs + self.jobs)
+
+
+def _rows(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
+    """Header and rows of a CSV or Parquet table."""
+    source = str(path)
+    if path.suffix.lower() in (".parquet", ".pq"):
+        try:
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise InstanceError("reading Parquet needs pyarrow (install fairpack[bench])", source=source) from None
+        try:
+            table = pq.read_table(path)
+        except (OSError, ValueError) as error:
+            raise InstanceError(f"cannot read Parquet: {error}", source=source) from None
+        return list(table.column_names), table.to_pylist()
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            rows = list(reader)
+            return list(reader.fieldnames or []), rows
+    except (OSError, UnicodeDecodeError, csv.Error) as error:
+        raise InstanceError(f"cannot read CSV: {error}", source=source) from None
+
+
+def _number(value: Any, row: int, column: str, source: str, default: float | None = None) -> float:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        if default is not None:
+            return default
+        raise InstanceError("missing value", f"row {row}.{column}", source)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InstanceError(f"expected a number, got {value!r}", f"row {row}.{column}", source) from None
+    if not math.isfinite(number) or number < 0:
+        raise InstanceError(f"expected a finite non-negative number, got {value!r}", f"row {row}.{column}", source)
+    return number
+
+
+def read_trace(path: str | Path, resources: tuple[str, ...]) -> TraceData:
+    """Read a trace table (or the Alibaba pod list, recognised by its header) for an instance's resources.
+
+    Raises
+    ------
+    InstanceError
+        Naming the file, the row and the column at fault.
+    """
+    path = Path(path)
+    header, rows = _rows(path)
+    if all(column in header for column in ALIBABA_COLUMNS):
+        return read_alibaba_pods(path, resources, header, rows)
+    source = str(path)
+    missing = [column for column in TRACE_COLUMNS if column not in header]
+    if missing:
+        raise InstanceError(f"a trace needs columns {list(TRACE_COLUMNS)} (and one per resource); "
+                            f"missing {missing}", "header", source)  # fmt: skip
+    unknown = [c for c in header if c not in (*TRACE_COLUMNS, *OPTIONAL_COLUMNS, *resources)]
+    if unknown:
+        raise InstanceError(f"unknown columns {unknown}: resources are {list(resources)}", "header", source)
+    groups: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    for position, row in enumerate(rows, start=1):
+        job = str(row.get("job") or "").strip() or f"row{position}"
+        groups.setdefault(job, []).append((position, row))
+    jobs = [_job(name, members, resources, source) for name, members in groups.items()]
+    jobs.sort(key=lambda job: job.release)
+    n = len(jobs)
+    return TraceData(tuple(jobs), np.full(n, np.nan), np.zeros(n, dtype=bool), source=source)
+
+
+def _job(name: str, members: list[tuple[int, dict[str, Any]]], resources: tuple[str, ...], source: str) -> Job:
+    first = members[0][0]
+    arrival = _number(members[0][1].get("arrival"), first, "arrival", source)
+    names = [str(row.get("stage") or "").strip() or f"s{k}" for k, (_, row) in enumerate(members)]
+    index = {stage: k for k, stage in enumerate(names)}
+    stages = []
+    for k, (position, row) in enumerate(members):
+        if _number(row.get("arrival"), position, "arrival", source) != arrival:
+            raise InstanceError(f"job {name!r} has rows arriving at different times (a job has one arrival)",
+                                f"row {position}.arrival", source)  # fmt: skip
+        demand = np.array([_number(row.get(r), position, r, source, 0.0) for r in resources])
+        tasks = _number(row.get("tasks"), position, "tasks", source, 1.0)
+        if tasks < 1 or tasks != int(tasks):
+            raise InstanceError(f"tasks must be a whole number >= 1, got {row.get('tasks')!r}", f"row {position}.tasks",
+                                source)  # fmt: skip
+        after = []
+        for parent in str(row.get("after") or "").split(";"):
+            parent = parent.strip()
+            if parent:
+                if parent not in index or index[parent] == k:
+                    raise InstanceError(f"unknown stage {parent!r} of job {name!r}", f"row {position}.after", source)
+                after.append(index[parent])
+        try:
+            stages.append(Stage(names[k], int(tasks), _number(row.get("duration"), position, "duration", source),
+                                demand, tuple(after)))  # fmt: skip
+        except InstanceError as error:
+            raise error.located(source, f"row {position}") from None
+    deadline = _number(members[0][1].get("deadline"), first, "deadline", source, math.inf)
+    tenant = str(members[0][1].get("tenant") or "").strip() or name
+    try:
+        return Job(name, tuple(stages), 1.0, arrival, tenant, deadline if deadline > 0 else math.inf)
+    except InstanceError as error:
+        raise error.located(source, f"row {first}") from None
+
+
+def read_alibaba_pods(path: str | Path, resources: tuple[str, ...], header: list[str] | None = None,
+                      rows: list[dict[str, Any]] | None = None) -> TraceData:  # fmt: skip
+    # ``header`` is the caller's (read_trace recognised the pod list by it); the rows are all this needs.
+    """The Alibaba GPU cluster's pod list as one-task jobs (see the module docstring)."""
+    path = Path(path)
+    source = str(path)
+    if rows is None:
+        _, rows = _rows(path)
+    wanted = ("cpu", "mem", "gpu")
+    if tuple(resources) != wanted:
+        raise InstanceError(f"the Alibaba pod list needs an instance with resources {list(wanted)} (fairpack generate "
+                            f"alibaba --nodes-only), not {list(resources)}", "resources", source)  # fmt: skip
+    end = max(_number(row["deletion_time"], k, "deletion_time", source, 0.0) for k, row in enumerate(rows, 1))
+    jobs, delays, censored, skipped = [], [], [], 0
+    for position, row in enumerate(rows, start=1):
+        created = _number(row["creation_time"], position, "creation_time", source)
+        scheduled = row.get("scheduled_time")
+        if scheduled is None or (isinstance(scheduled, str) and not scheduled.strip()):
+            skipped += 1
+            continue
+        start = _number(scheduled, position, "scheduled_time", source)
+        deleted = _number(row["deletion_time"], position, "deletion_time", source)
+        gpus = _number(row["num_gpu"], position, "num_gpu", source) * _number(row["gpu_milli"], position,
+                                                                               "gpu_milli", source) / 1000  # fmt: skip
+        demand = np.array([_number(row["cpu_milli"], position, "cpu_milli", source) / 1000,
+                           _number(row["memory_mib"], position, "memory_mib", source) / 1024, gpus])  # fmt: skip
+        name = str(row.get("name") or f"pod{position}")
+        jobs.append(Job(name, (Stage("pod", 1, max(deleted - start, 0.0), demand),), 1.0, created,
+                        str(row.get("qos") or "default")))  # fmt: skip
+        delays.append(start - created)
+        censored.append(deleted >= end)
+    order = sorted(range(len(jobs)), key=lambda k: jobs[k].release)
+    notes = (f"{skipped} pods were never scheduled in the trace (no run time known): left out",
+             f"{int(np.sum(censored))} pods were still running at the trace end: they run until it (a lower bound)")
+    return TraceData(tuple(jobs[k] for k in order), np.array([delays[k] for k in order], dtype=np.float64),
+                     np.array([censored[k] for k in order], dtype=bool), skipped, notes, source)  # fmt: skip

@@ -1,0 +1,496 @@
+"""The ``fairpack`` subcommands: solve, check, validate, export, generate, methods.
+
+Every handler takes the parsed arguments and returns an exit code; heavy modules are imported inside
+the handlers, so building the parser stays cheap.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from solver.backends import BACKEND_NAMES
+from solver.cli.exits import EXIT_INPUT, EXIT_OK, EXIT_SOLVER, fail
+from solver.registry import method_names
+
+if TYPE_CHECKING:
+    from models.result import Result
+    from models.types import Instance
+
+#: Rows a table shows by default (``--top`` changes it; ``--format csv`` lists everything).
+DEFAULT_TOP = 20
+FORMATS = ("table", "json", "csv")
+
+
+def positive_seconds(text: str) -> float:
+    """argparse type of ``--time-limit``: a positive, finite number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive, finite number of seconds, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text!r}")
+    return value
+
+
+def load(path: str) -> Instance:
+    """The instance at ``path``; ``-`` reads it from standard input."""
+    from models.io import load_instance
+
+    return load_instance(path)
+
+
+@contextlib.contextmanager
+def native_stdout_to_stderr() -> Iterator[None]:
+    """Send everything written to file descriptor 1 to stderr while solving.
+
+    Native solver code prints to the C-level stdout even with logging off (HiGHS 1.12 does on
+    warm-started MILPs), and ``--verbose`` asks for the solvers' logs: both belong on stderr, so that
+    stdout holds only the result (exactly one JSON object with ``--json``).
+    """
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+# --- solve ----------------------------------------------------------------------------------------------
+
+
+def _solve_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``SolveOptions`` fields from the arguments actually given (the method refuses those it cannot use)."""
+    names = ("algorithm", "strategy", "slots", "gap", "placement", "objective", "alpha", "workers", "seed")
+    options: dict[str, Any] = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+    if args.horizon is not None:  # simulated hierarchical schedulers (naive-hdrf, dynamic-hdrf, hslots)
+        options["extra"] = {"horizon": args.horizon}
+    if args.no_fair_cap:  # exact DAG methods: drop the C_k <= T_k fair completion caps
+        options["fair_cap"] = False
+    if args.verbose:
+        options["verbose"] = True
+    return options
+
+
+def command_solve(args: argparse.Namespace) -> int:
+    from models.view import result_json
+    from solver.api import solve
+    from solver.backends.base import BackendUnavailable
+
+    instance = load(args.path)
+    output = "json" if args.json else args.format
+    try:
+        with native_stdout_to_stderr():
+            result = solve(instance, args.method, backend=args.backend, time_limit=args.time_limit,
+                           **_solve_options(args))  # fmt: skip
+    except BackendUnavailable as error:
+        return fail(str(error), EXIT_SOLVER)
+    data = result_json(instance, result)
+    _print_result(instance, result, data, output, args)
+    if args.output:
+        Path(args.output).write_text(json.dumps(data, indent=1))
+    if args.plot:
+        code = _plot(instance, result, args.plot)
+        if code != EXIT_OK:
+            return code
+    if result.status in ("error", "infeasible", "unbounded") or (result.has_answer and not result.verified):
+        return EXIT_SOLVER
+    return EXIT_OK
+
+
+def _print_result(instance: Instance, result: Result, data: dict[str, Any], output: str,
+                  args: argparse.Namespace) -> None:  # fmt: skip
+    from solver.cli.render import format_csv, format_table
+
+    for warning in result.warnings:
+        print(f"fairpack: warning: {warning}", file=sys.stderr)
+    if output == "json":
+        print(json.dumps(data))
+    elif output == "csv":
+        sys.stdout.write(format_csv(instance, result, data))
+    elif args.quiet:
+        print(format_table(instance, result, top=0, data=data).split("\n", 1)[0])
+    else:
+        print(format_table(instance, result, top=args.top, data=data))
+
+
+def _plot(instance: Instance, result: Result, path: str) -> int:
+    from solver.plot import PlotUnavailable, plot_result
+
+    try:
+        plot_result(instance, result, path)
+    except PlotUnavailable as error:
+        return fail(str(error), EXIT_INPUT)
+    return EXIT_OK
+
+
+# --- simulate -------------------------------------------------------------------------------------------
+
+
+def _parse_options(items: list[str] | None) -> dict[str, Any]:
+    """``--option k=v`` pairs (numbers and true/false parsed) as the policy's settings."""
+    options: dict[str, Any] = {}
+    for item in items or []:
+        for part in item.split(","):
+            key, sep, text = part.partition("=")
+            if not sep or not key.strip():
+                raise _option_error(f"expected key=value, got {part!r}", "option")
+            options[key.strip()] = _parse_value(text.strip())
+    return options
+
+
+def command_simulate(args: argparse.Namespace) -> int:
+    from models.traces import read_trace
+    from models.view import result_json
+    from solver.api import simulate
+
+    instance = load(args.path)
+    trace = read_trace(args.trace, instance.resources) if args.trace else None
+    options: dict[str, Any] = {"extra": _parse_options(args.option)}
+    for name in ("placement", "seed", "slots"):
+        if getattr(args, name) is not None:
+            options[name] = getattr(args, name)
+    if args.horizon is not None:
+        options["extra"]["horizon"] = args.horizon
+    with native_stdout_to_stderr():
+        result = simulate(instance, args.policy, trace, **options)
+    workload = instance if trace is None else trace.on(instance)
+    data = result_json(workload, result)
+    _print_result(workload, result, data, "json" if args.json else args.format, args)
+    if args.output:
+        Path(args.output).write_text(json.dumps(data, indent=1))
+    if args.plot:
+        from solver.plot import PlotUnavailable, plot_simulation
+
+        try:
+            plot_simulation(workload, result, args.plot)
+        except PlotUnavailable as error:
+            return fail(str(error), EXIT_INPUT)
+    return EXIT_OK if result.verified else EXIT_SOLVER
+
+
+# --- check ----------------------------------------------------------------------------------------------
+
+
+def command_check(args: argparse.Namespace) -> int:
+    from models.check.saved import check_saved
+    from models.types import InstanceError
+    from solver.registry import get_method, get_policy
+
+    instance = load(args.path)
+    if args.trace:
+        from models.traces import read_trace
+
+        instance = read_trace(args.trace, instance.resources).on(instance)
+    try:
+        data = json.loads(Path(args.result).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise InstanceError(f"cannot read result: {error}", source=args.result) from None
+    if not isinstance(data, dict):
+        raise InstanceError(f"a result must be a JSON object, got {type(data).__name__}", source=args.result)
+    if not isinstance(data.get("method"), str):
+        raise InstanceError("not a fairpack result: it names no method", "method", args.result)
+    method = get_policy(data["method"]) if "policy" in data else get_method(data["method"])
+    placement = data.get("placement") if isinstance(data.get("placement"), str) else None
+    try:
+        checked = check_saved(instance, data, method.saved_rules(placement))
+    except InstanceError as error:
+        raise error.located(args.result) from None
+    summary = {"verified": checked.verified, "violations": checked.violations, **checked.numbers}
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(f"{args.result}: {'verified' if checked.verified else 'NOT verified'}")
+        numbers = {k: v for k, v in checked.numbers.items() if isinstance(v, int | float)}
+        if numbers:
+            print("  " + "   ".join(f"{k} {v:.6g}" for k, v in numbers.items()))
+        for problem in checked.violations:
+            print(f"  VIOLATION: {problem}")
+    return EXIT_OK if checked.verified else EXIT_SOLVER
+
+
+# --- validate, export, generate, methods -----------------------------------------------------------------
+
+
+def command_validate(args: argparse.Namespace) -> int:
+    from solver.api import preflight
+
+    instance = load(args.path)
+    machines = int(instance.counts.sum())
+    print(
+        f"{args.path}: valid: {len(instance.resources)} resources, {len(instance.servers)} server classes "
+        f"({machines} machines), {len(instance.tenants)} tenants, {len(instance.jobs)} jobs"
+        + (f", hierarchy of {len(instance.hierarchy.nodes)} nodes" if instance.hierarchy else "")
+    )
+    for warning in preflight(instance):
+        print(f"  warning: {warning}")
+    return EXIT_OK
+
+
+def command_export(args: argparse.Namespace) -> int:
+    from solver.api import export_model
+
+    instance = load(args.path)
+    file_format = args.format or ("lp" if args.output and Path(args.output).suffix.lower() == ".lp" else "mps")
+    lp = export_model(instance, args.method)
+    text = lp.to_mps() if file_format == "mps" else lp.to_lp()
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+#: ``fairpack generate`` names -> (generator family, the size parameter ``--tenants`` sets).
+GENERATE = {
+    "google": ("google", "tenants"),
+    "google-like": ("google-like", "tenants"),
+    "alibaba": ("alibaba", "tenants"),
+    "random": ("random-flat", "tenants"),
+    "tree": ("random-tree", "leaves"),
+    "hdrf-fig10": ("hdrf-fig10", None),
+    "dag": ("dag-random", None),
+    "tpch": ("tpch", None),
+    "psplib": ("psplib", None),
+}
+
+
+def _generate_params(args: argparse.Namespace) -> dict[str, Any]:
+    """The family's size parameters from the shorthand flags and ``--param key=value``."""
+    from models.generators.families import FAMILIES
+
+    name, tenants_key = GENERATE[args.family]
+    family = FAMILIES[name]
+    shorthand = {tenants_key: args.tenants, "machines": args.machines, "servers": args.machines,
+                 "depth": args.depth, "resources": args.resources, "distinct": args.distinct or None,
+                 "jobs": args.jobs, "queries": args.queries, "set": args.set}  # fmt: skip
+    params: dict[str, Any] = {key: value for key, value in shorthand.items()
+                              if key is not None and key in family.params and value is not None}  # fmt: skip
+    for item in args.param or []:
+        key, sep, text = item.partition("=")
+        if not sep:
+            raise _option_error(f"expected key=value, got {item!r}", "param")
+        params[key] = _parse_value(text)
+    return params
+
+
+def _parse_value(text: str) -> Any:
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for cast in (int, float):
+        with contextlib.suppress(ValueError):
+            return cast(text)
+    return text
+
+
+def _option_error(reason: str, option: str) -> Exception:
+    from solver.registry import OptionError
+
+    return OptionError(reason, option)
+
+
+def command_generate(args: argparse.Namespace) -> int:
+    import yaml
+
+    from models.generators.families import FAMILIES, DataMissing, ParamError
+    from models.io import instance_to_dict
+    from models.types import InstanceError
+
+    data_dir = args.data_dir or os.environ.get("FAIRPACK_DATA_DIR")
+    name = GENERATE[args.family][0]
+    if name == "google" and not data_dir:
+        print("fairpack: no --data-dir: a synthetic Google-like cluster (the real table needs the data)",
+              file=sys.stderr)  # fmt: skip
+        name = "google-like"
+    family = FAMILIES[name]
+    if args.data_dir is not None and not Path(args.data_dir).is_dir():
+        raise InstanceError(f"no such folder: {args.data_dir}", "--data-dir")
+    try:
+        folder = Path(data_dir) if data_dir else None
+        if args.nodes_only:
+            instance = _nodes_only(args.family, folder)
+        else:
+            instance = family.instance(_generate_params(args), args.seed, folder)
+    except DataMissing as error:
+        return fail(f"{error} (pass --data-dir)", EXIT_INPUT)
+    except ParamError as error:
+        raise _option_error(str(error), "param") from None
+    sys.stdout.write(yaml.safe_dump(instance_to_dict(instance), sort_keys=False, default_flow_style=None))
+    return EXIT_OK
+
+
+def _nodes_only(family: str, data_dir: Path | None) -> Instance:
+    from models.generators import alibaba_servers
+    from models.generators.families import DataMissing
+    from models.types import Instance as Cluster
+
+    if family != "alibaba":
+        raise _option_error("--nodes-only is for the alibaba family", "nodes-only")
+    if data_dir is None or not (data_dir / "alibaba").is_dir():
+        raise DataMissing("the alibaba nodes need the shared data folder")
+    return Cluster(("cpu", "mem", "gpu"), alibaba_servers(data_dir), name="alibaba-nodes")
+
+
+def command_methods(args: argparse.Namespace) -> int:
+    from solver.registry import describe_all
+
+    entries = describe_all()
+    if args.json:
+        print(json.dumps(entries))
+        return EXIT_OK
+    width = max(len(entry["name"]) for entry in entries)
+    for command in ("solve", "simulate"):
+        print(f"fairpack {command} --{'method' if command == 'solve' else 'policy'}:")
+        for entry in (e for e in entries if e["command"] == command):
+            backends = ", ".join(f"{b} ({'/'.join(a)})" for b, a in entry["backends"].items()) or "none"
+            kind = "exact" if entry["exact"] else "heuristic" if command == "solve" else "online"
+            print(f"  {entry['name']:<{width}}  {entry['family']:<9}  {kind:<9}  {entry['summary']}")
+            settings = ""
+            if entry["extra"] and command == "simulate":
+                settings = f"; settings (--option): {', '.join(entry['extra'])}"
+            print(f"  {'':<{width}}  backends: {backends}; options: {', '.join(entry['options'])}{settings}")
+    return EXIT_OK
+
+
+# --- the parser ----------------------------------------------------------------------------------------
+
+
+def _add_solve(subcommands: Any, formatter: type[argparse.HelpFormatter]) -> None:
+    solve = subcommands.add_parser("solve", help="solve an instance file and verify the result",
+                                   formatter_class=formatter)  # fmt: skip
+    solve.add_argument("path", help="instance file (YAML, JSON or PSPLIB .sm); - reads standard input")
+    solve.add_argument("--method", default="drfh", choices=method_names(), metavar="METHOD",
+                       help="one of: " + ", ".join(method_names()) + " (fairpack methods describes them)")
+    solve.add_argument("--backend", default=None, choices=list(BACKEND_NAMES),
+                       help="solver backend (default: the method's own)")
+    solve.add_argument("--time-limit", type=positive_seconds, help="seconds for the whole call")
+    solve.add_argument("--algorithm", help="backend variant: highs simplex|ipm|pdlp, ortools glop|pdlp|scip")
+    solve.add_argument("--strategy", choices=["auto", "plain", "colgen", "aggregate"], help="drf/drfh LP strategy")
+    solve.add_argument("--slots", type=positive_int, help="slots per largest server (slots, hslots)")
+    solve.add_argument("--gap", type=fraction, help="drfh-int: stop when f is within this fraction of its bound")
+    solve.add_argument("--placement", choices=["auto", "pooled", "servers"],
+                       help="hdrf, collapsed: one pool or placeable on servers; DAG jobs: pooled or every task on "
+                       "one machine (servers)")  # fmt: skip
+    solve.add_argument("--horizon", type=positive_seconds, help="simulated time (naive-hdrf, dynamic-hdrf, hslots)")
+    solve.add_argument("--seed", type=int, help="seed of a solver or a simulation")
+    solve.add_argument("--workers", type=positive_int, help="solver threads (CP-SAT workers, HiGHS threads)")
+    solve.add_argument("--objective", choices=["makespan", "avg-jct", "mix"],
+                       help="DAG jobs (default makespan for one job, avg-jct for several)")
+    solve.add_argument("--alpha", type=fraction, help="mix objective: alpha * avg JCT + (1 - alpha) * makespan")
+    solve.add_argument("--no-fair-cap", action="store_true",
+                       help="exact DAG methods: do not cap job completions at their fair-share times")
+    solve.add_argument("--json", action="store_true", help="print one JSON object (same as --format json)")
+    solve.add_argument("--format", choices=FORMATS, default="table", help="output on stdout")
+    solve.add_argument("--top", type=int, default=DEFAULT_TOP, help="rows per table")
+    solve.add_argument("--quiet", action="store_true", help="table format: the headline only")
+    solve.add_argument("--verbose", action="store_true", help="stream the solver's log to stderr")
+    solve.add_argument("--output", "-o", help="also save the JSON result to this file")
+    solve.add_argument("--plot", help="save a picture of the answer (PNG): per-server bars, the tree, or a Gantt chart")
+    solve.set_defaults(handler=command_solve)
+
+
+def _add_simulate(subcommands: Any, formatter: type[argparse.HelpFormatter]) -> None:
+    from solver.registry import policies
+
+    names = list(policies())
+    simulate = subcommands.add_parser("simulate", help="run an online policy over time on arrivals or backlogs",
+                                      formatter_class=formatter)  # fmt: skip
+    simulate.add_argument("path", help="instance file: the cluster, and its jobs or tenants; - reads standard input")
+    simulate.add_argument("--trace", help="arrivals (CSV or Parquet table, or the Alibaba pod list) run on the cluster")
+    simulate.add_argument("--policy", required=True, choices=names, metavar="POLICY",
+                          help="one of: " + ", ".join(names))  # fmt: skip
+    simulate.add_argument("--option", action="append", metavar="KEY=VALUE",
+                          help="a policy setting, e.g. altruism=0.5 (fairpack methods lists them)")
+    simulate.add_argument("--placement", choices=["pooled", "servers"],
+                          help="every machine (servers, the default) or the cluster as one pool")  # fmt: skip
+    simulate.add_argument("--seed", type=int, help="seed of the policy or the task durations")
+    simulate.add_argument("--slots", type=positive_int, help="slots per largest machine (slots, hslots)")
+    simulate.add_argument("--horizon", type=positive_seconds, help="simulated time (backlogs; jobs: stop early)")
+    simulate.add_argument("--json", action="store_true", help="print one JSON object")
+    simulate.add_argument("--format", choices=FORMATS, default="table", help="output on stdout")
+    simulate.add_argument("--top", type=int, default=DEFAULT_TOP, help="rows per table")
+    simulate.add_argument("--quiet", action="store_true", help="table format: the headline only")
+    simulate.add_argument("--verbose", action="store_true", help="tracebacks of internal errors")
+    simulate.add_argument("--output", "-o", help="also save the JSON result to this file")
+    simulate.add_argument("--plot", help="save utilisation and shares over time (and a Gantt chart of small runs)")
+    simulate.set_defaults(handler=command_simulate)
+
+
+def add_commands(subcommands: Any) -> None:
+    """Add every subcommand but ``bench`` to the ``fairpack`` parser."""
+    formatter = argparse.ArgumentDefaultsHelpFormatter
+    _add_solve(subcommands, formatter)
+    _add_simulate(subcommands, formatter)
+
+    check = subcommands.add_parser("check", help="re-verify a saved JSON result against its instance",
+                                   formatter_class=formatter)  # fmt: skip
+    check.add_argument("path", help="the instance the result was solved from; - reads standard input")
+    check.add_argument("result", help="a JSON result saved by fairpack solve -o or fairpack simulate -o")
+    check.add_argument("--trace", help="the trace the result was simulated on (fairpack simulate --trace)")
+    check.add_argument("--json", action="store_true", help="print one JSON object")
+    check.set_defaults(handler=command_check)
+
+    validate = subcommands.add_parser("validate", help="check an instance file (schema, semantics, solvability)",
+                                      formatter_class=formatter)  # fmt: skip
+    validate.add_argument("path")
+    validate.set_defaults(handler=command_validate)
+
+    export = subcommands.add_parser("export", help="write a method's model for an external solver",
+                                    formatter_class=formatter)  # fmt: skip
+    export.add_argument("path")
+    export.add_argument("--method", default="drfh", help="drf, drfh (the first filling round) or drfh-int (max-min)")
+    export.add_argument("--format", choices=["mps", "lp"], help="default: from the -o suffix, else mps")
+    export.add_argument("--output", "-o", help="file to write (default: standard output)")
+    export.set_defaults(handler=command_export)
+
+    generate = subcommands.add_parser("generate", help="print a generated instance as YAML", formatter_class=formatter)
+    generate.add_argument("family", choices=list(GENERATE))
+    generate.add_argument("--seed", type=int, default=0)
+    generate.add_argument("--tenants", type=int, help="tenants (tree: leaves)")
+    generate.add_argument("--machines", type=int, help="machines (tree: servers)")
+    generate.add_argument("--depth", type=int, help="tree: depth of the deepest leaf")
+    generate.add_argument("--resources", type=int, help="tree, random, dag: number of resources")
+    generate.add_argument("--distinct", action="store_true", help="google: jitter every machine into its own class")
+    generate.add_argument("--jobs", type=int, help="dag: number of jobs")
+    generate.add_argument("--queries", type=int, help="tpch: number of queries")
+    generate.add_argument("--set", help="psplib: j30, j60, j90 or j120 (--seed picks the file)")
+    generate.add_argument("--param", action="append", metavar="KEY=VALUE", help="any size parameter of the family")
+    generate.add_argument("--nodes-only", action="store_true",
+                          help="alibaba: the real cluster alone, for traces (fairpack simulate --trace)")
+    generate.add_argument("--data-dir", default=None, help="the shared data folder (default: $FAIRPACK_DATA_DIR)")
+    generate.set_defaults(handler=command_generate)
+
+    methods = subcommands.add_parser("methods", help="every method and policy: family, exact, backends, options")
+    methods.add_argument("--json", action="store_true", help="print one JSON list")
+    methods.set_defaults(handler=command_methods)

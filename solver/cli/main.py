@@ -1,0 +1,73 @@
+"""The ``fairpack`` command line: solve, check, validate, export, generate, methods, bench.
+
+Exit codes: 0 success; 1 a solver failure, a result that does not verify, or an internal error; 2 bad
+input (the file and field at fault are named) or an option the method cannot honour (refused before
+solving). Errors go to stderr; ``--json`` prints exactly one JSON object on stdout. No traceback is
+printed unless ``--verbose`` asks for one.
+
+Only argparse and the method registry load to build the parser, so ``fairpack --help`` and
+``fairpack methods`` return in a fraction of a second; numpy, the solvers, pandas and matplotlib load
+when a command needs them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+
+from solver import __version__
+from solver.cli.exits import EXIT_INPUT, EXIT_OK, EXIT_SOLVER, fail
+
+
+def _input_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions that mean bad input (exit 2): instance and result files, options, sweep files."""
+    from models.types import InstanceError
+    from solver.bench.sweep import SweepError
+    from solver.registry import OptionError
+
+    return InstanceError, OptionError, SweepError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from solver.bench.cli import add_bench_parser
+    from solver.cli import commands
+
+    parser = argparse.ArgumentParser(prog="fairpack", description="Exact, verified multi-resource fair allocation "
+                                     "and packing, and how far the heuristics real schedulers use are from it.",
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)  # fmt: skip
+    parser.add_argument("--version", action="version", version=f"fairpack {__version__}")
+    subcommands = parser.add_subparsers(dest="command", required=True)
+    commands.add_commands(subcommands)
+    add_bench_parser(subcommands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``fairpack`` command; returns its exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    verbose = bool(getattr(args, "verbose", False))
+    try:
+        code: int = args.handler(args)
+    except BrokenPipeError:
+        # The reader went away (``fairpack ... | head``): stop quietly, as Unix tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+    except KeyboardInterrupt:
+        return fail("interrupted", 130)
+    except Exception as error:
+        if isinstance(error, _input_errors()):
+            return fail(str(error), EXIT_INPUT)
+        if verbose:
+            traceback.print_exc()
+        return fail(f"internal error: {type(error).__name__}: {error}" + ("" if verbose else
+                    " (run with --verbose for the traceback)"), EXIT_SOLVER)  # fmt: skip
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,183 @@
+"""Human-readable views of a result: the tables ``fairpack solve`` prints, and CSV rows.
+
+``--format table`` (the default) prints a header, the numbers and a per-tenant, per-node or per-job table
+(at most ``--top`` rows); ``--format csv`` writes one row per tenant (allocations), node (hierarchies) or
+task (schedules) with the result's status and objective on every row.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+from models.result import Result
+from models.types import Instance
+from models.view import result_json
+
+
+def _aligned(header: list[str], rows: list[list[str]]) -> list[str]:
+    """Rows padded into columns; the last column is left ragged (it can be long)."""
+    widths = [max(len(str(row[k])) for row in [header, *rows]) for k in range(len(header) - 1)]
+    padded = [
+        "  ".join(str(cell).ljust(width) for cell, width in zip(row[:-1], widths, strict=True))
+        for row in [header, *rows]
+    ]
+    return [f"  {cells}  {row[-1]}" for cells, row in zip(padded, [header, *rows], strict=True)]
+
+
+def _footer(result: Result) -> list[str]:
+    lines = [f"  VIOLATION: {violation}" for violation in result.violations[:10]]
+    return lines + ([f"  note: {result.message}"] if result.message else [])
+
+
+def _format_schedule(instance: Instance, result: Result, data: dict[str, Any], top: int) -> str:
+    """Schedule results: makespan, avg JCT, bound, gap and a short per-job completion table."""
+    lines = [
+        f"{instance.name}: method {result.method} (backend {result.backend}) -> {result.status}, "
+        f"verified {'yes' if result.verified else 'NO'}",
+    ]
+    numbers = [
+        (f"objective ({result.extra.get('objective_name', 'makespan')})", result.objective),
+        ("makespan", data["makespan"]),
+        ("avg JCT", data["avg_jct"]),
+        ("bound", result.bound),
+        ("gap", result.gap),
+    ]
+    lines.append("  " + "   ".join(f"{name} {value:.6g}" for name, value in numbers if value is not None))
+    lines.append(f"  build {result.build_s:.3f} s, solve {result.solve_s:.3f} s, {len(data['tasks'])} tasks")
+    header = ["job", "weight", "release", "completion", "JCT", "fair completion"]
+    rows = []
+    for job in instance.jobs[:top]:
+        entry = data["jobs"][job.name]
+        fair = entry["fair_completion"]
+        rows.append([job.name, f"{job.weight:g}", _short(job.release), _short(entry["completion"]),
+                     _short(entry["completion"] - job.release), "-" if fair is None else _short(fair)])  # fmt: skip
+    lines += _aligned(header, rows)
+    if len(instance.jobs) > top:
+        lines.append(f"  ... and {len(instance.jobs) - top} more jobs (--top N shows more, --format csv lists all)")
+    return "\n".join(lines + _footer(result))
+
+
+def format_table(instance: Instance, result: Result, top: int = 20, data: dict[str, Any] | None = None) -> str:
+    """The human-readable view of ``result``: header, numbers and at most ``top`` rows per table."""
+    data = result_json(instance, result) if data is None else data
+    if result.schedule is not None:
+        return _format_schedule(instance, result, data, top)
+    lines = [
+        f"{instance.name}: method {result.method} (backend {result.backend}) -> {result.status}, "
+        f"verified {'yes' if result.verified else 'NO'}",
+    ]
+    hierarchical = instance.hierarchy is not None
+    numbers = [
+        ("min share/guarantee" if hierarchical else "min weighted share", result.objective),
+        ("bound", result.bound),
+        ("gap", result.gap),
+    ]
+    lines.append("  " + "   ".join(f"{name} {value:.6g}" for name, value in numbers if value is not None))
+    lines.append(f"  build {result.build_s:.3f} s, solve {result.solve_s:.3f} s")
+    if result.allocation is not None:
+        resources = list(instance.resources)
+        header = ["tenant", "weight", "tasks", "dom.share", *resources, "servers"]
+        rows = []
+        for tenant in [] if hierarchical else instance.tenants[:top]:
+            entry = data["tenants"][tenant.name]
+            servers = ", ".join(f"{unit}:{_short(count)}" for unit, count in list(entry["per_server"].items())[:4])
+            if len(entry["per_server"]) > 4:
+                servers += f", ... ({len(entry['per_server'])} servers)"
+            rows.append(
+                [
+                    tenant.name,
+                    f"{tenant.weight:g}",
+                    _short(entry["tasks"]),
+                    f"{entry['dominant_share']:.4f}",
+                    *(_short(entry["allocation"][r]) for r in resources),
+                    servers,
+                ]
+            )
+        if hierarchical:
+            header, rows = _tree_rows(instance, data)
+            rows = rows[:top]
+        lines += _aligned(header, rows)
+        shown = len(instance.tenants) if not hierarchical else len(data["nodes"])
+        if shown > top:
+            lines.append(f"  ... and {shown - top} more rows (--top N shows more, --format csv lists all)")
+        used = ", ".join(f"{r} {100 * u:.1f}%" for r, u in data["utilisation"].items())
+        lines.append(f"  utilisation: {used}")
+    if "time_averaged_shares" in result.extra:  # simulated schedulers: the table above is the end state
+        averaged = ", ".join(f"{name} {v:.4f}" for name, v in result.extra["time_averaged_shares"].items())
+        lines.append(f"  time-averaged shares after warm-up: {averaged}")
+        if result.extra.get("distance_to_hdrf") is not None:
+            lines.append(f"  time-averaged L1 distance to static H-DRF: {result.extra['distance_to_hdrf']:.4f}")
+        for episode in result.extra.get("starvation", [])[:10]:
+            lines.append(f"  STARVED: {episode['leaf']} from {episode['start']:.1f} to {episode['end']:.1f}")
+    return "\n".join(lines + _footer(result))
+
+
+def _tree_rows(instance: Instance, data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The hierarchy drawn as a tree: weight, guarantee, achieved share and amounts of every node."""
+    resources = list(instance.resources)
+    header = ["node", "weight", "guarantee", "share", "share/guar.", "tasks", *resources, "servers"]
+    nodes = data["nodes"]
+    names = list(nodes)
+    last_child = {}
+    for name in names:
+        last_child[nodes[name]["parent"]] = name
+    rows = []
+    for name in names:
+        entry = nodes[name]
+        # Draw the branch: for every ancestor, a bar if more siblings follow it, then this node's elbow.
+        prefix, ancestor = "", entry["parent"]
+        while ancestor is not None and nodes[ancestor]["parent"] is not None:
+            prefix = ("   " if last_child[nodes[ancestor]["parent"]] == ancestor else "|  ") + prefix
+            ancestor = nodes[ancestor]["parent"]
+        if entry["parent"] is not None:
+            prefix += "`- " if last_child[entry["parent"]] == name else "|- "
+        tenant = data["tenants"].get(name) if entry["leaf"] else None
+        ratio = entry["dominant_share"] / entry["guarantee"] if entry["guarantee"] > 0 else None
+        servers = ""
+        if tenant is not None and data["unit_kind"] != "pool":
+            servers = ", ".join(f"{unit}:{_short(count)}" for unit, count in list(tenant["per_server"].items())[:4])
+        rows.append(
+            [
+                prefix + name,
+                f"{entry['weight']:g}",
+                f"{entry['guarantee']:.4f}",
+                f"{entry['dominant_share']:.4f}",
+                "-" if ratio is None else f"{ratio:.3f}",
+                _short(tenant["tasks"]) if tenant is not None else "",
+                *(_short(entry["allocation"][r]) for r in resources),
+                servers,
+            ]
+        )
+    return header, rows
+
+
+def _short(value: float) -> str:
+    return f"{value:.4g}" if isinstance(value, float) and not float(value).is_integer() else f"{value:g}"
+
+
+def format_csv(instance: Instance, result: Result, data: dict[str, Any] | None = None) -> str:
+    """One row per tenant (allocations), node (hierarchies) or task (schedules), result columns first."""
+    data = result_json(instance, result) if data is None else data
+    common = {key: data.get(key) for key in ("method", "backend", "status", "objective", "bound", "verified")}
+    rows: list[dict[str, Any]]
+    if result.schedule is not None:
+        rows = [dict(task) for task in data["tasks"]]
+    elif "nodes" in data:
+        rows = [{"node": name, "parent": entry["parent"], "weight": entry["weight"], "guarantee": entry["guarantee"],
+                 "dominant_share": entry["dominant_share"], **entry["allocation"]}
+                for name, entry in data["nodes"].items()]  # fmt: skip
+    elif "tenants" in data:
+        rows = [{"tenant": name, "tasks": entry["tasks"], "dominant_share": entry["dominant_share"],
+                 **entry["allocation"], "per_server": " ".join(f"{u}:{n}" for u, n in entry["per_server"].items())}
+                for name, entry in data["tenants"].items()]  # fmt: skip
+    else:
+        rows = [{}]
+    buffer = io.StringIO()
+    fields = [*common, *dict.fromkeys(key for row in rows for key in row)]
+    writer = csv.DictWriter(buffer, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({**common, **row})
+    return buffer.getvalue()

@@ -1,0 +1,259 @@
+"""Exact DRFH by progressive filling over LP rounds, with plain or column-generation round solvers.
+
+Each round maximises the common weighted level ``t`` of the tenants still growing. Task caps make the
+level a piecewise problem: tenant ``i`` needs ``min(w_i t, cap_i)``. Instead of one round per cap we
+binary-search the interval between consecutive cap breakpoints ``B`` that holds the optimum, then
+freeze (a) tenants at their cap and (b) tenants whose level row has a non-zero dual: by complementary
+slackness that row is tight in *every* optimal solution, so they cannot grow without lowering the
+level. Rounds continue until nobody can grow; the result is leximin-optimal.
+
+Every LP solved is feasible by construction, which column generation needs (an infeasible restricted
+master says nothing about the full LP). The probe "can the level reach ``B[k]``?" gives the tenants
+capped at or below ``B[k]`` the level row ``G_i >= (cap_i / B[k]) t`` instead of a fixed share: this is
+weaker than ``min(w_i t, cap_i)`` below ``B[k]`` and equal at ``B[k]``, and ``t = 0`` is always feasible,
+so the probe reaches ``B[k]`` exactly when the true requirement at ``B[k]`` is feasible.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from models.result import Status
+from models.types import FloatArray, IntArray
+from solver.backends import Backend
+from solver.backends.base import Session, SolveOutcome
+from solver.budget import Budget
+from solver.drfh.model import DrfhModel
+
+_REL = 1e-9  # relative tolerance for level comparisons
+_DUAL = 1e-9  # a level-row dual above this (times the tenant's weight) freezes the tenant
+
+
+@dataclass
+class RoundOutcome:
+    status: Status
+    level: float = 0.0
+    shares: FloatArray | None = None  # G per tenant
+    level_duals: FloatArray | None = None  # |dual| of each level row
+    solve_s: float = 0.0
+    message: str = ""
+
+
+class RoundSolver(Protocol):
+    """Solves the round LP for given tenant states; implementations differ in how they hold columns."""
+
+    lp_solves: int
+
+    def solve_round(self, coefficient: FloatArray, lower: FloatArray, upper: FloatArray) -> RoundOutcome:
+        """Max t s.t. G_i >= coefficient_i t (rows with coefficient 0 are off), lower <= G <= upper."""
+        ...
+
+    def pair_shares(self) -> tuple[IntArray, IntArray, FloatArray]:
+        """(tenant, unit, g) of the last solution."""
+        ...
+
+
+def level_upper_bound(model: DrfhModel) -> float:
+    # A global dominant share never exceeds 1, so the weighted level never exceeds 1 / min weight.
+    return 2.0 / float(model.instance.weights.min()) + 1.0
+
+
+class _Rounds:
+    """What every round solver shares: its pair columns and turning a solve into a ``RoundOutcome``."""
+
+    def __init__(self, model: DrfhModel, tenants: IntArray, units: IntArray) -> None:
+        self.model = model
+        self.tenants = tenants
+        self.units = units
+        self.lp_solves = 0
+        self._x: FloatArray | None = None
+
+    def _outcome(self, outcome: SolveOutcome) -> RoundOutcome:
+        self.lp_solves += 1
+        if outcome.x is None or outcome.status != "optimal":
+            return RoundOutcome(outcome.status, solve_s=outcome.solve_s, message=outcome.message)
+        n = self.model.num_tenants
+        self._x = outcome.x
+        duals = np.abs(outcome.row_duals[self.model.level_rows()]) if outcome.row_duals is not None else None
+        return RoundOutcome("optimal", float(outcome.x[n]), outcome.x[:n].copy(), duals, outcome.solve_s)
+
+    def pair_shares(self) -> tuple[IntArray, IntArray, FloatArray]:
+        assert self._x is not None
+        n = self.model.num_tenants
+        return self.tenants, self.units, np.maximum(self._x[n + 1 :], 0.0)
+
+
+class SessionRounds(_Rounds):
+    """A round solver on a backend session: bounds and coefficients change in place between rounds.
+
+    On HiGHS the session keeps its basis, so a round is a warm re-solve; other backends rebuild and
+    solve the LP afresh each round (``solver.backends.base.RebuildSession``).
+    """
+
+    def __init__(self, model: DrfhModel, session: Session, tenants: IntArray, units: IntArray) -> None:
+        super().__init__(model, tenants, units)
+        self.session = session
+        self._coefficient = model.instance.weights.copy()
+
+    @classmethod
+    def all_columns(cls, model: DrfhModel, backend: Backend, budget: Budget, algorithm: str | None = None
+                    ) -> SessionRounds:  # fmt: skip
+        """Every usable (tenant, unit) column in one model."""
+        tenants, units = model.all_pairs()
+        lp = model.build(tenants, units, level_upper_bound(model))
+        return cls(model, backend.session(lp, budget.remaining(), algorithm), tenants, units)
+
+    def _apply(self, coefficient: FloatArray, lower: FloatArray, upper: FloatArray) -> None:
+        n = self.model.num_tenants
+        self.session.set_column_bounds(np.arange(n), lower, upper)
+        rows = self.model.level_rows()
+        on = coefficient > 0
+        self.session.set_row_bounds(rows, np.where(on, 0.0, -math.inf), np.full(n, math.inf))
+        changed = np.flatnonzero(on & (coefficient != self._coefficient))
+        for i in changed:
+            self.session.set_coefficient(int(rows[i]), n, -float(coefficient[i]))
+        self._coefficient[changed] = coefficient[changed]
+        # With no tenant tied to the level, t is free; pin it so the LP stays bounded and trivial.
+        t_upper = level_upper_bound(self.model) if on.any() else 0.0
+        self.session.set_column_bounds(np.array([n]), np.array([0.0]), np.array([t_upper]))
+
+    def solve_round(self, coefficient: FloatArray, lower: FloatArray, upper: FloatArray) -> RoundOutcome:
+        self._apply(coefficient, lower, upper)
+        return self._outcome(self.session.solve())
+
+
+@dataclass
+class FillingResult:
+    status: Status
+    shares: FloatArray  # G per tenant
+    levels: FloatArray  # weighted level at which each tenant froze
+    first_level: float  # the max-min level of round one (the LP bound on the minimum)
+    rounds: int
+    lp_solves: int
+    solve_s: float
+    pair_tenants: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    pair_units: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    pair_shares: FloatArray = field(default_factory=lambda: np.zeros(0))
+    message: str = ""
+
+
+def progressive_filling(model: DrfhModel, rounds: RoundSolver) -> FillingResult:
+    """Leximin-optimal global dominant shares by progressive filling (see module docstring)."""
+    n = model.num_tenants
+    weights = model.instance.weights
+    caps = model.share_caps()
+    can_run = model.usable.any(axis=1) & (caps > 0)
+    active = can_run.copy()
+    lower = np.zeros(n)
+    upper = np.where(can_run, caps, 0.0)
+    levels = np.zeros(n)
+    cap_level = caps / weights
+    first_level = math.nan
+    round_count = 0
+    solve_s = 0.0
+    last: RoundOutcome | None = None
+
+    def run(coefficient: FloatArray, trial_lower: FloatArray) -> RoundOutcome:
+        nonlocal solve_s
+        outcome = rounds.solve_round(coefficient, trial_lower, upper)
+        solve_s += outcome.solve_s
+        return outcome
+
+    def reaches(breakpoint: float) -> RoundOutcome:
+        """Probe whether the level can reach ``breakpoint`` (always-feasible LP, see module doc)."""
+        capped = active & (cap_level <= breakpoint)
+        coefficient = np.where(capped, caps / breakpoint, np.where(active, weights, 0.0))
+        return run(coefficient, lower)
+
+    while active.any():
+        round_count += 1
+        breakpoints = np.unique(cap_level[active & np.isfinite(cap_level)])
+        # Largest k such that the level reaches breakpoints[k-1] (k = 0: nothing is known yet).
+        low, high = 0, len(breakpoints)
+        while low < high:
+            middle = (low + high + 1) // 2
+            probe = reaches(float(breakpoints[middle - 1]))
+            if probe.status != "optimal":
+                return _partial(probe, lower, levels, first_level, round_count, rounds, solve_s)
+            if probe.level >= breakpoints[middle - 1] * (1 - _REL):
+                low = middle
+            else:
+                high = middle - 1
+        reached = float(breakpoints[low - 1]) if low > 0 else -math.inf
+        capped = active & (cap_level <= reached)
+        trial_lower = lower.copy()
+        trial_lower[capped] = caps[capped] * (1 - 1e-10)
+        outcome = run(np.where(active & ~capped, weights, 0.0), trial_lower)
+        if outcome.status != "optimal":
+            return _partial(outcome, lower, levels, first_level, round_count, rounds, solve_s)
+        last = outcome
+        assert outcome.shares is not None
+        uncapped = active & ~capped
+        # Tenants whose cap level the level reached are capped too (it stopped at their breakpoint).
+        # A vertex may hand a tenant its whole cap above the level; that alone does not satisfy it.
+        at_cap = uncapped & (cap_level <= outcome.level * (1 + _REL))
+        capped |= at_cap
+        uncapped &= ~at_cap
+        level = outcome.level if uncapped.any() else max(reached, float(np.max(cap_level[capped], initial=0.0)))
+        if math.isnan(first_level):
+            first_level = level
+        levels[capped] = cap_level[capped]
+        lower[capped] = caps[capped] * (1 - 1e-10)
+        active &= ~capped
+        if uncapped.any():
+            duals = outcome.level_duals
+            if duals is None:
+                raise RuntimeError("progressive filling needs row duals from the backend")
+            scaled = duals * weights
+            blocked = uncapped & (scaled > _DUAL * max(1.0, float(np.max(scaled))))
+            if not blocked.any():
+                blocked = uncapped & (scaled >= np.max(scaled[uncapped]))
+            levels[blocked] = level
+            # A hair below the attained value keeps later rounds feasible despite round-off.
+            lower[blocked] = np.minimum(weights[blocked] * level, outcome.shares[blocked]) * (1 - 1e-10)
+            active &= ~blocked
+    if last is None:  # nobody can run anything
+        return FillingResult("optimal", np.zeros(n), levels, 0.0, 0, 0, 0.0)
+    # The last round's solution satisfies every frozen lower bound, so it is the final allocation.
+    tenants, units, g = rounds.pair_shares()
+    shares = np.bincount(tenants, weights=g, minlength=n).astype(np.float64)
+    keep = g > 0
+    return FillingResult(
+        "optimal", shares, levels, 0.0 if math.isnan(first_level) else first_level, round_count,
+        rounds.lp_solves, solve_s, tenants[keep], units[keep], g[keep],
+    )  # fmt: skip
+
+
+def _partial(
+    outcome: RoundOutcome,
+    lower: FloatArray,
+    levels: FloatArray,
+    first_level: float,
+    round_count: int,
+    rounds: RoundSolver,
+    solve_s: float,
+) -> FillingResult:
+    status: Status = "time_limit" if outcome.status == "time_limit" else "error"
+    try:
+        tenants, units, g = rounds.pair_shares()
+    except AssertionError:
+        tenants, units, g = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
+    shares = (
+        np.bincount(tenants, weights=g, minlength=len(lower)).astype(np.float64) if len(g) else np.zeros(len(lower))
+    )
+    return FillingResult(
+        status, shares, levels, 0.0 if math.isnan(first_level) else first_level, round_count,
+        rounds.lp_solves, solve_s, tenants, units, g, outcome.message or outcome.status,
+    )  # fmt: skip
+
+
+def unit_tasks(model: DrfhModel, result: FillingResult) -> FloatArray:
+    """Tasks per (tenant, unit) from the pair shares: g / s_i."""
+    tasks = np.zeros((model.num_tenants, model.units.num_units))
+    share = model.share_per_task
+    np.add.at(tasks, (result.pair_tenants, result.pair_units), result.pair_shares / share[result.pair_tenants])
+    return tasks

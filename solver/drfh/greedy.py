@@ -1,0 +1,342 @@
+"""Shared machinery of the flat heuristics: per-tenant and per-class arrays, the size limit, the tenant
+order of progressive filling (with ties broken by index under a tolerance), and the dense result.
+
+Conventions shared by every flat heuristic:
+
+- A tenant's weighted global dominant share after ``n`` tasks is the key ``n * step[i]`` with
+  ``step = dominant_demand / weight``. The next task goes to the lowest-indexed tenant among those whose
+  key is within ``TIE`` (relative) of the smallest key: keys that are equal in real numbers but differ
+  in their last bits (``0.1 / 1`` against ``0.3 / 3``) are a tie, broken by index.
+- Task caps are whole numbers: a cap of 2.5 allows 2 tasks.
+- A machine's free room starts at ``capacity * (1 + TOL)`` and every task placed on it subtracts its
+  demand, one task at a time (so every implementation sees the same floats). A task fits where
+  ``demand <= room`` for every resource it needs; resources it does not need are never checked.
+- Machines of a server class are interchangeable until a task lands on one: a class is stored as its
+  capacity and count, and a heuristic touches its machines in index order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
+
+TOL = 1e-10  # fit slack relative to a machine's capacity; well inside the 1e-9 a checker allows
+TIE = 1e-9  # relative tolerance under which two keys or two fitness values tie (then the lower index wins)
+#: Whole-task heuristics return a tenants x machines table (``Allocation(kind="machine")``): refuse
+#: instances whose table would exceed this many cells (2**27 cells are 1 GiB of float64, and the
+#: table is built and then copied once) before building anything per machine.
+MAX_CELLS = 2**27
+
+
+def key_ties(value: float, best: float) -> bool:
+    """Whether tenant key ``value`` ties with the smallest key ``best`` (relative tolerance ``TIE``)."""
+    return value <= best + TIE * best
+
+
+def fitness_ties(value: float, best: float) -> bool:
+    """Whether fitness ``value`` ties with the smallest ``best``: ``TIE`` relative, and absolute near 0."""
+    return value <= best + TIE * (1.0 + best)
+
+
+def check_size(instance: Instance, method: str) -> None:
+    """Refuse, with the limit named, an instance whose tenants x machines table is too large to build.
+
+    Raises
+    ------
+    InstanceError
+        With field ``servers`` (the CLI exits 2), before anything per machine is allocated.
+    """
+    machines = int(sum(int(server.count) for server in instance.servers))
+    cells = max(len(instance.tenants), 1) * machines
+    if cells > MAX_CELLS:
+        raise InstanceError(
+            f"{method} places whole tasks on individual machines and returns a tenants x machines table: "
+            f"{len(instance.tenants):,} tenants x {machines:,} machines = {cells:,} cells exceeds the limit of "
+            f"{MAX_CELLS:,} cells; use fewer machines (counts) or a divisible method (drfh)",
+            "servers",
+        )
+
+
+@dataclass(frozen=True)
+class FlatSetup:
+    """Per-tenant and per-class arrays every flat heuristic starts from (nothing per machine)."""
+
+    demand: FloatArray  # (tenants, resources)
+    need: FloatArray  # demand, with -inf where the demand is zero (never blocks a fit test)
+    weights: FloatArray
+    step: FloatArray  # weighted global dominant share of one task
+    caps: FloatArray  # whole-task caps, inf when unbounded
+    eligible: BoolArray  # may get a task at all: cap >= 1 and one task fits on some empty machine
+    fits_class: BoolArray  # (tenants, classes): one task fits on an empty machine of the class
+    room: FloatArray  # (classes, resources): an empty machine's room, capacity * (1 + TOL)
+    counts: IntArray  # machines per class
+    class_start: IntArray  # first machine of every class (classes are contiguous in machine order)
+
+    @property
+    def tenants(self) -> int:
+        return int(self.demand.shape[0])
+
+    @property
+    def machines(self) -> int:
+        return int(self.counts.sum())
+
+
+def prepare(instance: Instance, method: str) -> FlatSetup:
+    """Build the shared arrays of ``instance`` after checking its size (see ``check_size``)."""
+    check_size(instance, method)
+    demand = np.asarray(instance.demand, dtype=np.float64).reshape(len(instance.tenants), len(instance.resources))
+    room = instance.capacity * (1 + TOL)
+    need = np.where(demand > 0, demand, -np.inf)
+    fits_class = np.all(need[:, None, :] <= room[None, :, :], axis=2)
+    caps = np.floor(instance.task_caps) if len(instance.tenants) else np.zeros(0)
+    eligible = fits_class.any(axis=1) & instance.runnable & (caps >= 1)
+    step = instance.dominant_demand / instance.weights if len(instance.tenants) else np.zeros(0)
+    counts = np.asarray(instance.counts, dtype=np.int64)
+    return FlatSetup(
+        demand=demand,
+        need=need,
+        weights=np.asarray(instance.weights, dtype=np.float64),
+        step=np.asarray(step, dtype=np.float64),
+        caps=caps,
+        eligible=eligible,
+        fits_class=fits_class,
+        room=room,
+        counts=counts,
+        class_start=np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64),
+    )
+
+
+# ---- the tenant order --------------------------------------------------------------------------------
+
+
+def _keys_below(step: FloatArray, caps: FloatArray, level: float) -> FloatArray:
+    """How many keys ``n * step`` (n = 0, 1, ...) lie strictly below ``level``, capped; exact in floats."""
+    count = np.ceil(level / step)
+    for _ in range(4):  # the float product may sit one off the real-number estimate either way
+        count = np.where((count > 0) & ((count - 1) * step >= level), count - 1, count)
+        count = np.where(count * step < level, count + 1, count)
+    return np.minimum(count, caps)
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A stretch of the grant sequence: ``tenants`` in grant order.
+
+    A *plain* segment is final as it stands: its keys are distinct beyond the tie tolerance or exactly
+    equal (then sorted by index), and removing a blocked tenant's entries leaves the others' order as
+    it is. A *fuzzy* segment is a chain of keys that tie under the tolerance without being equal; its
+    order depends on which tenants are still present, so ``resolve_fuzzy`` settles it live.
+    """
+
+    tenants: IntArray
+    keys: FloatArray
+    fuzzy: bool
+
+
+def grant_segments(
+    step: FloatArray, caps: FloatArray, state: Callable[[], tuple[IntArray, BoolArray]], chunk: int = 8192
+) -> Iterator[Segment]:
+    """The grant sequence of progressive filling, in segments.
+
+    ``state()`` returns the tasks granted so far and which tenants may still receive one; it is called
+    before every new chunk, so the caller's grants and blocked tenants count from there on (within a
+    chunk the caller skips a blocked tenant's later entries). A chunk holds about ``chunk`` entries:
+    every entry with a key below a level ``L``, less a trailing chain of ties that may continue past
+    ``L``.
+    """
+    caps = np.floor(caps)
+    while True:
+        counts, alive = state()
+        ids = np.flatnonzero(alive & (counts < caps))
+        if not ids.size:
+            return
+        s, start, cap = step[ids], counts[ids].astype(np.float64), caps[ids]
+        base = float((start * s).min())
+        rate = float(np.sum(1.0 / s))
+        size = chunk
+        while True:
+            level = base + size / rate
+            level = max(level, np.nextafter(base, np.inf))
+            upto = _keys_below(s, cap, level)
+            number = (upto - start).astype(np.int64)
+            number = np.maximum(number, 0)
+            total = int(number.sum())
+            tenants = np.repeat(ids, number)
+            first = np.repeat(np.cumsum(number) - number, number)
+            n = np.repeat(start, number) + (np.arange(total) - first)
+            keys = n * step[tenants]
+            order = np.lexsort((tenants, keys))
+            tenants, keys = tenants[order], keys[order]
+            # Chains of ties: consecutive keys within the tolerance belong to one chain.
+            gap = keys[1:] > keys[:-1] + TIE * keys[:-1]
+            cuts = np.flatnonzero(gap) + 1
+            bounds = np.concatenate(([0], cuts, [total]))
+            everything_fits = bool((upto >= cap).all())
+            last_start = int(bounds[-2])
+            # Unless nothing beyond the level can join the last chain, leave that chain for the next chunk.
+            end = total if everything_fits or keys[-1] + TIE * keys[-1] < level else last_start
+            if end > 0:
+                break
+            size *= 4
+        bounds = bounds[bounds <= end]
+        if bounds[-1] != end:
+            bounds = np.append(bounds, end)
+        fuzzy = keys[bounds[1:] - 1] != keys[bounds[:-1]]
+        plain_from = 0
+        for chain in np.flatnonzero(fuzzy).tolist():
+            lo, hi = int(bounds[chain]), int(bounds[chain + 1])
+            if lo > plain_from:
+                yield Segment(tenants[plain_from:lo], keys[plain_from:lo], False)
+            yield Segment(tenants[lo:hi], keys[lo:hi], True)
+            plain_from = hi
+        if end > plain_from:
+            yield Segment(tenants[plain_from:end], keys[plain_from:end], False)
+
+
+def resolve_fuzzy(segment: Segment, take: Callable[[int], bool]) -> None:
+    """Grant a fuzzy segment live: lowest index among the tenants within ``TIE`` of the smallest key.
+
+    ``take(i)`` grants one task to tenant ``i`` and returns False when it could not (the tenant is then
+    blocked and its remaining entries dropped). Each tenant competes with its first remaining entry.
+    """
+    pending: dict[int, list[float]] = {}
+    for tenant, key in zip(segment.tenants.tolist(), segment.keys.tolist(), strict=True):
+        pending.setdefault(tenant, []).append(key)
+    position = dict.fromkeys(pending, 0)
+    while position:
+        smallest = min(pending[i][position[i]] for i in position)
+        chosen = min(i for i in position if key_ties(pending[i][position[i]], smallest))
+        if take(chosen) and position[chosen] + 1 < len(pending[chosen]):
+            position[chosen] += 1
+        else:
+            del position[chosen]
+
+
+class Alive:
+    """Which tenants may still receive a task: a list for fast reads and a mask for numpy, kept in step."""
+
+    def __init__(self, mask: BoolArray) -> None:
+        self.mask = np.array(mask, dtype=bool)
+        self.dead = (~self.mask).tolist()
+
+    def kill(self, i: int) -> None:
+        self.dead[i] = True
+        self.mask[i] = False
+
+    def kill_where(self, hopeless: BoolArray) -> None:
+        """Kill every tenant where ``hopeless`` is True."""
+        dead = self.dead
+        for i in np.flatnonzero(hopeless & self.mask).tolist():
+            dead[i] = True
+        self.mask &= ~hopeless
+
+
+def progressive_fill(setup: FlatSetup, place: Callable[[int, int], int], alive: Alive, chunk: int = 8192) -> list[int]:
+    """Serve the tenant with the lowest weighted global dominant share, a task at a time.
+
+    ``place(i, k)`` puts the next ``k`` tasks of tenant ``i`` (consecutive in the grant order, so no
+    other tenant comes between them) where the heuristic's rule says, one after the other, and
+    returns how many it placed; fewer than ``k`` means the next one fits nowhere, and the tenant is
+    blocked for good (free room only shrinks). ``alive`` starts as the tenants that may get a task;
+    tenants blocked or at their cap are killed in it (``place`` may read it, and kill tenants it knows
+    can never fit again). Returns the task counts.
+    """
+    counts = [0] * setup.tenants
+    caps = setup.caps.tolist()
+    dead = alive.dead
+
+    def state() -> tuple[IntArray, BoolArray]:
+        return np.asarray(counts, dtype=np.int64), alive.mask
+
+    def take(i: int) -> bool:
+        if dead[i]:
+            return False
+        placed = place(i, 1)
+        counts[i] += placed
+        if placed < 1 or counts[i] >= caps[i]:
+            alive.kill(i)
+        return placed == 1
+
+    for segment in grant_segments(setup.step, setup.caps, state, chunk):
+        if segment.fuzzy:
+            resolve_fuzzy(segment, take)
+        else:
+            _serve_segment(segment.tenants, place, alive, counts, caps)
+    return counts
+
+
+def _serve_segment(tenants: IntArray, place: Callable[[int, int], int], alive: Alive, counts: list[int],
+                   caps: list[float]) -> None:  # fmt: skip
+    """Grant one segment of the order (no near-ties in it), runs of one tenant as one batch."""
+    dead = alive.dead
+    repeats = tenants[1:] == tenants[:-1]
+    if not repeats.any():  # one task per entry, nearly always: the lean loop
+        for i in tenants.tolist():
+            if dead[i]:
+                continue
+            if place(i, 1):
+                counts[i] += 1
+                if counts[i] >= caps[i]:
+                    alive.kill(i)
+            else:
+                alive.kill(i)
+        return
+    starts = np.concatenate(([0], np.flatnonzero(~repeats) + 1))
+    lengths = np.diff(np.append(starts, tenants.size)).tolist()
+    for i, length in zip(tenants[starts].tolist(), lengths, strict=True):
+        if dead[i]:
+            continue
+        placed = place(i, length)
+        counts[i] += placed
+        if placed < length or counts[i] >= caps[i]:
+            alive.kill(i)
+
+
+# ---- the result --------------------------------------------------------------------------------------
+
+
+class Placements:
+    """Tasks placed so far: single tasks as (tenant, machine) and batches as (tenant, first machine,
+    tasks on each, machines) records."""
+
+    def __init__(self) -> None:
+        self.tenant: list[int] = []
+        self.machine: list[int] = []
+        self.span: list[int] = []
+        self.each: list[int] = []
+        self.single_tenant: list[int] = []
+        self.single_machine: list[int] = []
+
+    def add(self, tenant: int, machine: int, tasks: int = 1, span: int = 1) -> None:
+        self.tenant.append(tenant)
+        self.machine.append(machine)
+        self.each.append(tasks)
+        self.span.append(span)
+
+    def dense(self, tenants: int, machines: int) -> FloatArray:
+        self.tenant += self.single_tenant
+        self.machine += self.single_machine
+        self.each += [1] * len(self.single_tenant)
+        self.span += [1] * len(self.single_tenant)
+        self.single_tenant, self.single_machine = [], []
+        span = np.asarray(self.span, dtype=np.int64)
+        rows = np.repeat(np.asarray(self.tenant, dtype=np.int64), span)
+        first = np.repeat(np.cumsum(span) - span, span)
+        columns = np.repeat(np.asarray(self.machine, dtype=np.int64), span) + (np.arange(int(span.sum())) - first)
+        weights = np.repeat(np.asarray(self.each, dtype=np.float64), span)
+        return dense_counts(tenants, machines, rows, columns, weights)
+
+
+def dense_counts(
+    tenants: int, machines: int, rows: IntArray, columns: IntArray, weights: FloatArray | None = None
+) -> FloatArray:
+    """A (tenants, machines) float array adding ``weights`` (default 1) at every (row, column) pair."""
+    flat = np.asarray(rows, dtype=np.int64) * machines + np.asarray(columns, dtype=np.int64)
+    if weights is None:
+        weights = np.ones(flat.size)
+    counts = np.bincount(flat, weights=weights, minlength=tenants * machines)
+    return np.asarray(counts, dtype=np.float64).reshape(tenants, machines)

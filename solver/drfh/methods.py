@@ -1,0 +1,204 @@
+"""The flat family's drivers: each takes an instance and the request and returns a ``Result``.
+
+``solve_drfh`` picks the LP strategy (every column in one model, column generation, or the pooled
+relaxation certified on the real machines) and runs progressive filling; ``drfh_allocation`` turns its
+shares into task counts per server class, which ``collapsed`` H-DRF reuses. ``drfh-int`` starts from the
+better of First-Fit and Best-Fit and searches f's levels up to the divisible LP's bound.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+from models.metrics import min_weighted_share
+from models.result import Allocation, Result
+from models.types import Instance
+from solver.backends import Backend, get_backend
+from solver.budget import Budget
+from solver.drfh.colgen import ColumnGenerationRounds, solve_by_aggregation
+from solver.drfh.filling import (
+    FillingResult,
+    RoundSolver,
+    SessionRounds,
+    level_upper_bound,
+    progressive_filling,
+    unit_tasks,
+)
+from solver.drfh.model import DrfhModel, UnitGrouping
+from solver.lp import LinearProgram
+from solver.registry import SolveOptions
+
+#: Above this many distinct placement units, ``strategy='auto'`` certifies a pooled relaxation instead of
+#: putting every (tenant, unit) column into one LP.
+AGGREGATE_ABOVE_UNITS = 200
+
+
+def solve_drfh(
+    instance: Instance,
+    backend: Backend | None = None,
+    time_limit: float | None = None,
+    strategy: str = "auto",
+    budget: Budget | None = None,
+) -> tuple[DrfhModel, FillingResult, float]:
+    """Build and solve DRFH; returns the model, the filling result and the build time.
+
+    ``strategy`` is 'plain' (all columns), 'colgen' (progressive filling with column generation),
+    'aggregate' (certify the pooled-groups relaxation, falling back to column generation) or 'auto',
+    which picks 'aggregate' when the merged instance has many distinct units and the backend keeps its
+    basis between solves (column generation on a backend that rebuilds every LP would be slow).
+    """
+    started = time.perf_counter()
+    budget = budget or Budget.of(time_limit)
+    backend = backend or get_backend()
+    model = DrfhModel(instance, UnitGrouping.merge_identical(instance))
+    chosen = strategy
+    if strategy == "auto":
+        incremental = "incremental" in backend.capabilities()
+        chosen = "aggregate" if incremental and model.units.num_units > AGGREGATE_ABOVE_UNITS else "plain"
+    if chosen == "aggregate":
+        build_s = time.perf_counter() - started
+        return model, solve_by_aggregation(model, backend, budget), build_s
+    rounds: RoundSolver
+    if chosen == "colgen":
+        rounds = ColumnGenerationRounds(model, backend, budget)
+    else:
+        rounds = SessionRounds.all_columns(model, backend, budget)
+    build_s = time.perf_counter() - started
+    return model, progressive_filling(model, rounds), build_s
+
+
+def drfh_allocation(instance: Instance, backend: Backend, budget: Budget, strategy: str = "auto",
+                    pooled: bool = False) -> tuple[Allocation, FillingResult, float, DrfhModel]:  # fmt: skip
+    """DRFH (or, ``pooled``, DRF on the cluster as one server) as task counts per server class (or pool)."""
+    target = instance.pooled() if pooled else instance
+    model, filled, build_s = solve_drfh(target, backend, strategy=strategy, budget=budget)
+    per_unit = unit_tasks(model, filled)
+    if pooled:
+        allocation = Allocation(per_unit.sum(axis=1, keepdims=True), "pool")
+    else:
+        allocation = Allocation(model.units.split_to_classes(instance, per_unit), "class")
+    return allocation, filled, build_s, model
+
+
+def run_drfh(instance: Instance, options: SolveOptions, budget: Budget, pooled: bool = False) -> Result:
+    backend = get_backend(options.backend or "highs", options.algorithm)
+    allocation, filled, build_s, model = drfh_allocation(instance, backend, budget, options.strategy, pooled)
+    return Result(
+        status=filled.status,
+        method="drf" if pooled else "drfh",
+        backend=backend.name,
+        build_s=build_s,
+        solve_s=filled.solve_s,
+        allocation=allocation,
+        solver_objective=filled.first_level,
+        message=filled.message,
+        extra={
+            "rounds": filled.rounds,
+            "lp_solves": filled.lp_solves,
+            "units": model.units.num_units,
+            "levels": {t.name: float(v) for t, v in zip(instance.tenants, filled.levels, strict=True)},
+        },
+    )
+
+
+def run_drf(instance: Instance, options: SolveOptions, budget: Budget) -> Result:
+    return run_drfh(instance, options, budget, pooled=True)
+
+
+def run_drfh_int(instance: Instance, options: SolveOptions, budget: Budget) -> Result:
+    from solver.drfh.heuristics import best_fit, first_fit
+    from solver.drfh.int_search import solve_drfh_int
+
+    backend = get_backend(options.backend or "highs", options.algorithm)
+    started = time.perf_counter()
+    # The divisible relaxation bounds f only over the tenants whole tasks can serve: a task too large for
+    # every machine runs divisibly but never whole, so it gets no share in the relaxation either.
+    relaxed = instance.with_tenants([t if ok else replace(t, tasks=0.0)
+                                     for t, ok in zip(instance.tenants, instance.placeable, strict=True)])  # fmt: skip
+    allocation, filled, _, _ = drfh_allocation(relaxed, backend, budget)
+    lp_bound = min_weighted_share(relaxed, allocation) if filled.status == "optimal" else None
+    # Warm start from the better of the two placement heuristics (by f, the compared objective).
+    starts = [heuristic(instance) for heuristic in (best_fit, first_fit)]
+    start = max(starts, key=lambda candidate: min_weighted_share(instance, candidate))
+    found = solve_drfh_int(instance, backend, budget, lp_bound, start.tasks, options.gap)
+    total = time.perf_counter() - started
+    return Result(
+        status=found.status,
+        method="drfh-int",
+        backend=backend.name,
+        build_s=max(total - found.solve_s, 0.0),
+        solve_s=found.solve_s,
+        bound=lp_bound,
+        allocation=Allocation(found.tasks, "machine", integral=True),
+        message=found.message,
+        extra={
+            "leximin_steps": found.steps,
+            "milp_solves": found.milp_solves,
+            "max_min_status": found.max_min_status,
+            "max_min_s": found.max_min_s,
+            "proven_bound": found.first_bound,
+            "lp_bound": lp_bound,
+        },
+    )
+
+
+def _heuristic(name: str, place: Callable[[Instance, SolveOptions], Allocation]
+               ) -> Callable[[Instance, SolveOptions, Budget], Result]:  # fmt: skip
+    def run(instance: Instance, options: SolveOptions, budget: Budget) -> Result:
+        started = time.perf_counter()
+        allocation = place(instance, options)
+        return Result("feasible", name, "none", solve_s=time.perf_counter() - started, allocation=allocation)
+
+    return run
+
+
+def _first_fit(instance: Instance, options: SolveOptions) -> Allocation:
+    from solver.drfh.heuristics import first_fit
+
+    return first_fit(instance)
+
+
+def _best_fit(instance: Instance, options: SolveOptions) -> Allocation:
+    from solver.drfh.heuristics import best_fit
+
+    return best_fit(instance)
+
+
+def _slots(instance: Instance, options: SolveOptions) -> Allocation:
+    from solver.drfh.heuristics import slots
+
+    return slots(instance, options.slots)
+
+
+def _per_server_drf(instance: Instance, options: SolveOptions) -> Allocation:
+    from solver.drfh.heuristics import per_server_drf
+
+    return per_server_drf(instance)
+
+
+run_first_fit = _heuristic("first-fit", _first_fit)
+run_best_fit = _heuristic("best-fit", _best_fit)
+run_slots = _heuristic("slots", _slots)
+run_per_server_drf = _heuristic("per-server-drf", _per_server_drf)
+
+
+def export_drfh(instance: Instance) -> LinearProgram:
+    """The first progressive-filling round: maximise the common weighted level of every tenant."""
+    model = DrfhModel(instance, UnitGrouping.merge_identical(instance))
+    tenants, units = model.all_pairs()
+    return model.build(tenants, units, level_upper_bound(model))
+
+
+def export_drf(instance: Instance) -> LinearProgram:
+    return export_drfh(instance.pooled())
+
+
+def export_drfh_int(instance: Instance) -> LinearProgram:
+    """drfh-int's first max-min MILP (whole tasks on machines)."""
+    import numpy as np
+
+    from solver.drfh.int_model import DrfhIntModel
+
+    return DrfhIntModel.build_pairs(instance).build(1, np.zeros(0))

@@ -1,0 +1,338 @@
+"""The one discrete-event cluster simulator every online policy runs in.
+
+Time jumps from event to event; there is no time step. Events are task ends (a heap, tasks of a group
+launched together on one machine ending together are one entry), job arrivals (releases) and policy timers.
+At every event time, in this order:
+
+1. the tasks ending then free their machine's room; a group whose tasks have all ended completes and
+   releases its children (a child starts only after *every* task of every parent group ends); a job
+   whose tasks have all ended finishes;
+2. jobs arriving then become active; due timers fire (:meth:`Policy.on_timer`);
+3. the policy sees the new state (:meth:`Policy.on_event`), then is asked repeatedly which demand is
+   served next (:meth:`Policy.next`: a group and at most how many of its tasks) and on which machines
+   (:meth:`Policy.place`), until it has nothing more; the engine launches, and records every task.
+
+Events closer than ``TIME_RTOL`` (``models.tolerance``) are simultaneous. With a ``horizon`` the run stops
+there (backlogs never drain); tasks still running are reported with their ends beyond it.
+
+Observers (:class:`Observer`) are told the state after every event and how long it held: the metrics of
+``solver.sim.record`` and the hierarchical share meters are observers.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from models.result import Schedule
+from models.tolerance import TIME_RTOL
+from models.types import BoolArray, FloatArray, Instance, IntArray
+from solver.sim.cluster import Cluster
+from solver.sim.workload import Workload
+
+#: Standard exponential draws taken from the generator at once (one numpy call per batch, not per task).
+DRAW_BATCH = 4096
+
+
+class Policy(Protocol):
+    """What an online scheduler decides; the engine does everything else."""
+
+    name: str
+
+    def start(self, sim: Simulation) -> None:
+        """Once, before the first event."""
+
+    def on_event(self, sim: Simulation) -> None:
+        """After the ends, arrivals and timers of an event time, before :meth:`next` is asked."""
+
+    def on_timer(self, sim: Simulation) -> None:
+        """A timer set with :meth:`Simulation.wake_at` is due."""
+
+    def on_finish(self, sim: Simulation, group: int, tasks: int, machine: int) -> None:
+        """``tasks`` tasks of ``group`` ended on ``machine`` (their room is already free)."""
+
+    def next(self, sim: Simulation) -> tuple[int, int] | None:
+        """The group served next and at most how many of its tasks (one must fit now), or None to stop."""
+
+    def place(self, sim: Simulation, group: int, most: int) -> list[tuple[int, int]]:
+        """``(machine, tasks)`` chunks for up to ``most`` tasks of ``group`` (at least one)."""
+
+
+class Observer(Protocol):
+    def state(self, sim: Simulation) -> None:
+        """The state after an event time's launches (it holds until the next event)."""
+
+    def hold(self, sim: Simulation, start: float, end: float) -> None:
+        """The state seen by :meth:`state` held over ``[start, end)``."""
+
+    def close(self, sim: Simulation) -> None:
+        """The run is over."""
+
+
+class BasePolicy:
+    """Defaults: no set-up, nothing on events or timers, best-fit placement."""
+
+    name = "policy"
+
+    def start(self, sim: Simulation) -> None:
+        pass
+
+    def on_event(self, sim: Simulation) -> None:
+        pass
+
+    def on_timer(self, sim: Simulation) -> None:
+        pass
+
+    def on_finish(self, sim: Simulation, group: int, tasks: int, machine: int) -> None:
+        pass
+
+    def next(self, sim: Simulation) -> tuple[int, int] | None:
+        raise NotImplementedError
+
+    def place(self, sim: Simulation, group: int, most: int) -> list[tuple[int, int]]:
+        return sim.cluster.best_fit(sim.jobs.demand[group], most)
+
+
+class Simulation:
+    """Mutable state of one run; policies read it and never change it (the engine does)."""
+
+    def __init__(self, instance: Instance, workload: Workload, policy: Policy, placement: str = "pooled",
+                 horizon: float | None = None, seed: int = 0,
+                 observers: Sequence[Observer] = (), snapshot: bool = False) -> None:  # fmt: skip
+        self.instance = instance
+        self.jobs = workload
+        self.policy = policy
+        self.cluster = Cluster(instance, placement)
+        self.horizon = horizon
+        self.observers = list(observers)
+        self.t = 0.0
+        jobs = workload
+        self.free = self.cluster.free_total()
+        self.usage = np.zeros((jobs.num_jobs, jobs.capacity.size))  # per job, resources in use
+        self.tenant_usage = np.zeros((jobs.num_tenants, jobs.capacity.size))
+        self.tenant_running = np.zeros(jobs.num_tenants)
+        self.unlaunched = jobs.count.copy()
+        self.running = np.zeros(jobs.num_stages, dtype=np.int64)
+        self.missing = np.array([len(p) for p in jobs.parents], dtype=np.int64)
+        self.released = np.zeros(jobs.num_jobs, dtype=bool)
+        self.finished = np.zeros(jobs.num_jobs, dtype=bool)
+        self.tasks_left = np.zeros(jobs.num_jobs)
+        np.add.at(self.tasks_left, jobs.stage_job, jobs.count)
+        self.stage_done = np.zeros(jobs.num_stages, dtype=bool)
+        self.running_ends: list[list[tuple[float, int]]] = [[] for _ in range(jobs.num_stages)]  # (end, tasks)
+        self.active_changed = True  # set when a job is released or finishes
+        self.first_start = np.full(jobs.num_jobs, np.inf)
+        self.completion = np.full(jobs.num_jobs, np.inf)
+        self.events = 0
+        self.launches = 0
+        self.completions = 0  # task-end heap entries processed
+        self.arrived: list[int] = []  # the jobs released at the current event time
+        self.placed: FloatArray | None = np.zeros((jobs.num_stages, self.cluster.machines)) if snapshot else None
+        self.machine_tasks = np.zeros(self.cluster.machines, dtype=np.int64)  # tasks running on every machine
+        self._heap: list[tuple[float, int, int, int, int]] = []  # (end, sequence, group, tasks, machine)
+        self._timers: list[float] = []
+        self._sequence = 0
+        self._next_index = np.zeros(jobs.num_stages, dtype=np.int64)
+        self._rows: list[tuple[int, int, int, float, float, int]] = []  # (group, first index, n, start, end, machine)
+        self._releases = sorted(range(jobs.num_jobs), key=lambda k: (jobs.release[k], k))
+        self._next_release = 0
+        self._rng = np.random.default_rng(seed)
+        self._draws = self._rng.standard_exponential(DRAW_BATCH) if jobs.exponential else np.zeros(0)
+        self._drawn = 0
+
+    # --- what policies read -----------------------------------------------------------------------
+
+    @property
+    def active(self) -> IntArray:
+        return np.flatnonzero(self.released & ~self.finished)
+
+    def runnable(self) -> BoolArray:
+        """Groups with tasks left to launch whose job has arrived and whose parent groups are all done."""
+        return (self.unlaunched > 0) & (self.missing == 0) & self.released[self.jobs.stage_job]
+
+    def fits(self, groups: IntArray | None = None) -> BoolArray:
+        """Whether one more task of each group (default all) fits the free room of some machine."""
+        demand = self.jobs.demand if groups is None else self.jobs.demand[groups]
+        return self.cluster.fits_any(demand)
+
+    def candidates(self) -> IntArray:
+        """Runnable groups one of whose tasks fits some machine now."""
+        runnable = np.flatnonzero(self.runnable())
+        return runnable[self.fits(runnable)]
+
+    def place(self, group: int, most: int) -> list[tuple[int, int]]:
+        """Best fit (the default placement)."""
+        return self.cluster.best_fit(self.jobs.demand[group], most)
+
+    def wake_at(self, time: float) -> None:
+        """Call the policy's :meth:`Policy.on_timer` at ``time`` (an event of its own)."""
+        heapq.heappush(self._timers, max(float(time), self.t))
+
+    # --- the loop ---------------------------------------------------------------------------------
+
+    def _next_time(self) -> float:
+        candidates = [self._heap[0][0] if self._heap else math.inf, self._timers[0] if self._timers else math.inf]
+        if self._next_release < len(self._releases):
+            candidates.append(float(self.jobs.release[self._releases[self._next_release]]))
+        return min(candidates)
+
+    def run(self) -> Simulation:
+        """Run to the end (every task done) or to the horizon; returns itself."""
+        self.policy.start(self)
+        previous = 0.0
+        while True:
+            t = self._next_time()
+            stop = self.horizon if self.horizon is not None else math.inf
+            if t == math.inf or t > stop:
+                end = stop if math.isfinite(stop) else previous
+                for observer in self.observers:
+                    observer.hold(self, previous, max(end, previous))
+                break
+            for observer in self.observers:
+                observer.hold(self, previous, t)
+            self.t = previous = t
+            self.events += 1
+            horizon = t + TIME_RTOL * max(1.0, abs(t))
+            self._end_tasks(horizon)
+            self._release_jobs(horizon)
+            while self._timers and self._timers[0] <= horizon:
+                heapq.heappop(self._timers)
+                self.policy.on_timer(self)
+            self.policy.on_event(self)
+            self.active_changed = False
+            self._dispatch()
+            for observer in self.observers:
+                observer.state(self)
+        for observer in self.observers:
+            observer.close(self)
+        return self
+
+    def unfinished(self) -> IntArray:
+        """Jobs with tasks never launched: the policy could not place them (slots too small, ...) or the
+        horizon came first."""
+        left = np.zeros(self.jobs.num_jobs, dtype=bool)
+        left[self.jobs.stage_job[self.unlaunched > 0]] = True
+        return np.flatnonzero(left)
+
+    def _end_tasks(self, horizon: float) -> None:
+        jobs, heap = self.jobs, self._heap
+        while heap and heap[0][0] <= horizon:
+            end, _, g, n, machine = heapq.heappop(heap)
+            self.completions += 1
+            k = int(jobs.stage_job[g])
+            tenant = int(jobs.job_tenant[k])
+            amount = n * jobs.demand[g]
+            self.running_ends[g].remove((end, n))
+            self.running[g] -= n
+            self.free += amount
+            self.cluster.give(machine, jobs.demand[g], n)
+            self.usage[k] -= amount
+            self.tenant_usage[tenant] -= amount
+            self.tenant_running[tenant] -= n
+            self.tasks_left[k] -= n
+            if self.placed is not None:
+                self.placed[g, machine] -= n
+            self.machine_tasks[machine] -= n
+            if self.machine_tasks[machine] == 0:
+                self.cluster.reset(machine)  # an empty machine sheds the round-off of its adds and subtracts
+            self.policy.on_finish(self, g, n, machine)
+            if self.running[g] == 0 and self.unlaunched[g] == 0:
+                self.stage_done[g] = True
+                for c in jobs.children[g]:
+                    self.missing[c] -= 1
+            if self.tasks_left[k] == 0:
+                self.finished[k] = True
+                self.completion[k] = end
+                self.usage[k] = 0.0
+                self.active_changed = True
+
+    def _release_jobs(self, horizon: float) -> None:
+        jobs = self.jobs
+        order = self._releases
+        self.arrived = []
+        while self._next_release < len(order) and jobs.release[order[self._next_release]] <= horizon:
+            self.released[order[self._next_release]] = True
+            self.arrived.append(order[self._next_release])
+            self.active_changed = True
+            self._next_release += 1
+
+    def _dispatch(self) -> None:
+        while True:
+            choice = self.policy.next(self)
+            if choice is None:
+                return
+            g, most = choice
+            most = int(min(most, self.unlaunched[g]))
+            chunks = self.policy.place(self, g, most)
+            if sum(count for _, count in chunks) <= 0:
+                raise RuntimeError(f"policy {self.policy.name} picked group {g}, which cannot launch a task")
+            self.launch(g, chunks)
+
+    def _duration(self, g: int) -> float:
+        if not self.jobs.exponential:
+            return float(self.jobs.duration[g])
+        if self._drawn == DRAW_BATCH:
+            self._draws, self._drawn = self._rng.standard_exponential(DRAW_BATCH), 0
+        value = float(self._draws[self._drawn]) * float(self.jobs.duration[g])
+        self._drawn += 1
+        return value
+
+    def launch(self, g: int, chunks: list[tuple[int, int]]) -> None:
+        """Start the chunks' tasks of group ``g`` now (only the engine and ported policies call this)."""
+        jobs, t = self.jobs, self.t
+        k = int(jobs.stage_job[g])
+        tenant = int(jobs.job_tenant[k])
+        demand = jobs.demand[g]
+        total = 0
+        for machine, count in chunks:
+            if jobs.exponential:  # every task draws its own length
+                pieces = [(1, self._duration(g)) for _ in range(count)]
+            else:
+                pieces = [(count, float(jobs.duration[g]))]
+            for n, length in pieces:
+                end = t + length
+                heapq.heappush(self._heap, (end, self._sequence, g, n, machine))
+                self._sequence += 1
+                self.running_ends[g].append((end, n))
+                self._rows.append((g, int(self._next_index[g]), n, t, end, machine))
+                self._next_index[g] += n
+            self.cluster.take(machine, demand, count)
+            self.machine_tasks[machine] += count
+            if self.placed is not None:
+                self.placed[g, machine] += count
+            total += count
+        amount = total * demand
+        self.unlaunched[g] -= total
+        self.running[g] += total
+        self.free -= amount
+        self.usage[k] += amount
+        self.tenant_usage[tenant] += amount
+        self.tenant_running[tenant] += total
+        self.first_start[k] = min(self.first_start[k], t)
+        self.launches += 1
+
+    # --- results ----------------------------------------------------------------------------------
+
+    def schedule(self) -> Schedule:
+        """Every launched task: job, stage, index, start, end and (with servers) its machine."""
+        jobs = self.jobs
+        data = np.array(self._rows, dtype=np.float64).reshape(-1, 6)
+        stage = data[:, 0].astype(np.int64)
+        n = data[:, 2].astype(np.int64)
+        g = np.repeat(stage, n)
+        offsets = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+        index = np.repeat(data[:, 1].astype(np.int64), n) + offsets
+        server, number = self.cluster.machine_names(self.instance)
+        placement: tuple[Any, Any] = (None, None)
+        if server is not None and number is not None:
+            machine = np.repeat(data[:, 5].astype(np.int64), n)
+            placement = (server[machine], number[machine])
+        return Schedule(jobs.stage_job[g], jobs.stage_local[g], index, np.repeat(data[:, 3], n),
+                        np.repeat(data[:, 4], n), None, *placement)  # fmt: skip
+
+    def counters(self) -> dict[str, int]:
+        return {"events": self.events, "launches": self.launches}

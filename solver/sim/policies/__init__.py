@@ -1,0 +1,1 @@
+"""Online policies, one module per family of schedulers."""

@@ -1,0 +1,38 @@
+"""The online policies of ``fairpack simulate``, every one on the one simulator."""
+
+from __future__ import annotations
+
+from solver.registry import Method, register_policy
+
+_DRIVER = "solver.sim.run:run_simulation"
+_COMMON = frozenset({"placement", "seed"})
+_BACKLOG = frozenset({"horizon", "duration", "mean", "warmup", "starvation_after", "samples", "reference"})
+_DAG = frozenset({"altruism", "reverse_order", "horizon"})
+
+
+def _policy(name: str, family: str, summary: str, options: frozenset[str] = frozenset(),
+            extra: frozenset[str] = frozenset()) -> Method:  # fmt: skip
+    return Method(name, family, False, summary, _DRIVER, options=_COMMON | options, extra_keys=extra,
+                  kind="schedule")  # fmt: skip
+
+
+register_policy(
+    _policy("first-fit", "online", "online DRFH: lowest weighted dominant share next, first machine it fits",
+            extra=_BACKLOG),
+    _policy("best-fit", "online", "online DRFH: lowest weighted dominant share next, machine of best fitness",
+            extra=_BACKLOG),
+    _policy("slots", "online", "slot scheduler: k equal slots per largest machine, fewest tasks per weight next",
+            frozenset({"slots"}), _BACKLOG),
+    _policy("per-server-drf", "online", "DRF inside every machine separately", extra=_BACKLOG),
+    _policy("fifo", "online", "arrival order, passing over what does not fit now, first machine it fits",
+            extra=_BACKLOG),
+    _policy("naive-hdrf", "online", "naive H-DRF over tenants' backlogs (raw subtree sums)", extra=_BACKLOG),
+    _policy("dynamic-hdrf", "online", "dynamic H-DRF over tenants' backlogs (blocked children ignored)",
+            extra=_BACKLOG),
+    _policy("hslots", "online", "hierarchical slots over tenants' backlogs", frozenset({"slots"}), _BACKLOG),
+    _policy("carbyne", "online", "Carbyne: DRF shares, reverse packing, leftovers given away", extra=_DAG),
+    _policy("drf-dag", "online", "DRF between jobs, breadth-first inside each job", extra=_DAG),
+    _policy("drf-strict", "online", "every job held to its DRF share (the fair-share schedule, T_k)", extra=_DAG),
+    _policy("tetris", "online", "Tetris: packing by alignment score", extra=_DAG),
+    _policy("sjf", "online", "shortest remaining critical path first", extra=_DAG),
+)

@@ -1,0 +1,108 @@
+"""``fairpack simulate``: run an online policy on an instance's arrivals (its jobs, a trace) or its tenants.
+
+The workload is the instance's DAG jobs plus the trace's (``--trace``), each released at its arrival; an
+instance with tenants and no jobs gives every tenant an endless backlog instead (durations exponential with
+mean ``mean``, at most its ``tasks`` running at once), simulated to ``horizon``. Every machine is tracked
+(``placement='servers'``, the default; ``pooled`` runs on the cluster as one machine).
+
+A run over jobs returns their schedule (verified by ``models.check`` like any schedule: capacity of every
+machine at every instant, arrivals, durations, precedence) with the timeline of ``models.timeline``
+recomputed from it; a run over backlogs returns the placement at the horizon and its share meters.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from models.result import Result
+from models.timeline import job_table, timeline_summary, utilisation_series
+from models.traces import TraceData
+from models.types import Instance, InstanceError
+from solver.budget import Budget
+from solver.registry import OptionError, SolveOptions
+from solver.sim.backlog import SimOptions, backlog_result
+from solver.sim.engine import BasePolicy, Simulation
+from solver.sim.policies.dag import HEURISTICS, make_policy
+from solver.sim.policies.flat import FLAT_POLICIES, make_flat_policy
+from solver.sim.policies.hierarchy import POLICIES as HIERARCHY_POLICIES
+from solver.sim.workload import Workload
+
+#: Time bins of the shares series and of Jain's index and the time below fair share.
+TIMELINE_BINS = 100
+
+
+def build_policy(name: str, jobs: Workload, options: SolveOptions) -> BasePolicy:
+    """The policy object for ``name`` (its settings from ``options.extra``)."""
+    extra = dict(options.extra)
+    if options.seed is not None:
+        extra["seed"] = options.seed
+    if name in HEURISTICS:
+        return make_policy(name, jobs, extra)
+    if name in FLAT_POLICIES:
+        return make_flat_policy(name, options.slots)
+    raise OptionError(f"{name} runs on tenants' backlogs (a hierarchy or tenants, no jobs)", "policy")
+
+
+def run_simulation(instance: Instance, policy: str, options: SolveOptions, budget: Budget,
+                   trace: TraceData | None = None) -> Result:  # fmt: skip
+    """Simulate ``policy`` on ``instance`` (the trace's jobs already in it); the driver of ``solver.api.simulate``."""
+    placement = "pooled" if options.placement == "pooled" else "servers"
+    if not instance.jobs:
+        return _backlog(instance, policy, options)
+    if policy in HIERARCHY_POLICIES:
+        raise OptionError(f"{policy} simulates tenants' endless backlogs; this instance has jobs", "policy")
+    started = time.perf_counter()
+    jobs = Workload.of_jobs(instance, placement)
+    scheduler = build_policy(policy, jobs, options)
+    horizon = options.extra.get("horizon")
+    sim = Simulation(instance, jobs, scheduler, placement, horizon=None if horizon is None else float(horizon),
+                     seed=options.seed or 0).run()  # fmt: skip
+    solve_s = time.perf_counter() - started
+    schedule = sim.schedule()
+    extra: dict[str, Any] = {"policy": policy, "placement": placement, **sim.counters(),
+                             "objective_name": "avg-jct" if len(instance.jobs) > 1 else "makespan"}  # fmt: skip
+    unfinished = sim.unfinished()
+    if unfinished.size:
+        extra["unfinished_jobs"] = [instance.jobs[k].name for k in unfinished.tolist()]
+    extra.update(_timeline(instance, schedule, trace, unfinished))
+    message = f"{unfinished.size} jobs never finished (their tasks could not be placed)" if unfinished.size else ""
+    return Result("feasible", policy, "none", solve_s=solve_s, schedule=schedule, extra=extra, message=message)
+
+
+def _timeline(instance: Instance, schedule: Any, trace: TraceData | None, unfinished: Any) -> dict[str, Any]:
+    summary = timeline_summary(instance, schedule, TIMELINE_BINS, unfinished)
+    data: dict[str, Any] = {"utilisation_series": utilisation_series(instance, schedule),
+                            "shares": summary.pop("bins"), "summary": summary}  # fmt: skip
+    if trace is not None:
+        table = job_table(instance, schedule)
+        names = {job.name: k for k, job in enumerate(instance.jobs)}
+        rows = [names[job.name] for job in trace.jobs]
+        observed = trace.observed_delay
+        known = observed == observed  # not nan
+        data["trace"] = {
+            "source": trace.source,
+            "jobs": len(trace.jobs),
+            "skipped": trace.skipped,
+            "censored": int(trace.censored.sum()),
+            "notes": list(trace.notes),
+            "observed_mean_delay": float(observed[known].mean()) if known.any() else None,
+            "simulated_mean_delay": float(np.nanmean(table["queueing_delay"][rows])) if rows else None,
+        }
+    return data
+
+
+def _backlog(instance: Instance, policy: str, options: SolveOptions) -> Result:
+    if not instance.tenants:
+        raise InstanceError("nothing to simulate: the instance has neither jobs nor tenants (give --trace)", "jobs")
+    if policy in HEURISTICS:
+        raise OptionError(f"{policy} schedules DAG jobs; this instance has tenants only (give --trace or jobs)",
+                          "policy")  # fmt: skip
+    extra = dict(options.extra)
+    if options.seed is not None:
+        extra["seed"] = options.seed
+    settings = SimOptions.from_extra(extra, options.slots)
+    reference = extra.get("reference")
+    return backlog_result(instance, policy, settings, None if reference is None else reference)

@@ -1,0 +1,64 @@
+"""Running a DAG-job policy on an instance's jobs, as ``solve --method P`` does: schedule, ``T_k``, late jobs."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import replace
+from typing import Any
+
+from models.metrics import late_jobs
+from models.result import Result, Schedule
+from models.types import Instance
+from solver.sim.engine import Simulation
+from solver.sim.fairshare import FairShare, fair_completion_times
+from solver.sim.policies.dag import Carbyne, make_policy
+from solver.sim.workload import Workload
+
+
+def run_policy(instance: Instance, name: str, extra: dict[str, Any] | None = None, jobs: Workload | None = None,
+               placement: str = "pooled") -> tuple[Schedule, dict[str, Any]]:  # fmt: skip
+    """Simulate DAG policy ``name``; returns the schedule (without fair completion times) and statistics."""
+    jobs = jobs or Workload.of_jobs(instance, placement)
+    policy = make_policy(name, jobs, dict(extra or {}))
+    sim = Simulation(instance, jobs, policy, placement).run()
+    info: dict[str, Any] = dict(sim.counters())
+    if isinstance(policy, Carbyne):
+        info["plans"] = policy.plans
+        info["reverse_plans_reused"] = policy.reverse_hits
+    return sim.schedule(), info
+
+
+def run_heuristic(instance: Instance, name: str, extra: dict[str, Any] | None = None, placement: str = "pooled",
+                  fair: FairShare | None = None) -> Result:  # fmt: skip
+    """Run DAG policy ``name`` and package a ``Result`` with the schedule and the fair completion times.
+
+    ``extra``: ``altruism``, ``reverse_order``, ``seed`` (carbyne); ``fair_completion=False`` skips ``T_k``;
+    ``fair_margin``; ``attach_fair`` (default True: ``T_k`` goes on ``Schedule.fair_completion``, the JSON
+    ``jobs.*.fair_completion``). ``solver.api`` verifies heuristic schedules without treating ``T_k`` as a
+    deadline; late jobs are listed.
+    """
+    extra = dict(extra or {})
+    started = time.perf_counter()
+    jobs = Workload.of_jobs(instance, placement)
+    if fair is None and extra.get("fair_completion", True) is not False:
+        fair = fair_completion_times(instance, placement, jobs)
+    fair_s = time.perf_counter() - started
+    schedule, info = run_policy(instance, name, extra, jobs, placement)
+    solve_s = time.perf_counter() - started - fair_s
+    info["fair_s"] = fair_s
+    if fair is not None:
+        margin = float(extra.get("fair_margin", 0.0))
+        names = [job.name for job in instance.jobs]
+        info["fair_completion"] = {n: (float(v) if math.isfinite(v) else None)
+                                   for n, v in zip(names, fair.completion, strict=True)}  # fmt: skip
+        info["fair_method"] = dict(zip(names, fair.method, strict=True))
+        info["fair_share"] = {n: [float(x) for x in row] for n, row in zip(names, fair.share, strict=True)}
+        late = late_jobs(instance, schedule, fair.completion, margin)
+        info["fair_margin"] = margin
+        info["late_jobs"] = [names[k] for k in late]
+        if extra.get("attach_fair", True):
+            schedule = replace(schedule, fair_completion=fair.completion)
+    info["objective_name"] = "avg-jct" if len(instance.jobs) > 1 else "makespan"
+    info["placement"] = placement
+    return Result("feasible", name, "none", build_s=fair_s, solve_s=solve_s, schedule=schedule, extra=info)

@@ -1,0 +1,175 @@
+"""What a simulation runs: task groups (a job's stages, or a tenant's backlog) as flat arrays.
+
+A *group* is a set of identical tasks that become runnable together: a stage of a DAG job (a trace row is a
+one-stage job), or a tenant's endless backlog (the hierarchical and static-tenant simulations). Groups are
+numbered globally, jobs in instance order; every group belongs to one job and one tenant (queue).
+
+* Jobs come from ``Instance.jobs`` (with releases; traces are read into jobs by ``models.traces``); a job's
+  ``tenant`` names its queue (empty: the job is its own tenant).
+* Backlogs come from ``Instance.tenants``: one group per tenant, ``count = inf``, at most ``tasks`` (the
+  tenant's cap) running at once, durations fixed or drawn from an exponential distribution when launched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from models.dag import longest_paths
+from models.diagnose import placement_fits
+from models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Every group of a simulation as arrays (global group numbering, jobs in instance order).
+
+    Attributes
+    ----------
+    stage_job, stage_local : (groups,)
+        The job of every group and its stage index within the job.
+    count : (groups,) float
+        Tasks of the group (``inf`` for a backlog).
+    duration : (groups,)
+        Task duration (the mean when ``exponential``).
+    demand : (groups, resources)
+    parents, children : per group, global group indices (barriers)
+    job_stages : per job, its groups
+    release, weight : (jobs,)
+    job_tenant : (jobs,) index into ``tenants``
+    tenants : tenant names; ``tenant_weight`` (tenants,); ``tenant_cap`` (tenants,) running-task cap
+    capacity : (resources,) the cluster total
+    tail : (groups,) longest path from the group's start to its job's end, including the group
+    depth : (groups,) longest number of edges from a source group
+    exponential : durations are drawn (mean ``duration``) when a task launches
+    """
+
+    stage_job: IntArray
+    stage_local: IntArray
+    count: FloatArray
+    duration: FloatArray
+    demand: FloatArray
+    parents: tuple[tuple[int, ...], ...]
+    children: tuple[tuple[int, ...], ...]
+    job_stages: tuple[IntArray, ...]
+    release: FloatArray
+    weight: FloatArray
+    job_tenant: IntArray
+    tenants: tuple[str, ...]
+    tenant_weight: FloatArray
+    tenant_cap: FloatArray
+    capacity: FloatArray
+    tail: FloatArray
+    depth: IntArray
+    exponential: bool = False
+
+    @staticmethod
+    def of_jobs(instance: Instance, placement: str = "pooled") -> Workload:
+        """The instance's DAG jobs; tenants are the jobs' ``tenant`` names (a job alone when empty).
+
+        Raises ``InstanceError`` naming the first stage whose task fits no unit of ``placement``.
+        """
+        if not instance.jobs:
+            raise InstanceError("a job simulation needs jobs", "jobs")
+        placement_fits(instance, placement)
+        counts = [len(job.stages) for job in instance.jobs]
+        offset = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        stages = [stage for job in instance.jobs for stage in job.stages]
+        parents = tuple(tuple(int(offset[k]) + p for p in stage.after)
+                        for k, job in enumerate(instance.jobs) for stage in job.stages)  # fmt: skip
+        children: list[list[int]] = [[] for _ in stages]
+        for child, ps in enumerate(parents):
+            for p in ps:
+                children[p].append(child)
+        n_res = len(instance.resources)
+        duration = np.array([s.duration for s in stages], dtype=np.float64)
+        _, tail = longest_paths(parents, children, duration)
+        depth = longest_paths(parents, children, np.ones(len(stages)))[0].astype(np.int64)
+        names = [job.tenant or job.name for job in instance.jobs]
+        tenants = tuple(dict.fromkeys(names))
+        index = {name: t for t, name in enumerate(tenants)}
+        return Workload(
+            stage_job=np.repeat(np.arange(len(instance.jobs)), counts),
+            stage_local=np.concatenate([np.arange(c) for c in counts]).astype(np.int64),
+            count=np.array([s.tasks for s in stages], dtype=np.float64),
+            duration=duration,
+            demand=np.array([s.demand for s in stages], dtype=np.float64).reshape(-1, n_res),
+            parents=parents,
+            children=tuple(tuple(c) for c in children),
+            job_stages=tuple(np.arange(offset[k], offset[k + 1]) for k in range(len(counts))),
+            release=np.array([j.release for j in instance.jobs], dtype=np.float64),
+            weight=np.array([j.weight for j in instance.jobs], dtype=np.float64),
+            job_tenant=np.array([index[name] for name in names], dtype=np.int64),
+            tenants=tenants,
+            tenant_weight=np.ones(len(tenants)),
+            tenant_cap=np.full(len(tenants), np.inf),
+            capacity=np.asarray(instance.total_capacity, dtype=np.float64),
+            tail=tail,
+            depth=depth,
+        )
+
+    @staticmethod
+    def of_backlogs(instance: Instance, means: FloatArray, exponential: bool) -> Workload:
+        """One endless group per tenant: at most ``floor(tasks)`` running at once, task length ``means[i]``."""
+        n = len(instance.tenants)
+        if n == 0:
+            raise InstanceError("a tenant simulation needs tenants", "tenants")
+        arange = np.arange(n, dtype=np.int64)
+        return Workload(
+            stage_job=arange,
+            stage_local=np.zeros(n, dtype=np.int64),
+            count=np.full(n, np.inf),
+            duration=np.asarray(means, dtype=np.float64),
+            demand=np.asarray(instance.demand, dtype=np.float64),
+            parents=tuple(() for _ in range(n)),
+            children=tuple(() for _ in range(n)),
+            job_stages=tuple(np.array([i], dtype=np.int64) for i in range(n)),
+            release=np.zeros(n),
+            weight=np.asarray(instance.weights, dtype=np.float64),
+            job_tenant=arange,
+            tenants=tuple(t.name for t in instance.tenants),
+            tenant_weight=np.asarray(instance.weights, dtype=np.float64),
+            tenant_cap=np.floor(instance.task_caps),
+            capacity=np.asarray(instance.total_capacity, dtype=np.float64),
+            tail=np.asarray(means, dtype=np.float64),
+            depth=np.zeros(n, dtype=np.int64),
+            exponential=exponential,
+        )
+
+    @property
+    def num_jobs(self) -> int:
+        return int(self.release.size)
+
+    @property
+    def num_stages(self) -> int:
+        return int(self.count.size)
+
+    @property
+    def num_tenants(self) -> int:
+        return len(self.tenants)
+
+    @property
+    def finite(self) -> bool:
+        return bool(np.all(np.isfinite(self.count)))
+
+    def normalised_demand(self) -> FloatArray:
+        """Demand per task as a fraction of the cluster (0 for resources the cluster lacks)."""
+        cap = self.capacity
+        return np.divide(self.demand, cap, out=np.zeros_like(self.demand), where=cap > 0)
+
+    def work(self) -> FloatArray:
+        """Aggregate resource-time of every job, normalised by capacity: sum of tasks*duration*demand/C."""
+        per_stage = (self.count * self.duration)[:, None] * self.normalised_demand()
+        total = np.zeros((self.num_jobs, self.capacity.size))
+        np.add.at(total, self.stage_job, per_stage)
+        return total
+
+    def critical_path(self) -> FloatArray:
+        """Per job, its length alone on an infinite cluster (the longest path through its DAG)."""
+        longest = np.zeros(self.num_jobs)
+        np.maximum.at(longest, self.stage_job, self.tail)
+        return longest
+
+    def sources(self) -> BoolArray:
+        return np.array([not p for p in self.parents], dtype=bool)

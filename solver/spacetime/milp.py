@@ -1,0 +1,469 @@
+"""``spacetime``: exact space-time packing of DAG jobs with the time-indexed MILP of ``solver.spacetime.model``.
+
+Steps
+-----
+1. Heuristic schedules in slots (:mod:`solver.spacetime.warmstart`): serial list scheduling (stage by stage,
+   each task at the earliest slot where precedence, release and a machine's capacity allow) under two
+   priority rules -- longest remaining critical path first, and whole jobs shortest-first -- plus the DAG
+   heuristics ``carbyne``, ``sjf``, ``drf-dag``, ``tetris`` when their starts fall on whole slots. All are
+   feasible per machine (the pool is one machine). The best one that meets the fair caps wins.
+2. Completion bounds: its objective value ``V`` bounds the optimum, which yields a per-job bound on
+   ``C_k`` (``solver.spacetime.model.completion_upper``) and so the horizon: it never cuts off an optimum. Without
+   a feasible heuristic the horizon is the last release plus every task's duration (always valid).
+3. The MILP is built over those windows and warm-started from the heuristic schedule (HiGHS
+   ``setSolution``; CBC and SCIP MIP starts) when the backend supports it.
+4. The solution (or the heuristic schedule if the solver found none in time) becomes a ``Schedule``
+   with ``start = slot * t`` and true durations; task ``i`` of a stage takes the ``i``-th start slot.
+
+Per-server placement (``placement='servers'``, ``servers_model``)
+-----------------------------------------------------------------
+Every task must run on one machine it fits, and no machine may be overloaded; the schedule names each
+task's server class and machine, and the checker verifies every machine. ``servers_model``:
+
+* ``'auto'`` (default): solve the compact *class-aggregated* MILP (one capacity unit per server class,
+  ``count x capacity``; a relaxation when a class has several machines, see ``solver.spacetime.model``), then
+  place its time-table on machines -- first fit in start order, else the exact assignment MILP
+  (``solver.spacetime.model.build_assignment``). If that works, the schedule is feasible per machine and the
+  relaxation's bound is a valid bound, so ``optimal`` is a per-machine optimum. If no placement exists,
+  the per-machine MILP is solved with the remaining time (warm-started from the best list schedule) and
+  the relaxation's bound is kept when it is the better one. Under a time limit the relaxation gets
+  ``RELAXATION_SHARE`` of the time, so that the per-machine MILP keeps the rest.
+* ``'machine'``: the per-machine MILP from the start (exact; grows with the machine count).
+* ``'class'``: the relaxation only; when its time-table fits no machines the best per-machine heuristic
+  schedule is returned, ``feasible`` with the relaxation's bound, never ``optimal``.
+
+Warm starts and horizons stay valid for either placement because every heuristic schedule is built per
+machine; for the per-machine model identical machines are relabelled by load to satisfy its symmetry rows.
+
+Fair caps ``C_k <= T_k``: ``fair_completion`` given explicitly (job name -> T_k), else, unless
+``fair_cap=False``, the fair completion times of :func:`solver.sim.fairshare.fair_completion_times`: each job's
+completion in the ``drf-strict`` schedule on the same placement, with durations and releases rounded up to
+slots as the MILP sees them. That schedule meets every cap, so the caps never make the MILP infeasible, and it
+is one of the warm starts.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from models.result import Result, Schedule, Status
+from models.types import FloatArray, Instance, InstanceError, IntArray
+from solver.backends import Backend, SolveOutcome, get_backend
+from solver.spacetime.model import (
+    FIT_TOL,
+    SlotData,
+    SpacetimeModel,
+    WindowError,
+    build_assignment,
+    build_spacetime,
+    completion_upper,
+    objective_coefficients,
+    objective_in_slots,
+    order_machines_by_load,
+)
+from solver.spacetime.warmstart import heuristic_starts, priority_rules, serial_sgs
+
+SERVERS_MODELS = ("auto", "class", "machine")
+#: Seconds below which the per-machine MILP is not started after the relaxation (it could not even load).
+MIN_PHASE_S = 0.5
+#: ``servers_model='auto'`` under a time limit: share of the remaining time the class relaxation may use.
+RELAXATION_SHARE = 0.5
+
+
+def _heuristics(instance: Instance, data: SlotData) -> dict[str, tuple[IntArray, IntArray]]:
+    """Start slots and machines (flat order) of the list schedules and, on whole slots, the DAG heuristics.
+
+    Every one is feasible per machine (the pool is one machine), so each bounds the optimum of either
+    placement and warm-starts either model.
+    """
+    found: dict[str, tuple[IntArray, IntArray] | None] = {
+        rule: serial_sgs(data.stage_job, data.tasks, data.duration, data.demand, data.release, data.edges,
+                         priority, data.machine_capacity, data.fits[:, data.machine_unit])
+        for rule, priority in priority_rules(data.stage_job, data.tail, data.release, data.weight).items()
+    }  # fmt: skip
+    if data.exact:  # the heuristics run in real time: on whole slots their schedules are slotted ones
+        found.update(heuristic_starts(instance, data.slot, data.placement))
+    return {rule: value for rule, value in found.items() if value is not None}
+
+
+def _fair_baseline(instance: Instance, data: SlotData) -> tuple[FloatArray, str]:
+    """``T_k`` from the ``drf-strict`` schedule of the instance as the MILP sees it (durations and releases
+    rounded up to whole slots), so that the schedule is a witness in slots too."""
+    from solver.sim.fairshare import fair_completion_times
+
+    seen = instance if data.exact else slotted(instance, data.slot)
+    fair = fair_completion_times(seen, data.placement)
+    return fair.completion, "fair caps C_k <= T_k from the drf-strict schedule (solver.sim.fairshare)"
+
+
+def slotted(instance: Instance, slot: float) -> Instance:
+    """The instance with every duration and release rounded up to a whole number of slots."""
+
+    def up(value: float) -> float:
+        return math.ceil(value / slot - 1e-9) * slot
+
+    jobs = tuple(replace(job, release=up(job.release),
+                         stages=tuple(replace(stage, duration=up(stage.duration)) for stage in job.stages))
+                 for job in instance.jobs)  # fmt: skip
+    return replace(instance, jobs=jobs)
+
+
+def _fair_array(instance: Instance, fair: Any) -> FloatArray | None:
+    if fair is None:
+        return None
+    if isinstance(fair, Mapping):
+        names = {job.name: k for k, job in enumerate(instance.jobs)}
+        array = np.full(len(instance.jobs), np.inf)
+        for name, value in fair.items():
+            if name not in names:
+                raise InstanceError(f"unknown job {name!r}", f"fair_completion.{name}")
+            array[names[name]] = math.inf if value is None else float(value)
+    else:
+        array = np.asarray(fair, dtype=np.float64).reshape(-1)
+        if array.size != len(instance.jobs):
+            raise ValueError(f"{array.size} fair completion times for {len(instance.jobs)} jobs")
+    return array if np.isfinite(array).any() else None
+
+
+@dataclass
+class _Phase:
+    """One MILP solve: the model, the solver's outcome and the time-table read from it."""
+
+    model: SpacetimeModel
+    outcome: SolveOutcome
+    warm: bool
+    starts: IntArray | None = None
+    units: IntArray | None = None
+
+
+def _remaining(deadline: float | None) -> float | None:
+    return None if deadline is None else max(deadline - time.perf_counter(), 0.01)
+
+
+def _solve_phase(
+    data: SlotData,
+    objective: str,
+    alpha: float,
+    upper: IntArray,
+    start: tuple[IntArray, IntArray] | None,
+    solver: Backend,
+    deadline: float | None,
+    algorithm: str | None,
+    name: str,
+    notes: list[str],
+) -> _Phase:
+    """Build the MILP on ``data``'s units, warm-start it from ``start`` (slots, machines) and solve it.
+
+    Raises ``WindowError`` when the completion bounds leave some stage no start slot.
+    """
+    model = build_spacetime(data, objective, alpha, upper, name=name)
+    warm = None
+    if start is not None:
+        starts, machine = start
+        if data.units_are_machines:
+            machine = order_machines_by_load(data, machine)  # the per-machine model's symmetry rows
+        warm = model.start_vector(starts, data.machine_unit[machine])
+        violation = model.lp.max_violation(warm)
+        if violation > 1e-6:  # would be a bug in the heuristic or the model; never hand it to a solver
+            notes.append(f"heuristic start violates the model by {violation:.3g}; not used")
+            warm = None
+    use_warm = warm is not None and "warm_start" in solver.capabilities()
+    outcome = solver.solve(model.lp, time_limit=_remaining(deadline), warm_start=warm if use_warm else None,
+                           algorithm=algorithm)  # fmt: skip
+    phase = _Phase(model, outcome, use_warm)
+    if outcome.x is not None:
+        phase.starts, phase.units = model.task_starts(outcome.x)
+    return phase
+
+
+def _first_fit(data: SlotData, starts: IntArray, units: IntArray) -> IntArray | None:
+    """Machines by first fit, tasks in start order (larger first at equal starts); ``None`` on failure."""
+    first = np.searchsorted(data.machine_unit, np.arange(data.unit_count.size))
+    machine = first[units].astype(np.int64)
+    stage = data.task_stage
+    size = data.demand[stage].sum(axis=1)
+    for unit in np.flatnonzero(data.unit_count > 1).tolist():
+        tasks = np.flatnonzero((units == unit) & (data.duration[stage] > 0))
+        if tasks.size < 2:
+            continue
+        tasks = tasks[np.lexsort((-size[tasks], starts[tasks]))]
+        limit = data.machine_capacity[first[unit]] * (1 + FIT_TOL) + FIT_TOL
+        usage = np.zeros((int((starts[tasks] + data.duration[stage[tasks]]).max()), int(data.unit_count[unit]),
+                          limit.size))  # fmt: skip
+        for task in tasks.tolist():
+            t, d, need = int(starts[task]), int(data.duration[stage[task]]), data.demand[stage[task]]
+            room = np.all(usage[t : t + d] + need <= limit, axis=(0, 2))
+            if not room.any():
+                return None
+            j = int(np.argmax(room))
+            usage[t : t + d, j] += need
+            machine[task] = first[unit] + j
+    return machine
+
+
+def _machines(
+    data: SlotData, starts: IntArray, units: IntArray, solver: Backend, deadline: float | None
+) -> tuple[IntArray | None, str, float]:
+    """Machines for a time-table on capacity units: ``(machine per task or None, how, solve seconds)``.
+
+    Units of one machine need nothing; otherwise first fit, then the exact assignment MILP (which also
+    proves that no placement exists).
+    """
+    if data.units_are_machines:
+        return np.searchsorted(data.machine_unit, units).astype(np.int64), "units are machines", 0.0
+    found = _first_fit(data, starts, units)
+    if found is not None:
+        return found, "first fit", 0.0
+    model = build_assignment(data, starts, units)
+    if model is None:
+        return None, "too large for the exact assignment", 0.0
+    outcome = solver.solve(model.lp, time_limit=_remaining(deadline))
+    if outcome.x is not None and model.lp.max_violation(outcome.x) <= 1e-6:
+        return model.machines(outcome.x), "assignment MILP", outcome.solve_s
+    reason = "no placement exists" if outcome.status == "infeasible" else f"assignment MILP {outcome.status}"
+    return None, reason, outcome.solve_s
+
+
+def _better_bound(*bounds: float | None) -> float | None:
+    known = [b for b in bounds if b is not None and math.isfinite(b)]
+    return max(known) if known else None
+
+
+def solve_spacetime(
+    instance: Instance,
+    backend: str = "highs",
+    objective: str | None = None,
+    time_limit: float | None = None,
+    alpha: float = 0.5,
+    fair_completion: Mapping[str, float] | FloatArray | None = None,
+    fair_cap: bool = True,
+    placement: str = "pooled",
+    algorithm: str | None = None,
+    servers_model: str = "auto",
+) -> Result:
+    """Pack all tasks of all DAG jobs in space and time with the time-indexed MILP.
+
+    Parameters
+    ----------
+    instance : Instance
+        Needs ``jobs``; slots of length ``instance.time_slot``.
+    backend : str
+        MILP backend (``highs``, ``ortools`` (SCIP), ``cbc``).
+    objective : {'makespan', 'avg-jct', 'mix'}, optional
+        Default ``makespan`` for one job, ``avg-jct`` for several (as ``spacetime-cp``).
+    time_limit : float, optional
+        Seconds for the whole method (fair completion times included); the incumbent (at worst the
+        heuristic schedule) is returned.
+    alpha : float
+        Weight of the average JCT in ``mix``.
+    fair_completion : mapping job name -> T_k or array (jobs,), optional
+        Deadlines ``C_k <= T_k``; when omitted the fair-share baseline is used.
+    fair_cap : bool
+        ``False`` ignores every fair completion time (``--no-fair-cap``).
+    placement : {'pooled', 'servers'}
+        One pooled cluster, or every task on one machine it fits (module docstring).
+    algorithm : str, optional
+        Backend variant (``scip`` for ``ortools``).
+    servers_model : {'auto', 'class', 'machine'}
+        With ``placement='servers'``: relaxation then per-machine if needed, relaxation only, or
+        per-machine only (module docstring).
+
+    Returns
+    -------
+    Result
+        ``schedule`` in real times (with server and machine per task for ``servers``);
+        ``solver_objective`` and ``bound`` (a valid dual bound) in real units; status
+        ``optimal``/``feasible``/``time_limit``/``infeasible``/``error``. When durations or releases are
+        not whole slots, ``optimal`` becomes ``feasible`` and the bound (of the slotted problem only)
+        moves to ``extra['slotted_bound']``.
+    """
+    if servers_model not in SERVERS_MODELS:
+        raise ValueError(f"servers_model must be one of {', '.join(SERVERS_MODELS)}, not {servers_model!r}")
+    run = _SpacetimeRun(instance, backend, objective, time_limit, alpha, placement, algorithm, servers_model)
+    try:
+        run.fair_caps(fair_completion, fair_cap)
+        run.heuristics()
+        upper = run.completion_bounds()
+        run.solve_models(upper)
+    except WindowError as error:
+        reason = f"no schedule meets the fair caps (--no-fair-cap drops them): {error}"
+        return run.result("infeasible", reason, build_s=time.perf_counter() - run.started)
+    run.fall_back_to_heuristic()
+    return run.finish()
+
+
+class _SpacetimeRun:
+    """The steps of :func:`solve_spacetime`, sharing its state (module docstring: steps 1-4)."""
+
+    def __init__(self, instance: Instance, backend: str, objective: str | None, time_limit: float | None,
+                 alpha: float, placement: str, algorithm: str | None, servers_model: str) -> None:  # fmt: skip
+        self.started = time.perf_counter()
+        self.instance, self.backend, self.alpha, self.placement = instance, backend, alpha, placement
+        self.algorithm, self.servers_model = algorithm, servers_model
+        self.time_limit = time_limit
+        self.deadline = None if time_limit is None else self.started + float(time_limit)
+        self.servers = placement == "servers"
+        self.data = SlotData.of(instance, placement, per_machine=self.servers and servers_model == "machine")
+        self.objective = objective or ("makespan" if len(instance.jobs) == 1 else "avg-jct")
+        self.a, self.b = objective_coefficients(self.data.weight, self.objective, alpha)
+        self.notes: list[str] = []
+        if not self.data.exact:
+            self.notes.append(f"durations/releases rounded up to slots of {self.data.slot:g}: optimal for the "
+                              "slotted problem only")  # fmt: skip
+        self.fair: FloatArray | None = None
+        self.cap: IntArray | None = None
+        self.extra: dict[str, Any] = {"objective_name": self.objective, "alpha": alpha, "slot": self.data.slot,
+                                      "placement": placement}  # fmt: skip
+        if self.servers:
+            self.extra["servers_model"] = servers_model
+        self.candidates: dict[str, tuple[float, IntArray, IntArray]] = {}
+        self.best: str | None = None
+        self.solver = get_backend(backend)
+        self.solve_s = 0.0
+        self.phase: _Phase | None = None
+        self.status: Status = "error"
+        self.bound: float | None = None
+        self.solver_objective: float | None = None
+        self.chosen: tuple[IntArray, IntArray] | None = None
+
+    def result(self, status: Status, message: str = "", **fields: Any) -> Result:
+        joined = "; ".join([*self.notes, message] if message else self.notes)
+        return Result(status, "spacetime", self.backend, message=joined, extra=self.extra, **fields)
+
+    def fair_caps(self, fair_completion: Mapping[str, float] | FloatArray | None, fair_cap: bool) -> None:
+        """``C_k <= T_k`` as slot caps: explicit ``T_k``, else the fair-share baseline, unless ``fair_cap`` is off."""
+        if fair_cap:
+            if fair_completion is None:
+                fair_completion, note = _fair_baseline(self.instance, self.data)
+                self.notes.append(note)
+            self.fair = _fair_array(self.instance, fair_completion)
+        self.extra["fair_cap"] = self.fair is not None
+        if self.fair is not None:
+            fair, big = self.fair, self.data.sum_horizon() + 1
+            finite = np.isfinite(fair)
+            slots = np.floor(np.where(finite, fair, 0) / self.data.slot + 1e-9)
+            self.cap = np.where(finite, slots, big).astype(np.int64)
+
+    def heuristics(self) -> None:
+        """Step 1: heuristic schedules (per machine) that meet the caps; the best is the warm start."""
+        for rule, (starts, machine) in _heuristics(self.instance, self.data).items():
+            completion = self.data.completions(starts)
+            if self.cap is None or np.all(completion <= self.cap):
+                self.candidates[rule] = (objective_in_slots(self.data, completion, self.a, self.b), starts, machine)
+        if self.candidates:
+            self.best = min(self.candidates, key=lambda rule: self.candidates[rule][0])
+
+    def _start(self) -> tuple[IntArray, IntArray] | None:
+        if self.best is None:
+            return None
+        return self.candidates[self.best][1], self.candidates[self.best][2]
+
+    def completion_bounds(self) -> IntArray:
+        """Step 2: per-job completion bounds from the best heuristic's value (so the horizon)."""
+        data = self.data
+        if self.best is not None:
+            upper = completion_upper(data, self.a, self.b, self.candidates[self.best][0])
+        else:
+            upper = np.full(data.num_jobs, data.sum_horizon(), dtype=np.int64)
+        return upper if self.cap is None else np.minimum(upper, self.cap)
+
+    def _phase(self, upper: IntArray, deadline: float | None) -> _Phase:
+        phase = _solve_phase(self.data, self.objective, self.alpha, upper, self._start(), self.solver, deadline,
+                             self.algorithm, self.instance.name, self.notes)  # fmt: skip
+        self.solve_s += phase.outcome.solve_s
+        return phase
+
+    def solve_models(self, upper: IntArray) -> None:
+        """Step 3: build and solve; per-server placement may need machines, or a second, per-machine model."""
+        data, deadline = self.data, self.deadline
+        first_deadline = deadline
+        if deadline is not None and self.servers_model == "auto" and not data.units_are_machines:
+            # Keep time for the per-machine MILP in case the relaxation's time-table fits no machines.
+            first_deadline = time.perf_counter() + RELAXATION_SHARE * max(deadline - time.perf_counter(), 0.0)
+        phase = self.phase = self._phase(upper, first_deadline)
+        self.status, self.bound = phase.outcome.status, phase.outcome.bound
+        self.solver_objective = phase.outcome.objective if phase.outcome.x is not None else None
+        if self.servers:
+            self.extra["models"] = {"machine" if data.units_are_machines else "class": phase.model.stats()}
+        if phase.starts is None or phase.units is None:
+            return
+        on, how, spent = _machines(data, phase.starts, phase.units, self.solver, deadline)
+        self.solve_s += spent
+        if self.servers:
+            self.extra["machine_assignment"] = how
+        if on is not None:
+            self.chosen = (phase.starts, on)
+            if self.servers and not data.units_are_machines:
+                self.notes.append(f"class-aggregated MILP (a relaxation of per-machine packing); its time-table was "
+                                  f"placed on machines by {how}, so its bound holds per machine")  # fmt: skip
+            return
+        self.notes.append(f"the class-aggregated MILP's time-table does not fit the machines ({how})")
+        self.status = "feasible" if self.status == "optimal" else self.status
+        self.solver_objective = None
+        if self.servers_model == "auto" and (deadline is None or deadline - time.perf_counter() > MIN_PHASE_S):
+            self._per_machine(upper)
+
+    def _per_machine(self, upper: IntArray) -> None:
+        self.data = SlotData.of(self.instance, self.placement, per_machine=True)
+        second = self.phase = self._phase(upper, self.deadline)
+        self.extra["models"]["machine"] = second.model.stats()
+        self.notes.append("then ran the per-machine MILP")
+        self.status = second.outcome.status
+        self.bound = _better_bound(self.bound, second.outcome.bound)
+        if second.starts is not None and second.units is not None:
+            self.chosen = (second.starts, second.units)  # per-machine data: unit u is machine u
+            self.solver_objective = second.outcome.objective
+
+    def fall_back_to_heuristic(self) -> None:
+        """Step 4a: without a solver time-table, the best heuristic schedule (never called optimal)."""
+        if self.chosen is None and self.best is not None and self.status in ("time_limit", "error", "feasible",
+                                                                             "optimal"):  # fmt: skip
+            self.chosen = self._start()
+            if self.status == "optimal":  # a relaxation's optimum without machines: its bound holds, not optimality
+                self.status = "feasible"
+            elif self.status != "feasible":
+                self.status = "time_limit" if self.status != "error" else "error"
+            self.notes.append(f"returning the {self.best} heuristic schedule")
+        if self.status == "infeasible" and self.fair is not None:
+            self.notes.append("the fair caps cannot all be met at once (--no-fair-cap drops them)")
+
+    def _schedule(self) -> Schedule | None:
+        if self.chosen is None:
+            return None
+        data = self.data
+        starts, machine = self.chosen
+        stage = data.task_stage
+        begin = starts.astype(np.float64) * data.slot
+        placed = (data.machine_class[machine], data.machine_number[machine]) if self.servers else (None, None)
+        index = np.arange(stage.size) - data.first_task[stage]
+        return Schedule(data.stage_job[stage], data.stage_local[stage], index, begin,
+                        begin + data.real_duration[stage], self.fair, *placed)  # fmt: skip
+
+    def finish(self) -> Result:
+        """Step 4b: the schedule in real times and the result."""
+        assert self.phase is not None
+        status, bound, extra_bound = self.status, self.bound, None
+        if not self.data.exact:
+            status = "feasible" if status == "optimal" else status
+            extra_bound, bound = bound, None
+        total = time.perf_counter() - self.started
+        result = self.result(status, self.phase.outcome.message, bound=bound, build_s=max(total - self.solve_s, 0.0),
+                             solve_s=self.solve_s, solver_objective=self.solver_objective,
+                             schedule=self._schedule())  # fmt: skip
+        extra = {
+            **result.extra,
+            **self.phase.model.stats(),
+            "horizon": self.phase.model.horizon * self.data.slot,
+            "heuristic": self.best,
+            "heuristic_objective": self.candidates[self.best][0] if self.best is not None else None,
+            "warm_start": self.phase.warm,
+        }
+        if extra_bound is not None:
+            extra["slotted_bound"] = extra_bound
+        return replace(result, extra=extra)

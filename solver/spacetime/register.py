@@ -1,0 +1,31 @@
+"""The DAG-job family's methods: exact space-time packing and the heuristics measured against it."""
+
+from __future__ import annotations
+
+from solver.backends import LP_BACKENDS
+from solver.registry import Method, register
+
+_DRIVERS = "solver.spacetime.methods"
+_OBJECTIVE = frozenset({"objective", "alpha", "placement"})
+_HEURISTIC_EXTRA = frozenset({"altruism", "reverse_order", "fair_completion", "fair_margin", "attach_fair"})
+
+register(
+    Method("spacetime-cp", "jobs", True, "DAG jobs packed in space and time with CP-SAT, pooled or per machine",
+           f"{_DRIVERS}:run_spacetime_cp", ("cpsat",), frozenset({"cp"}),
+           _OBJECTIVE | {"workers", "seed"}, frozenset({"fair_completion"}), kind="schedule"),
+    Method("spacetime", "jobs", True, "DAG jobs as a time-indexed MILP (start counts per stage and slot), "
+           "C_k <= T_k unless --no-fair-cap", f"{_DRIVERS}:run_spacetime", LP_BACKENDS,
+           frozenset({"lp", "milp"}), _OBJECTIVE | {"fair_cap"}, frozenset({"fair_completion", "servers_model"}),
+           kind="schedule"),
+    Method("carbyne", "jobs", False, "Carbyne: DRF shares, reverse packing, leftovers given away",
+           f"{_DRIVERS}:run_carbyne", options=_OBJECTIVE | {"seed"}, extra_keys=_HEURISTIC_EXTRA, kind="schedule"),
+    Method("drf-dag", "jobs", False, "DRF between jobs, breadth-first inside each job",
+           f"{_DRIVERS}:run_drf_dag", options=_OBJECTIVE, extra_keys=_HEURISTIC_EXTRA, kind="schedule"),
+    Method("drf-strict", "jobs", False, "every job held to its DRF share, not work-conserving: the fair-share "
+           "schedule whose completions are the fair completion times T_k",
+           f"{_DRIVERS}:run_drf_strict", options=_OBJECTIVE, extra_keys=_HEURISTIC_EXTRA, kind="schedule"),
+    Method("tetris", "jobs", False, "Tetris: packing by alignment score",
+           f"{_DRIVERS}:run_tetris", options=_OBJECTIVE, extra_keys=_HEURISTIC_EXTRA, kind="schedule"),
+    Method("sjf", "jobs", False, "shortest remaining critical path first",
+           f"{_DRIVERS}:run_sjf", options=_OBJECTIVE, extra_keys=_HEURISTIC_EXTRA, kind="schedule"),
+)  # fmt: skip
