@@ -338,7 +338,8 @@ def test_generate_google_without_data_is_synthetic(capsys: pytest.CaptureFixture
     assert solve_json(capsys, path)["verified"] is True
 
 
-def test_generate_alibaba_needs_a_data_dir(capsys: pytest.CaptureFixture[str]) -> None:
+def test_generate_alibaba_needs_a_data_dir(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FAIRPACK_DATA_DIR", raising=False)  # else generate finds the data there
     code, out, err = run(capsys, "generate", "alibaba", "--tenants", "5")
     assert (code, out) == (2, "")
     assert "--data-dir" in err
