@@ -321,10 +321,8 @@ def _option_error(reason: str, option: str) -> Exception:
 
 
 def command_generate(args: argparse.Namespace) -> int:
-    import yaml
-
     from models.generators.families import FAMILIES, DataMissing, ParamError
-    from models.io import instance_to_dict
+    from models.io import instance_to_yaml
     from models.types import InstanceError
 
     data_dir = args.data_dir or os.environ.get("FAIRPACK_DATA_DIR")
@@ -346,7 +344,7 @@ def command_generate(args: argparse.Namespace) -> int:
         return fail(f"{error} (pass --data-dir)", EXIT_INPUT)
     except ParamError as error:
         raise _option_error(str(error), "param") from None
-    sys.stdout.write(yaml.safe_dump(instance_to_dict(instance), sort_keys=False, default_flow_style=None))
+    sys.stdout.write(instance_to_yaml(instance))  # quotes what YAML 1.2 would read back as a number
     return EXIT_OK
 
 
