@@ -84,6 +84,7 @@ def seeds(data_dir: Path | None = None, psplib_files: int = 3) -> list[Seed]:
     """The bundled instances, then PSPLIB texts: the first ``psplib_files`` of ``data_dir/psplib/j30`` when
     that folder exists, else ``SMALL_SM``."""
     found = [Seed(path.name, ".yaml", path.read_text()) for path in sorted((ROOT / "instances").glob("*.yaml"))]
+    found += [_with_job_fields(seed) for seed in found if "jobs" in yaml.load(seed.text, Loader=_LOADER)]
     folder = None if data_dir is None else data_dir / "psplib" / "j30"
     if folder is not None and folder.is_dir():
         files = sorted(folder.glob("*.sm"))[:psplib_files]
@@ -91,6 +92,14 @@ def seeds(data_dir: Path | None = None, psplib_files: int = 3) -> list[Seed]:
     else:
         found.append(Seed("small.sm", ".sm", SMALL_SM))
     return found
+
+
+def _with_job_fields(seed: Seed) -> Seed:
+    """``seed`` with every job given the optional fields no bundled instance has: a tenant and a deadline."""
+    data = yaml.load(seed.text, Loader=_LOADER)
+    for k, job in enumerate(data["jobs"]):
+        job["tenant"], job["deadline"] = f"queue-{k % 2}", 10.0 * (k + 1)
+    return Seed(seed.name.replace(".yaml", "+tenants.yaml"), ".yaml", yaml.dump(data, Dumper=_DUMPER, sort_keys=False))
 
 
 # --------------------------------------------------------------------------------------------- values
@@ -187,7 +196,8 @@ def _repeat_item(data: Any, choose: Choose) -> None:
 
 def _unknown_key(data: Any, choose: Choose) -> None:
     mappings = [data] + [c[k] for c, k in _nodes(data) if isinstance(c[k], dict)]
-    _pick(choose, mappings)[_pick(choose, ["colour", "tasks", "parent", "children", "count", "<<", "weight"])] = 2
+    keys = ["colour", "tasks", "parent", "children", "count", "<<", "weight", "tenant", "deadline"]
+    _pick(choose, mappings)[_pick(choose, keys)] = 2
 
 
 def _wrong_type(data: Any, choose: Choose) -> None:

@@ -9,8 +9,10 @@ for >= 10,000 inputs, and through the CLI.
 
 from __future__ import annotations
 
+import io
 import os
 import signal
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from models.io import load_instance
+from models.types import InstanceError
 
 #: Seconds one load may take. The largest inputs the engine makes (2 MB of repeated lines) load in well
 #: under a second; a hang is cut off by an alarm at HANG_S so the test fails instead of stalling.
@@ -54,9 +57,14 @@ def alarm_handler() -> Iterator[None]:
     signal.signal(signal.SIGALRM, previous)
 
 
-def load_and_check(folder: Path, data: bytes, suffix: str) -> None:
+def load_and_check(folder: Path, data: bytes, suffix: str) -> object:
+    """Load ``data`` as a file with ``suffix``; check the contract and the time; the outcome."""
     path = folder / f"fuzzed{suffix}"
     path.write_bytes(data)
+    return timed_load(path, str(path), len(data))
+
+
+def timed_load(path: Path | str, source: str, size: int) -> object:
     started = time.perf_counter()
     signal.alarm(HANG_S)
     try:
@@ -66,8 +74,9 @@ def load_and_check(folder: Path, data: bytes, suffix: str) -> None:
     finally:
         signal.alarm(0)
     elapsed = time.perf_counter() - started
-    check_outcome(outcome, str(path))
-    assert elapsed < BOUND_S, f"{elapsed:.1f} s for a {len(data):,}-byte {suffix} input"
+    check_outcome(outcome, source)
+    assert elapsed < BOUND_S, f"{elapsed:.1f} s for a {size:,}-byte input from {source}"
+    return outcome
 
 
 FUZZ = settings(
@@ -90,6 +99,22 @@ def test_mutated_instances_load_or_fail_cleanly(folder: Path, seed: Seed, data: 
 def test_mutated_psplib_files_load_or_fail_cleanly(folder: Path, seed: Seed, data: st.DataObject) -> None:
     mutated, suffix = mutate(seed, lambda n: data.draw(st.integers(0, n - 1)))
     load_and_check(folder, mutated, suffix)
+
+
+@settings(FUZZ, max_examples=200)
+@given(st.sampled_from(SEEDS), st.data())
+def test_mutated_input_on_stdin_loads_or_fails_cleanly(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, seed: Seed, data: st.DataObject
+) -> None:
+    """``-`` reads standard input under the same limits and checks; a YAML input gives what its file gives."""
+    mutated, suffix = mutate(seed, lambda n: data.draw(st.integers(0, n - 1)))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(mutated)))
+    piped = timed_load("-", "<stdin>", len(mutated))
+    if suffix == ".yaml":
+        from_file = load_and_check(folder, mutated, suffix)
+        assert type(piped) is type(from_file)
+        if isinstance(piped, InstanceError) and isinstance(from_file, InstanceError):
+            assert (piped.field, piped.reason) == (from_file.field, from_file.reason)
 
 
 @settings(FUZZ, max_examples=150)
