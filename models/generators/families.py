@@ -262,6 +262,30 @@ def _tpch(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
                      float(p["memory_per_executor"]), float(p["release_spread"]))  # fmt: skip
 
 
+def _arrivals(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
+    from models.generators.arrivals import tenant_arrivals
+    from models.generators.clusters import google_like_servers
+
+    servers = google_like_servers(p["machines"], min(10, p["machines"]), seed)
+    return tenant_arrivals(servers, ("cpu", "mem"), p["tenants"], seed, float(p["load"]), float(p["horizon"]),
+                           float(p["mean_duration"]), p["tasks_per_group"], p["bursty"])  # fmt: skip
+
+
+def _tpch_arrivals(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
+    from models.generators.arrivals import tpch_arrivals
+
+    assert data_dir is not None
+    return tpch_arrivals(data_dir, p["queries"], seed, float(p["mean_interarrival"]), p["machines"],
+                         float(p["cores"]), float(p["memory"]), p["data_size"])  # fmt: skip
+
+
+def _google_day(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
+    from models.generators.arrivals import google_day
+
+    assert data_dir is not None
+    return google_day(data_dir, seed, p["machines"], p["users"], p["tasks"], float(p["load"]), float(p["horizon"]))
+
+
 def _psplib_files(folder: Path, name: str) -> list[Path]:
     """The ``.sm`` files of set ``name`` in (instance, parameter) order, as in ``benchmarks.psplib_sets``."""
 
@@ -334,6 +358,22 @@ FAMILIES: dict[str, Family] = {
                {"queries": Param(4, _INT), "data_size": Param("2g", _STR), "executors": Param(50, _INT),
                 "memory_per_executor": Param(2.0, _FLOAT), "release_spread": Param(0.0, _FLOAT)},
                _tpch, "tasks", _tasks, data="tpch"),
+        Family("arrivals", "jobs", "flat tenants' task groups arriving over time (Poisson or bursty), "
+               "one task shape per tenant, on a synthetic Google-like cluster",
+               {"tenants": Param(10, _INT), "machines": Param(50, _INT), "load": Param(0.9, _FLOAT),
+                "horizon": Param(1000.0, _FLOAT), "mean_duration": Param(10.0, _FLOAT),
+                "tasks_per_group": Param(1, _INT), "bursty": Param(False, _BOOL)},
+               _arrivals, "tasks", _tasks),
+        Family("tpch-arrivals", "jobs", "Spark TPC-H query DAGs arriving as a Poisson process on identical "
+               "machines (Carbyne's set-up)",
+               {"queries": Param(50, _INT), "mean_interarrival": Param(30.0, _FLOAT), "machines": Param(100, _INT),
+                "cores": Param(20.0, _FLOAT), "memory": Param(128.0, _FLOAT), "data_size": Param("2g", _STR)},
+               _tpch_arrivals, "tasks", _tasks, data="tpch"),
+        Family("google-day", "jobs", "a SYNTHETIC day of tasks (the real task events are not available) on "
+               "machines drawn from the real Google 2011 table",
+               {"machines": Param(2000, _INT), "users": Param(100, _INT), "tasks": Param(100_000, _INT),
+                "load": Param(0.95, _FLOAT), "horizon": Param(86_400.0, _FLOAT)},
+               _google_day, "tasks", _tasks, data="google"),
         Family("psplib", "jobs", "PSPLIB single-mode RCPSP file (seed = file number)",
                {"set": Param("j30", _STR)},
                _psplib, "tasks", _tasks, data="psplib", best_known=_psplib_best),

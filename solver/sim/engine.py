@@ -133,7 +133,8 @@ class Simulation:
         self.arrived: list[int] = []  # the jobs released at the current event time
         self.placed: FloatArray | None = np.zeros((jobs.num_stages, self.cluster.machines)) if snapshot else None
         self.machine_tasks = np.zeros(self.cluster.machines, dtype=np.int64)  # tasks running on every machine
-        self._heap: list[tuple[float, int, int, int, int]] = []  # (end, sequence, group, tasks, machine)
+        # (end, sequence, group, tasks, machines, tasks per machine): one entry per launch
+        self._heap: list[tuple[float, int, int, int, tuple[int, ...], tuple[int, ...]]] = []
         self._timers: list[float] = []
         self._sequence = 0
         self._next_index = np.zeros(jobs.num_stages, dtype=np.int64)
@@ -221,25 +222,28 @@ class Simulation:
     def _end_tasks(self, horizon: float) -> None:
         jobs, heap = self.jobs, self._heap
         while heap and heap[0][0] <= horizon:
-            end, _, g, n, machine = heapq.heappop(heap)
-            self.completions += 1
+            # One entry per launch: its tasks end together on one or more machines (group totals once).
+            end, _, g, n, machines, counts = heapq.heappop(heap)
+            self.completions += len(machines)
             k = int(jobs.stage_job[g])
             tenant = int(jobs.job_tenant[k])
-            amount = n * jobs.demand[g]
+            demand = jobs.demand[g]
+            amount = n * demand
             self.running_ends[g].remove((end, n))
             self.running[g] -= n
             self.free += amount
-            self.cluster.give(machine, jobs.demand[g], n)
             self.usage[k] -= amount
             self.tenant_usage[tenant] -= amount
             self.tenant_running[tenant] -= n
             self.tasks_left[k] -= n
-            if self.placed is not None:
-                self.placed[g, machine] -= n
-            self.machine_tasks[machine] -= n
-            if self.machine_tasks[machine] == 0:
-                self.cluster.reset(machine)  # an empty machine sheds the round-off of its adds and subtracts
-            self.policy.on_finish(self, g, n, machine)
+            self.cluster.give_many(machines, demand, counts)
+            for machine, count in zip(machines, counts, strict=True):
+                if self.placed is not None:
+                    self.placed[g, machine] -= count
+                self.machine_tasks[machine] -= count
+                if self.machine_tasks[machine] == 0:
+                    self.cluster.reset(machine)  # an empty machine sheds the round-off of its adds and subtracts
+                self.policy.on_finish(self, g, count, machine)
             if self.running[g] == 0 and self.unlaunched[g] == 0:
                 self.stage_done[g] = True
                 for c in jobs.children[g]:
@@ -281,6 +285,14 @@ class Simulation:
         self._drawn += 1
         return value
 
+    def _push(self, g: int, end: float, n: int, machines: tuple[int, ...], counts: tuple[int, ...]) -> None:
+        heapq.heappush(self._heap, (end, self._sequence, g, n, machines, counts))
+        self._sequence += 1
+        self.running_ends[g].append((end, n))
+        if self.jobs.exponential:
+            self._rows.append((g, int(self._next_index[g]), n, self.t, end, machines[0]))
+            self._next_index[g] += n
+
     def launch(self, g: int, chunks: list[tuple[int, int]]) -> None:
         """Start the chunks' tasks of group ``g`` now (only the engine and ported policies call this)."""
         jobs, t = self.jobs, self.t
@@ -288,23 +300,24 @@ class Simulation:
         tenant = int(jobs.job_tenant[k])
         demand = jobs.demand[g]
         total = 0
+        if jobs.exponential:  # every task draws its own length: one heap entry per task
+            for machine, count in chunks:
+                for _ in range(count):
+                    self._push(g, t + self._duration(g), 1, (machine,), (1,))
+        else:  # the launch's tasks all end together: one heap entry
+            length = float(jobs.duration[g])
+            machines = tuple(machine for machine, _ in chunks)
+            counts = tuple(count for _, count in chunks)
+            self._push(g, t + length, sum(counts), machines, counts)
+            for machine, count in chunks:
+                self._rows.append((g, int(self._next_index[g]), count, t, t + length, machine))
+                self._next_index[g] += count
         for machine, count in chunks:
-            if jobs.exponential:  # every task draws its own length
-                pieces = [(1, self._duration(g)) for _ in range(count)]
-            else:
-                pieces = [(count, float(jobs.duration[g]))]
-            for n, length in pieces:
-                end = t + length
-                heapq.heappush(self._heap, (end, self._sequence, g, n, machine))
-                self._sequence += 1
-                self.running_ends[g].append((end, n))
-                self._rows.append((g, int(self._next_index[g]), n, t, end, machine))
-                self._next_index[g] += n
-            self.cluster.take(machine, demand, count)
             self.machine_tasks[machine] += count
             if self.placed is not None:
                 self.placed[g, machine] += count
             total += count
+        self.cluster.take_many([m for m, _ in chunks], demand, [c for _, c in chunks])
         amount = total * demand
         self.unlaunched[g] -= total
         self.running[g] += total

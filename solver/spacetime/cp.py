@@ -63,6 +63,7 @@ optimum; its machines are relabelled by first task to match the symmetry domains
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -73,6 +74,7 @@ import numpy as np
 from models.dag import adjacency, longest_paths
 from models.result import SCHEDULE_OBJECTIVES, Result, Schedule, Status
 from models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
+from solver.spacetime.bounds import job_lower_bounds, objective_lower_bound, stage_work
 from solver.spacetime.lns import LNS_MAX_TASKS, LnsStats, improve
 from solver.spacetime.model import placement_fits
 from solver.spacetime.warmstart import (
@@ -514,6 +516,7 @@ class SpacetimeCp:
         self.job_coef = np.zeros(0, dtype=np.int64)
         self.makespan_coef = 0
         self.factor, self.offset, self.coef_exact = 1.0, 0.0, True
+        self._relaxation: tuple[FloatArray, FloatArray, FloatArray] | None = None
 
     def build(self) -> SpacetimeCp:
         self.variables()
@@ -537,10 +540,11 @@ class SpacetimeCp:
                 continue
             lo = int(self.earliest[tasks[0]]) + d
             self.stage_end.append(self.model.new_int_var(lo, max(lo, int(self.latest[tasks[-1]]) + d), f"e{stage}"))
-        job_length = np.zeros(len(p.instance.jobs), dtype=np.int64)
-        np.maximum.at(job_length, p.flat.stage_job, p.tail)
+        # A job ends no earlier than its critical path or its pooled work after its release (whole ticks).
+        release, critical, work = self.relaxation()
+        earliest_end = np.ceil(job_lower_bounds(release, critical, work) * (1 - 1e-12)).astype(np.int64)
         for k in range(len(p.instance.jobs)):
-            lo = int(p.scaled.release[k] + job_length[k])
+            lo = int(earliest_end[k])
             hi = self.horizon if p.deadline is None else min(self.horizon, int(p.deadline[k]))
             self.completion.append(self.model.new_int_var(lo, max(lo, hi), f"C{k}"))
         self.makespan = self.model.new_int_var(0, self.horizon, "M")
@@ -580,13 +584,28 @@ class SpacetimeCp:
     def exact(self) -> bool:
         return self.problem.exact and self.coef_exact
 
-    def precedence_bound(self) -> int:
-        """A lower bound on the integer objective: every job at release + critical path, no resources."""
+    def relaxation(self) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """Releases, critical paths and pooled work per resource of every job, in ticks (for the bounds of
+        ``solver.spacetime.bounds``)."""
+        if self._relaxation is not None:
+            return self._relaxation
         p = self.problem
         job_length = np.zeros(len(p.instance.jobs), dtype=np.int64)
         np.maximum.at(job_length, p.flat.stage_job, p.tail)
-        low = p.scaled.release + job_length
-        return int(self.job_coef @ low + self.makespan_coef * low.max(initial=0))
+        capacity = p.scaled.machine_capacity.sum(axis=0).astype(np.float64)
+        work = stage_work(p.flat.stage_job, len(p.instance.jobs), p.flat.stage_tasks.astype(np.float64),
+                          p.scaled.duration.astype(np.float64), p.scaled.demand.astype(np.float64),
+                          capacity)  # fmt: skip
+        self._relaxation = (p.scaled.release.astype(np.float64), job_length.astype(np.float64), work)
+        return self._relaxation
+
+    def precedence_bound(self) -> int:
+        """A lower bound on the integer objective: every job's critical path and pooled work, and SRPT per
+        resource (``solver.spacetime.bounds``); floored, since the objective is a whole number."""
+        release, critical, work = self.relaxation()
+        value = objective_lower_bound(release, critical, work, self.job_coef.astype(np.float64),
+                                      float(self.makespan_coef))  # fmt: skip
+        return math.floor(value * (1 - 1e-12))
 
     def integer_value(self, start: IntArray) -> int:
         """The model's objective (integer units) of a tick schedule."""
@@ -720,9 +739,9 @@ def _search(cp: SpacetimeCp, hint: _Hint | None, deadline: Deadline, workers: in
     better objectives, which proves the incumbent optimal when it is infeasible. Otherwise one full solve."""
     outcome = _Outcome()
     started = time.perf_counter()
+    outcome.raise_bound(cp.precedence_bound())
     if hint is not None:
         outcome.offer(hint.start, hint.machine, cp.integer_value(hint.start), hint.rule)
-        outcome.raise_bound(cp.precedence_bound())
         if outcome.proven:  # the warm start meets the critical path: nothing to search
             outcome.solve_s = time.perf_counter() - started
             return outcome
