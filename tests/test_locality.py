@@ -7,6 +7,7 @@ jobs against ``1 - (1 - p)^D`` with a binomial error bar; its seeds are fixed.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -136,3 +137,136 @@ def test_pooled_runs_ignore_locality() -> None:
     result = simulate(_load(), "fifo", placement="pooled")
     assert result.verified and result.schedule is not None
     assert (result.schedule.end - result.schedule.start).tolist() == [3.0, 3.0]
+
+
+# --- policies: hand cases ------------------------------------------------------------------------------
+
+
+def _remote_choice() -> Instance:
+    """m0 (rack r0) holds J's block but runs B (only m0 has a ``pin``) until 5; m2 (rack r1) is free.
+    J (3 long) arrives at 1."""
+    servers = (ServerClass("m0", np.array([1.0, 1.0]), 1, (("rack", "r0"),)),
+               ServerClass("m2", np.array([1.0, 0.0]), 1, (("rack", "r1"),)))  # fmt: skip
+    blocker = Job("B", (Stage("s", 1, 5.0, np.array([1.0, 1.0])),))
+    reader = Job("J", (Stage("map", 1, 3.0, np.array([1.0, 0.0]), (), ("b",)),), release=1.0)
+    data = DataPlacement(("b",), ((0,),), (1.0, 1.3, 2.0))
+    return Instance(("slot", "pin"), servers, jobs=(blocker, reader), data=data, name="hand")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_fair_takes_the_free_remote_slot_and_delay_waits_for_the_local_one(seed: int) -> None:
+    instance = _remote_choice()
+    # fair: at 1 the only free slot is m2; J launches there, remote: 3 x 2 = 6, done at 7.
+    fair = simulate(instance, "fair", seed=seed)
+    assert fair.verified and fair.schedule is not None
+    assert fair.schedule.end[1] == 7.0 and fair.extra["locality"] == {"node": 0, "rack": 0, "remote": 1}
+    # delay (d1 = 5): J is skipped on m2 at 1 (and at 5 if m2 is offered first); m0 frees at 5, J runs
+    # there node-local: 5 + 3 = 8. It waited 4 to save 3: delay scheduling's bet, lost on one task.
+    delay = simulate(instance, "delay", seed=seed, extra={"d1": 5, "d2": 0})
+    assert delay.verified and delay.schedule is not None
+    assert delay.schedule.start[1] == 5.0 and delay.schedule.end[1] == 8.0
+    assert delay.extra["locality"] == {"node": 1, "rack": 0, "remote": 0}
+    # With d1 = 0 (and no rack wait) delay is fair.
+    assert simulate(instance, "delay", seed=seed, extra={"d1": 0, "d2": 0}).schedule.end[1] == 7.0  # type: ignore[union-attr]
+
+
+def test_delay_launches_rack_local_at_the_rack_level() -> None:
+    # J's block lives on m1 (rack r0), busy until 5; m0 (rack r0) and m2 (rack r1) are free at 1. With
+    # d1 = 0 and d2 = 10, J may go rack-local at once but not remote: it runs on m0, 3 x 1.3 = 3.9.
+    servers = (ServerClass("m0", np.array([1.0, 0.0]), 1, (("rack", "r0"),)),
+               ServerClass("m1", np.array([1.0, 1.0]), 1, (("rack", "r0"),)),
+               ServerClass("m2", np.array([1.0, 0.0]), 1, (("rack", "r1"),)))  # fmt: skip
+    blocker = Job("B", (Stage("s", 1, 5.0, np.array([1.0, 1.0])),))
+    reader = Job("J", (Stage("map", 1, 3.0, np.array([1.0, 0.0]), (), ("b",)),), release=1.0)
+    instance = Instance(("slot", "pin"), servers, jobs=(blocker, reader),
+                        data=DataPlacement(("b",), ((1,),), (1.0, 1.3, 2.0)))  # fmt: skip
+    for seed in range(4):
+        result = simulate(instance, "delay", seed=seed, extra={"d1": 0, "d2": 10})
+        assert result.verified and result.schedule is not None
+        assert result.schedule.server[1] == 0  # m0
+        assert result.schedule.end[1] == pytest.approx(1.0 + 3.9)
+
+
+def test_fair_serves_the_job_furthest_below_its_share() -> None:
+    # One machine with 3 slots; A and C (4 tasks each, 1 long) both arrive at 0. Slot 1: both run 0 tasks,
+    # the tie goes to the lower index, A. Slot 2: A runs 1, C 0: C. Slot 3: A and C run 1 each: with equal
+    # weights the tie goes to A (A runs 2, C 1); with C weighted 2, C's 1 / 2 is further below (C runs 2).
+    servers = (ServerClass("m", np.array([3.0]), 1),)
+    one = np.array([1.0])
+    for weight, launched in ((1.0, [0, 0, 1]), (2.0, [0, 1, 1])):
+        jobs = (Job("A", (Stage("s", 4, 1.0, one),)), Job("C", (Stage("s", 4, 1.0, one),), weight))
+        result = simulate(Instance(("slot",), servers, jobs=jobs), "fair")
+        assert result.verified and result.schedule is not None
+        at_zero = result.schedule.start == 0.0
+        assert sorted(result.schedule.job[at_zero].tolist()) == launched
+
+
+def test_delay_options_are_checked() -> None:
+    from solver.registry import OptionError
+
+    with pytest.raises(OptionError, match="d1 must be a whole number"):
+        simulate(_remote_choice(), "delay", extra={"d1": -1})
+    with pytest.raises(OptionError, match="slots must be a positive whole number"):
+        simulate(_remote_choice(), "fair", extra={"slots": 0})
+
+
+def test_slots_option_caps_tasks_per_machine() -> None:
+    servers = (ServerClass("m", np.array([4.0]), 2, (("rack", "r"),)),)
+    job = Job("j", (Stage("s", 4, 1.0, np.array([1.0])),))
+    result = simulate(Instance(("slot",), servers, jobs=(job,)), "fair", extra={"slots": 1})
+    assert result.verified and result.schedule is not None
+    assert sorted(result.schedule.start.tolist()) == [0.0, 0.0, 1.0, 1.0]
+
+
+# --- the HDFS-like generator ---------------------------------------------------------------------------
+
+
+def test_hdfs_placement_puts_one_replica_on_a_rack_and_two_on_another() -> None:
+    from models.generators.families import FAMILIES
+
+    instance = FAMILIES["hdfs"].instance({"jobs": 20, "machines": 24, "racks": 4}, seed=3)
+    assert instance == FAMILIES["hdfs"].instance({"jobs": 20, "machines": 24, "racks": 4}, seed=3)  # seeded
+    assert instance.data is not None
+    racks = instance.machine_racks()
+    assert sorted(set(racks.tolist())) == [0, 1, 2, 3] and np.bincount(racks).tolist() == [6, 6, 6, 6]
+    for replicas in instance.data.replicas:
+        assert len(replicas) == 3 and len(set(replicas)) == 3
+        first, others = racks[replicas[0]], racks[list(replicas[1:])]
+        assert others[0] == others[1] != first
+    blocks = [b for job in instance.jobs for stage in job.stages for b in stage.input]
+    assert sorted(blocks) == sorted(instance.data.names)
+    assert parse_instance(instance_to_yaml(instance), "hdfs.yaml") == instance
+
+
+# --- the paper's analysis -----------------------------------------------------------------------------
+
+
+def test_the_papers_numbers_follow_from_the_formula() -> None:
+    # A job with data on a fraction p of the nodes, offered slots on random nodes, finds a local one
+    # within D offers with probability 1 - (1 - p)^D: p = 0.1 gives 0.65 at D = 10 and 0.99 at D = 40.
+    from solver.sim.policies.locality import local_probability
+
+    assert round(local_probability(0.1, 10), 2) == 0.65 and round(local_probability(0.1, 40), 2) == 0.99
+    assert local_probability(0.1, 10) == pytest.approx(0.6513215599, abs=1e-10)
+    assert local_probability(0.1, 40) == pytest.approx(0.9852191170, abs=1e-10)
+    assert local_probability(0.1, 0) == 0.0 and local_probability(1.0, 1) == 1.0
+
+
+@pytest.mark.parametrize("d1", [0, 4, 9])
+def test_simulated_locality_of_a_single_job_matches_the_formula(d1: int) -> None:
+    # A probe allowed d1 skips sees at most d1 + 1 offers, each on a uniformly random machine (the
+    # background's exponential durations are memoryless) holding its block with p = 2 / 20: it launches
+    # locally with probability q = 1 - (1 - p)^(d1 + 1) -- the paper's 1 - (1 - p)^D with D = d1 + 1 offers
+    # (d1 = 9: D = 10, q = 0.65). Probes are independent: the count is binomial, sigma = sqrt(q(1-q)/n).
+    from models.generators.locality import locality_probe
+    from solver.sim.policies.locality import local_probability
+
+    probes, p = 300, 0.1
+    instance = locality_probe(seed=7, probes=probes, machines=20, holders=2, gap=2.0)
+    result = simulate(instance, "delay", seed=7, extra={"d1": d1, "d2": 0})
+    assert result.verified, result.violations[:3]
+    counts = result.extra["locality"]
+    assert sum(counts.values()) == probes
+    q = local_probability(p, d1 + 1)
+    sigma = math.sqrt(q * (1 - q) / probes)
+    assert abs(counts["node"] / probes - q) <= 4 * sigma, (counts, q, sigma)

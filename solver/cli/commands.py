@@ -314,6 +314,7 @@ GENERATE = {
     "psplib": ("psplib", None),
     "arrivals": ("arrivals", "tenants"),
     "tpch-arrivals": ("tpch-arrivals", None),
+    "hdfs": ("hdfs", "users"),
     "google-day": ("google-day", None),
 }
 
@@ -530,7 +531,7 @@ def add_commands(subcommands: Any) -> None:
     generate.add_argument("family", choices=list(GENERATE),
                           help="flat: google, google-like, alibaba, random; hierarchy: tree, hdrf-fig10; DAG jobs: "
                           "dag, tpch, psplib; arrivals over time (fairpack simulate): arrivals, tpch-arrivals, "
-                          "google-day")  # fmt: skip
+                          "google-day, hdfs (data locality)")  # fmt: skip
     generate.add_argument("--seed", type=int, default=0, help="seed of the generator (psplib: the file number)")
     generate.add_argument("--tenants", type=int, help="tenants (tree: leaves)")
     generate.add_argument("--machines", type=int, help="machines (tree: servers)")

@@ -8,6 +8,7 @@ _DRIVER = "solver.sim.run:run_simulation"
 _COMMON = frozenset({"placement", "seed"})
 _BACKLOG = frozenset({"horizon", "duration", "mean", "warmup", "starvation_after", "samples", "reference"})
 _DAG = frozenset({"altruism", "reverse_order", "horizon"})
+_LOCALITY = frozenset({"slots", "horizon"})
 
 
 def _policy(name: str, family: str, summary: str, options: frozenset[str] = frozenset(),
@@ -35,4 +36,8 @@ register_policy(
     _policy("drf-strict", "online", "every job held to its DRF share (the fair-share schedule, T_k)", extra=_DAG),
     _policy("tetris", "online", "Tetris: packing by alignment score", extra=_DAG),
     _policy("sjf", "online", "shortest remaining critical path first", extra=_DAG),
+    _policy("fair", "locality", "Hadoop fair sharing, naive: furthest below share takes a free slot, local task "
+            "if it has one", extra=_LOCALITY),
+    _policy("delay", "locality", "delay scheduling: a job without a local task is skipped d1 times (node), "
+            "then d2 more (rack)", extra=_LOCALITY | frozenset({"d1", "d2"})),
 )
