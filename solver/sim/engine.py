@@ -12,6 +12,11 @@ At every event time, in this order:
    served next (:meth:`Policy.next`: a group and at most how many of its tasks) and on which machines
    (:meth:`Policy.place`), until it has nothing more; the engine launches, and records every task.
 
+A task's length is its group's duration, except for tasks reading an input block (``Instance.data``, only
+with tracked machines): a chunk placed on a machine runs that machine's most local pending tasks of the
+group, each for the duration times its locality level's factor (``solver.sim.locality``). Workloads without
+input blocks take none of that path.
+
 Events closer than ``TIME_RTOL`` (``models.tolerance``) are simultaneous. With a ``horizon`` the run stops
 there (backlogs never drain); tasks still running are reported with their ends beyond it.
 

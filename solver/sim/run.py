@@ -67,6 +67,7 @@ def run_simulation(instance: Instance, policy: str, options: SolveOptions, budge
     schedule = sim.schedule()
     extra: dict[str, Any] = {"policy": policy, "placement": placement, **sim.counters(),
                              "objective_name": "avg-jct" if len(instance.jobs) > 1 else "makespan"}  # fmt: skip
+    extra.update(getattr(scheduler, "counters", dict)())  # policy-specific counters (delay: skips)
     unfinished = sim.unfinished()
     if unfinished.size:
         extra["unfinished_jobs"] = [instance.jobs[k].name for k in unfinished.tolist()]

@@ -127,6 +127,10 @@ class FairSlots(BasePolicy):
     def place(self, sim: Simulation, group: int, most: int) -> list[tuple[int, int]]:
         return [(self.choice[1], 1)]
 
+    def counters(self) -> dict[str, Any]:
+        """``skips``: offers a job let pass to wait for locality (0 for ``fair``)."""
+        return {"skips": self.skipped}
+
 
 class DelaySlots(FairSlots):
     """``delay``: fair sharing with node- and rack-level delay scheduling (module docstring)."""
