@@ -271,3 +271,60 @@ def test_simulated_locality_of_a_single_job_matches_the_formula(d1: int) -> None
     q = local_probability(p, d1 + 1)
     sigma = math.sqrt(q * (1 - q) / probes)
     assert abs(counts["node"] / probes - q) <= 4 * sigma, (counts, q, sigma)
+
+
+def test_locality_against_d_rises_to_near_all_local_on_the_hdfs_workload() -> None:
+    # Multi-user HDFS workload (60 jobs, Facebook-shaped sizes, 40 machines x 2 slots, 4 racks): naive fair
+    # sharing launches whatever the freed slot's job has; a few skips make nearly every task node-local.
+    from models.generators.families import FAMILIES
+
+    instance = FAMILIES["hdfs"].instance({"jobs": 60, "slots": 2, "interarrival": 4.0, "max_tasks": 200}, seed=1)
+
+    def node_local(policy: str, **extra: int) -> float:
+        result = simulate(instance, policy, seed=1, extra=dict(extra))
+        assert result.verified, result.violations[:3]
+        counts = result.extra["locality"]
+        return counts["node"] / sum(counts.values())
+
+    fair, small_d, large_d = node_local("fair"), node_local("delay", d1=5, d2=5), node_local("delay", d1=20, d2=20)
+    assert fair < 0.9 < small_d < large_d
+    assert large_d >= 0.98
+
+
+# --- the exact yardstick -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("remote", "optimum", "machine"), [(2.0, 5.5, 1), (3.0, 6.0, 0)])
+def test_exact_yardstick_weighs_waiting_against_running_remote(remote: float, optimum: float, machine: int) -> None:
+    # B runs 0-5 on m0 (JCT 5). J (3 long, arrives at 1, block on m0) either runs remote on m2 at once,
+    # ending at 1 + 3 x remote (JCT 3 x remote), or waits for m0: 5-8 (JCT 7). Remote x2: JCT 6 < 7, the
+    # optimum (5 + 6) / 2 = 5.5 runs it remote (fair's choice); remote x3: 9 > 7, it waits (delay's).
+    from solver.spacetime.locality_cp import locality_optimum
+
+    base = _remote_choice()
+    assert base.data is not None
+    instance = replace(base, data=replace(base.data, factors=(1.0, 1.3, remote)))
+    found = locality_optimum(instance, "avg-jct", time_limit=30)
+    assert found.optimal and found.objective == pytest.approx(optimum)
+    report = verify_schedule(instance, found.schedule, require_placement=True)
+    assert report.ok and report.avg_jct == pytest.approx(optimum)
+    assert found.schedule.server is not None and found.schedule.server[1] == machine
+    fair = simulate(instance, "fair").objective
+    delay = simulate(instance, "delay", extra={"d1": 5}).objective
+    assert fair is not None and delay is not None
+    assert min(fair, delay) == pytest.approx(optimum)
+
+
+def test_exact_yardstick_bounds_every_policy_on_a_small_hdfs_instance() -> None:
+    from models.generators.families import FAMILIES
+    from solver.spacetime.locality_cp import locality_optimum
+
+    params = {"jobs": 3, "machines": 4, "racks": 2, "slots": 1, "max_tasks": 2, "interarrival": 3.0}
+    instance = FAMILIES["hdfs"].instance(params, seed=2)
+    found = locality_optimum(instance, "avg-jct", time_limit=60)
+    assert found.optimal
+    report = verify_schedule(instance, found.schedule, require_placement=True)
+    assert report.ok and report.avg_jct == pytest.approx(found.objective)
+    for policy, extra in (("fifo", {}), ("fair", {}), ("delay", {"d1": 2, "d2": 2})):
+        value = simulate(instance, policy, extra=extra).objective
+        assert value is not None and value >= found.objective - 1e-9

@@ -8,7 +8,7 @@ its "local" rack), the other two on two distinct random machines of one other ra
 
 Job sizes follow the shape of the Facebook workload of Zaharia et al. (EuroSys'10, Table 3: most jobs
 have one or a few map tasks, a few have hundreds): map counts drawn from ``SIZES`` with ``SIZE_WEIGHTS``
-(capped at ``max_tasks``); arrivals are a Poisson process with mean gap ``interarrival``; every job
+(capped at ``max_tasks``); arrivals are a Poisson process with mean gap ``interarrival`` (rounded to 0.1); every job
 belongs to one of ``users`` tenants, uniformly.
 """
 
@@ -79,7 +79,7 @@ def hdfs_jobs(seed: int, jobs: int = 50, machines: int = 40, racks: int = 4, slo
         stages = [Stage("map", tasks, float(map_duration), demand, (), tuple(blocks))]
         if reduce_tasks > 0:
             stages.append(Stage("reduce", reduce_tasks, float(reduce_duration), demand, (0,)))
-        job_list.append(Job(f"j{k}", tuple(stages), 1.0, round(float(release[k]), 6), f"user{owner[k]}"))
+        job_list.append(Job(f"j{k}", tuple(stages), 1.0, round(float(release[k]), 1), f"user{owner[k]}"))
     replicas = hdfs_replicas(servers, len(names), rng)
     data = DataPlacement(tuple(names), tuple(replicas), locality)
     return Instance(("slot",), servers, jobs=tuple(job_list), data=data, name=f"hdfs-{jobs}j-s{seed}")
@@ -105,7 +105,10 @@ def locality_probe(seed: int, probes: int = 400, machines: int = 20, holders: in
     count = int(horizon * machines / background_mean * 1.2) + 10 * machines  # enough to stay full past the end
     one = np.array([1.0])
     lengths = rng.exponential(background_mean, size=count)
-    background = Job("background", tuple(Stage(f"s{i}", 1, round(float(d), 9) + 1e-6, one)
+    # Lengths on a grid of 1/1000 of the mean: distinct task ends are then far more than the simulator's
+    # time tolerance apart (relative 1e-9 of the clock), so no two ends are merged into one event.
+    grid = background_mean / 1000
+    background = Job("background", tuple(Stage(f"s{i}", 1, grid * max(1, round(float(d) / grid)), one)
                                           for i, d in enumerate(lengths.tolist())))  # fmt: skip
     names = tuple(f"x{i}" for i in range(probes))
     replicas = tuple(tuple(sorted(int(m) for m in rng.choice(machines, size=holders, replace=False)))
