@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchmarks._common import data_dir_or_none, parser, save, timed
+from benchmarks.drfh_int_scale import gap_to_lp
 from models.generators import alibaba_instance, google_instance
 from models.types import Instance
 from models.view import result_json
@@ -45,7 +46,7 @@ def _measure(instance: Instance, int_limit: float) -> dict[str, Any]:
             "f": result.objective,
             "utilisation": data["utilisation"],
             "seconds": seconds,
-            "gap_to_lp": result.gap if method == "drfh-int" else None,
+            "gap_to_lp": gap_to_lp(result) if method == "drfh-int" else None,
             "proven_bound": result.extra.get("proven_bound") if method == "drfh-int" else None,
         }
         print(f"  {label}: f={result.objective:.5g} {result.status} {seconds:.1f}s", flush=True)

@@ -22,6 +22,10 @@ tpch            jobs      a mix of ``queries`` TPC-H queries drawn by the seed  
 hdfs            jobs      MapReduce jobs reading HDFS-placed blocks on racks           tasks
                           (``models.generators.locality``)
 psplib          jobs      PSPLIB RCPSP file number ``seed`` of set ``set`` (``psplib/``) tasks
+sparrow         jobs      Poisson stream of short parallel jobs on slotted workers at    tasks
+                          offered ``load`` (``models.generators.short_tasks``)
+omega           jobs      batch and service job streams on a cell                       tasks
+                          (``models.generators.short_tasks``)
 =============== ========= ============================================================ ========================
 
 PSPLIB files are taken in (instance, parameter) order (``j301_1, j302_1, ..., j3048_1, j301_2, ...``),
@@ -335,6 +339,21 @@ def _psplib_best(instance: Instance, data_dir: Path | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
+def _sparrow(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
+    from models.generators.short_tasks import sparrow_jobs
+
+    return sparrow_jobs(seed, p["machines"], p["slots"], p["tasks"], float(p["load"]), p["jobs"],
+                        float(p["mean_duration"]), p["durations"])  # fmt: skip
+
+
+def _omega(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
+    from models.generators.short_tasks import omega_jobs
+
+    return omega_jobs(seed, p["machines"], float(p["load"]), float(p["span"]), float(p["service_share"]),
+                      float(p["batch_tasks"]), float(p["batch_duration"]), float(p["service_tasks"]),
+                      float(p["service_duration"]))  # fmt: skip
+
+
 _INT, _FLOAT, _BOOL, _STR = (int,), (float,), (bool,), (str,)
 _OPTIONAL_INT = (int, type(None))
 
@@ -394,5 +413,16 @@ FAMILIES: dict[str, Family] = {
         Family("psplib", "jobs", "PSPLIB single-mode RCPSP file (seed = file number)",
                {"set": Param("j30", _STR)},
                _psplib, "tasks", _tasks, data="psplib", best_known=_psplib_best),
+        Family("sparrow", "jobs", "short parallel jobs on slotted workers at an offered load (Sparrow)",
+               {"machines": Param(100, _INT), "slots": Param(4, _INT), "tasks": Param(10, _INT),
+                "load": Param(0.8, _FLOAT), "jobs": Param(500, _INT), "mean_duration": Param(0.1, _FLOAT),
+                "durations": Param("exponential", _STR)},
+               _sparrow, "tasks", _tasks),
+        Family("omega", "jobs", "batch and service job streams on a cell (Omega)",
+               {"machines": Param(100, _INT), "load": Param(0.6, _FLOAT), "span": Param(1800.0, _FLOAT),
+                "service_share": Param(0.5, _FLOAT), "batch_tasks": Param(20.0, _FLOAT),
+                "batch_duration": Param(60.0, _FLOAT), "service_tasks": Param(5.0, _FLOAT),
+                "service_duration": Param(600.0, _FLOAT)},
+               _omega, "tasks", _tasks),
     )
 }  # fmt: skip

@@ -61,6 +61,9 @@ class Session(Protocol):
     def set_start(self, x: FloatArray) -> None:
         """A primal start for the next MILP solve."""
 
+    def prefer_primal(self) -> None:
+        """Re-solve with the primal simplex from now on, where the backend can choose (HiGHS keeps its basis)."""
+
     def solve(self) -> SolveOutcome: ...
 
 
@@ -145,6 +148,9 @@ class RebuildSession:
 
     def set_start(self, x: FloatArray) -> None:
         self._start = np.asarray(x, dtype=np.float64)
+
+    def prefer_primal(self) -> None:
+        """Every solve starts afresh here, so there is no re-solve to steer."""
 
     def _current(self) -> LinearProgram:
         if self._matrix_changed:

@@ -316,6 +316,8 @@ GENERATE = {
     "tpch-arrivals": ("tpch-arrivals", None),
     "hdfs": ("hdfs", "users"),
     "google-day": ("google-day", None),
+    "sparrow": ("sparrow", None),
+    "omega": ("omega", None),
 }
 
 
@@ -531,14 +533,15 @@ def add_commands(subcommands: Any) -> None:
     generate.add_argument("family", choices=list(GENERATE),
                           help="flat: google, google-like, alibaba, random; hierarchy: tree, hdrf-fig10; DAG jobs: "
                           "dag, tpch, psplib; arrivals over time (fairpack simulate): arrivals, tpch-arrivals, "
-                          "google-day, hdfs (data locality)")  # fmt: skip
+                          "google-day, sparrow (short parallel jobs), omega (batch and service jobs), hdfs (data "
+                          "locality)")  # fmt: skip
     generate.add_argument("--seed", type=int, default=0, help="seed of the generator (psplib: the file number)")
     generate.add_argument("--tenants", type=int, help="tenants (tree: leaves)")
     generate.add_argument("--machines", type=int, help="machines (tree: servers)")
     generate.add_argument("--depth", type=int, help="tree: depth of the deepest leaf")
     generate.add_argument("--resources", type=int, help="tree, random, dag: number of resources")
     generate.add_argument("--distinct", action="store_true", help="google: jitter every machine into its own class")
-    generate.add_argument("--jobs", type=int, help="dag: number of jobs")
+    generate.add_argument("--jobs", type=int, help="dag, sparrow: number of jobs")
     generate.add_argument("--queries", type=int, help="tpch: number of queries")
     generate.add_argument("--set", help="psplib: j30, j60, j90 or j120 (--seed picks the file)")
     generate.add_argument("--param", action="append", metavar="KEY=VALUE", help="any size parameter of the family")

@@ -69,6 +69,9 @@ def _format_schedule(instance: Instance, result: Result, data: dict[str, Any], t
     lines.append("  " + "   ".join(f"{name} {value:.6g}" for name, value in numbers if value is not None))
     lines.append(f"  build {result.build_s:.3f} s, solve {result.solve_s:.3f} s, {len(data['tasks'])} tasks")
     lines += _simulation_summary(result)
+    counters = [(key, result.extra[key]) for key in result.extra.get("policy_counters", ())]
+    if counters:  # the policy's own statistics (probes, conflicts, ...)
+        lines.append("  " + ", ".join(f"{key} {_counter(value)}" for key, value in counters))
     header = ["job", "weight", "release", "completion", "JCT", "fair completion"]
     rows = []
     for job in instance.jobs[:top]:
@@ -96,6 +99,8 @@ def format_table(instance: Instance, result: Result, top: int = 20, data: dict[s
         ("min share/guarantee" if hierarchical else "min weighted share", result.objective),
         ("bound", result.bound),
         ("gap", result.gap),
+        # drfh-int: the divisible LP's f beside the proven bound (a looser bound, not the proof).
+        ("LP bound", result.extra.get("lp_bound")),
     ]
     lines.append("  " + "   ".join(f"{name} {value:.6g}" for name, value in numbers if value is not None))
     lines.append(f"  build {result.build_s:.3f} s, solve {result.solve_s:.3f} s")
@@ -174,6 +179,14 @@ def _tree_rows(instance: Instance, data: dict[str, Any]) -> tuple[list[str], lis
             ]
         )
     return header, rows
+
+
+def _counter(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_counter(v) for v in value) + "]"
+    return str(value)
 
 
 def _short(value: float) -> str:

@@ -102,6 +102,10 @@ class BasePolicy:
     def place(self, sim: Simulation, group: int, most: int) -> list[tuple[int, int]]:
         return sim.cluster.best_fit(sim.jobs.demand[group], most)
 
+    def counters(self) -> dict[str, Any]:
+        """The policy's own statistics (conflicts, probes, ...), reported in ``Result.extra``."""
+        return {}
+
 
 class Simulation:
     """Mutable state of one run; policies read it and never change it (the engine does)."""
