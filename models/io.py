@@ -1,21 +1,71 @@
 """Read instance files (YAML or JSON, one schema) into validated ``Instance`` objects.
 
-The schema is checked by pydantic (shapes and types), then every entity validates its semantics on
-construction. Either way a failure raises ``InstanceError`` naming the file, the field and the reason.
+Every failure raises ``InstanceError`` naming the file, the field at fault (``tenants[3].demand.cpu``;
+empty when the file as a whole is bad) and the reason. No other exception escapes, whatever the bytes.
+
+Parsing
+-------
+* YAML is read event by event (libyaml's C parser when PyYAML has it, its pure-Python parser otherwise)
+  straight into dicts and lists, under YAML 1.2 core-schema rules: a plain scalar is ``null``/``~``, a
+  boolean ``true``/``false``, a decimal integer, a decimal float (``1e-3``, ``.5``, ``.inf``, ``.nan``)
+  or a string. None of YAML 1.1's implicit conversions apply: ``1:30`` (sexagesimal 90),
+  ``yes``/``no``/``on``/``off`` (booleans), ``0o17``, ``0x1f``, ``1_000``, dates and ``<<`` merge keys
+  all stay strings, so a name stays the name written and a number field refuses them, saying what
+  YAML 1.1 would have read. An integer with a leading zero (``010``: 8 in YAML 1.1, 10 in YAML 1.2) is
+  ambiguous and stays a string too. Explicit tags other than ``!!str`` (and ``!!map``/``!!seq``) are refused.
+* A key given twice in one mapping is an error naming the key, the mapping and both lines (YAML) or
+  the mapping (JSON); a second YAML document in the file is an error.
+* Numbers are checked where they are used: a string, a boolean or ``null`` where a number is expected
+  is refused, never converted.
+
+Limits (``Limits``; every message names the limit it hit)
+---------------------------------------------------------
+* file size ``max_bytes`` (64 MiB), read no further than that;
+* nesting depth ``max_depth`` (100 levels of YAML/JSON collections, and 100 levels of hierarchy);
+* ``max_nodes`` (5,000,000) values after alias expansion, so an alias bomb ("billion laughs") stops at
+  the alias that crosses it, in bounded time and memory; an alias may not refer to an enclosing node;
+* every capacity, demand, duration, release and time slot at most ``max_quantity`` (1e15), and each
+  resource's cluster total (capacity x count over server classes) too;
+* ``count`` a whole number, at most ``max_machines`` (10,000,000) machines in all;
+* weights in ``weight_range`` ([1e-6, 1e6]), so weighted shares neither underflow nor overflow;
+* ``max_tasks`` (1e9): a stage's task count, all stages' tasks together, and, for a tenant, the tasks
+  of it the cluster could hold on its dominant resource (total / demand): one task's dominant share must
+  be at least 1 / max_tasks;
+* ``max_locality`` (1000): every ``locality`` factor (a task's duration times its factor stays within
+  ``max_quantity * max_locality``).
+
+Data placement
+--------------
+``servers[k].labels`` is a mapping of label names to string values (``rack: r1``); ``blocks`` maps a
+block name to its replica machines, each ``server/k`` (machine ``k`` of server class ``server``) or
+``server`` when the class has one machine; a stage's ``input`` lists one block per task; ``locality``
+gives the duration factors ``node``, ``rack`` and ``remote`` (defaults ``models.types.DEFAULT_LOCALITY``;
+positive, not decreasing from node to remote). An unknown machine, block or level is named with its field.
+
+Validation is done in bulk: resource vectors of all servers (tenants, stages) are gathered into one
+matrix and checked with numpy; only on failure is the first offending entry located for the message.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import re
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
 
 from models.types import (
+    DEFAULT_LOCALITY,
+    LOCALITY_LEVELS,
+    DataPlacement,
+    FloatArray,
     Hierarchy,
     HierarchyNode,
     Instance,
@@ -24,280 +74,1010 @@ from models.types import (
     ServerClass,
     Stage,
     Tenant,
+    printable,
 )
 
 
-class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=False)
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on what the loader reads; see the module docstring for what each protects."""
+
+    max_bytes: int = 64 * 2**20
+    max_depth: int = 100
+    max_nodes: int = 5_000_000
+    max_quantity: float = 1e15
+    max_machines: int = 10_000_000
+    max_tasks: float = 1e9
+    weight_range: tuple[float, float] = (1e-6, 1e6)
+    max_locality: float = 1e3
+
+    def __post_init__(self) -> None:
+        low, high = self.weight_range
+        numbers = (self.max_bytes, self.max_depth, self.max_nodes, self.max_quantity, self.max_machines, self.max_tasks,
+                   self.max_locality)  # fmt: skip
+        if min(numbers) <= 0 or not 0 < low <= high:
+            raise ValueError(f"limits must be positive: {self}")
 
 
-class ServerSpec(_Spec):
-    name: str
-    capacity: dict[str, float]
-    count: int = 1
+DEFAULT_LIMITS = Limits()
 
 
-class TenantSpec(_Spec):
-    name: str
-    demand: dict[str, float]
-    weight: float = 1.0
-    tasks: float | None = None
+# ------------------------------------------------------------------------------------------------- YAML
 
 
-class NodeSpec(_Spec):
-    name: str
-    weight: float = 1.0
-    demand: dict[str, float] | None = None
-    tasks: float | None = None
-    parent: str | None = None  # only in the flat (list) form of a hierarchy
-    children: list[NodeSpec] | None = None
+def _yaml_parser(text: str) -> Any:
+    """An event parser over ``text``: libyaml's (C) when available, else PyYAML's pure-Python one."""
+    if getattr(yaml, "__with_libyaml__", False):
+        from yaml._yaml import CParser
+
+        return CParser(text)
+    return yaml.SafeLoader(text)  # only its Reader/Scanner/Parser are used (get_event)
 
 
-class StageSpec(_Spec):
-    name: str
-    tasks: int = 1
-    duration: float
-    demand: dict[str, float]
-    after: list[str] = []
+# YAML 1.2 core schema, plain scalars only. Keywords are looked up first, then numbers by pattern.
+_KEYWORDS: dict[str, Any] = {
+    **dict.fromkeys(("", "~", "null", "Null", "NULL")),
+    **dict.fromkeys(("true", "True", "TRUE"), True),
+    **dict.fromkeys(("false", "False", "FALSE"), False),
+    **dict.fromkeys((".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"), math.inf),
+    **dict.fromkeys(("-.inf", "-.Inf", "-.INF"), -math.inf),
+    **dict.fromkeys((".nan", ".NaN", ".NAN"), math.nan),
+}
+_NUMBER = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?\Z")
+_LEADING_ZERO = re.compile(r"[-+]?0[0-9]")
+_NUMBER_START = frozenset("0123456789+-.")
+_STR_TAG = "tag:yaml.org,2002:str"
+_COLLECTION_TAGS = (None, "!", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
 
 
-class JobSpec(_Spec):
-    name: str
-    weight: float = 1.0
-    release: float = 0.0
-    tenant: str | None = None
-    deadline: float | None = None
-    stages: list[StageSpec]
+def _plain_scalar(value: str) -> Any:
+    """Resolve a plain (unquoted, untagged) scalar by YAML 1.2 core-schema rules."""
+    if value[:1] not in _NUMBER_START:
+        return _KEYWORDS.get(value, value)  # null, booleans, or a string
+    if _NUMBER.match(value) is None:
+        return _KEYWORDS.get(value, value)  # .inf, .nan, or a string such as 1:30, 0x1f, 1_000
+    if "." in value or "e" in value or "E" in value:
+        return float(value)  # 1e999 reads as inf and is refused where a finite number is expected
+    if _LEADING_ZERO.match(value) or len(value) > 4000:  # 010 is octal in YAML 1.1; int() caps digits
+        return value
+    return int(value)
 
 
-class TimeSpec(_Spec):
-    slot: float = 1.0
+def _mark(event: Any) -> str:
+    mark = event.start_mark
+    return f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "unknown position"
 
 
-class InstanceSpec(_Spec):
-    name: str | None = None
-    resources: list[str]
-    servers: list[ServerSpec]
-    tenants: list[TenantSpec] = []
-    hierarchy: NodeSpec | list[NodeSpec] | None = None
-    jobs: list[JobSpec] = []
-    time: TimeSpec | None = None
+class _Open:
+    """A collection being read: its container, pending key (mappings), anchor and expanded size."""
+
+    __slots__ = ("anchor", "container", "is_mapping", "key", "size")
+
+    def __init__(self, container: dict[Any, Any] | list[Any], anchor: str | None) -> None:
+        self.container = container
+        self.is_mapping = isinstance(container, dict)
+        self.key: Any = _NO_KEY
+        self.anchor = anchor
+        self.size = 1
 
 
-def _field_path(location: tuple[Any, ...]) -> str:
+_NO_KEY = object()
+
+
+def _path(stack: Sequence[_Open]) -> str:
+    """The field path of the value being read (``tenants[2].demand``): every open collection's pending
+    key or next index (a mapping waiting for a key adds nothing)."""
     path = ""
-    for part in location:
-        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    for frame in stack:
+        if not frame.is_mapping:
+            path += f"[{len(frame.container)}]"
+        elif frame.key is not _NO_KEY:
+            path += f".{frame.key}" if path else str(frame.key)
     return path
 
 
-def _vector(mapping: dict[str, float], resources: tuple[str, ...], field_name: str) -> np.ndarray:
-    index = {name: position for position, name in enumerate(resources)}
-    vector = np.zeros(len(resources))
-    for key, value in mapping.items():
-        if key not in index:
-            raise InstanceError(f"unknown resource {key!r} (resources are {list(resources)})", f"{field_name}.{key}")
-        if not math.isfinite(value) or value < 0:
-            raise InstanceError(f"must be finite and non-negative, got {value!r}", f"{field_name}.{key}")
-        vector[index[key]] = value
-    return vector
+def _read_yaml(text: str, limits: Limits) -> Any:  # noqa: C901  (one loop kept whole: it runs once per YAML event)
+    """Compose one YAML document into plain Python data, iteratively, under ``limits``."""
+    parser = _yaml_parser(text)
+    get_event = parser.get_event
+    scalar_event, alias_event = yaml.ScalarEvent, yaml.AliasEvent
+    mapping_start, sequence_start = yaml.MappingStartEvent, yaml.SequenceStartEvent
+    collection_end = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+    stack: list[_Open] = []
+    anchors: dict[str, tuple[Any, int]] = {}
+    total = 0
+    root: Any = None
+
+    def fail(reason: str, event: Any) -> InstanceError:
+        return InstanceError(f"{reason} ({_mark(event)})", _path(stack))
+
+    get_event()  # stream start
+    event = get_event()
+    if isinstance(event, yaml.StreamEndEvent):
+        return None  # an empty file
+    while True:  # one pass over the document's events
+        event = get_event()
+        kind = event.__class__
+        if kind is scalar_event:
+            tag = event.tag
+            if tag is None and event.implicit[0]:
+                value = _plain_scalar(event.value)
+            elif tag is None or tag == "!" or tag == _STR_TAG:
+                value = event.value
+            else:
+                raise fail(f"the YAML tag {tag!r} is not supported (only !!str)", event)
+            size = 1
+            total += 1
+            if event.anchor is not None:
+                anchors[event.anchor] = (value, 1)
+        elif kind is mapping_start or kind is sequence_start:
+            if event.tag not in _COLLECTION_TAGS:
+                raise fail(f"the YAML tag {event.tag!r} is not supported", event)
+            if len(stack) >= limits.max_depth:
+                raise fail(f"nesting deeper than the limit of {limits.max_depth} levels", event)
+            stack.append(_Open({} if kind is mapping_start else [], event.anchor))
+            total += 1
+            continue
+        elif kind in collection_end:  # counted when it opened (and its items as they came)
+            frame = stack.pop()
+            value, size = frame.container, frame.size
+            if frame.anchor is not None:
+                anchors[frame.anchor] = (value, size)
+        elif kind is alias_event:
+            if event.anchor not in anchors:
+                raise fail(f"alias *{event.anchor} refers to no complete node (unknown, or an enclosing one)", event)
+            value, size = anchors[event.anchor]
+            total += size  # an alias stands for a whole copy of its node: count it expanded
+        else:
+            raise fail(f"unexpected YAML event {kind.__name__}", event)
+        if total > limits.max_nodes:
+            raise fail(f"more than the limit of {limits.max_nodes} values (aliases counted expanded)", event)
+        if not stack:
+            root = value
+            break
+        top = stack[-1]
+        top.size += size
+        if not top.is_mapping:
+            top.container.append(value)  # type: ignore[union-attr]
+        elif top.key is not _NO_KEY:
+            top.container[top.key] = value
+            top.key = _NO_KEY
+        elif value.__class__ is not str:
+            raise fail(f"a mapping key must be a name (a string), got {_describe(value)}", event)
+        elif value in top.container:
+            path = _path(stack)
+            raise InstanceError(
+                f"duplicate key {value!r} ({_mark(event)}): a key may appear once in a mapping",
+                f"{path}.{value}" if path else value,
+            )
+        else:
+            top.key = value
+    get_event()  # document end
+    event = get_event()
+    if not isinstance(event, yaml.StreamEndEvent):
+        raise InstanceError(f"a second YAML document starts at {_mark(event)}; a file holds one instance")
+    return root
 
 
-def _located(error: InstanceError, prefix: str) -> InstanceError:
-    return error.located(error.source, prefix)
+# ------------------------------------------------------------------------------------------------- JSON
 
 
-def _cap(tasks: float | None) -> float:
-    return math.inf if tasks is None else float(tasks)
+class _Duplicated(dict[str, Any]):
+    """A JSON object that repeated a key (the loader reports it with its path)."""
+
+    duplicate = ""
 
 
-def _build_tenant(spec: TenantSpec | NodeSpec, resources: tuple[str, ...], field_name: str) -> Tenant:
-    assert spec.demand is not None
-    demand = _vector(spec.demand, resources, f"{field_name}.demand")
+def _json_object(pairs: list[tuple[str, Any]], found: list[bool]) -> dict[str, Any]:
+    mapping = dict(pairs)
+    if len(mapping) == len(pairs):
+        return mapping
+    found.append(True)
+    seen: set[str] = set()
+    marked = _Duplicated(mapping)
+    for key, _ in pairs:
+        if key in seen:
+            marked.duplicate = key
+            break
+        seen.add(key)
+    return marked
+
+
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+
+
+def _read_json(data: bytes, limits: Limits) -> Any:
+    # Depth and size are measured on the bytes before parsing (strings blanked out), so a deep document
+    # never reaches json's recursive decoder.
+    skeleton = np.frombuffer(_JSON_STRING.sub(b'""', data), dtype=np.uint8)
+    opens = (skeleton == ord("[")) | (skeleton == ord("{"))
+    closes = (skeleton == ord("]")) | (skeleton == ord("}"))
+    if opens.any() and int(np.cumsum(opens.astype(np.int64) - closes).max()) > limits.max_depth:
+        raise InstanceError(f"nesting deeper than the limit of {limits.max_depth} levels")
+    if int(opens.sum()) + int((skeleton == ord(",")).sum()) + 1 > limits.max_nodes:
+        raise InstanceError(f"more than the limit of {limits.max_nodes} values")
     try:
-        return Tenant(spec.name, demand, spec.weight, _cap(spec.tasks))
-    except InstanceError as error:
-        raise _located(error, field_name) from None
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise InstanceError(f"not UTF-8 text: byte {data[error.start]:#04x} at offset {error.start}") from None
+    found: list[bool] = []
+    try:
+        parsed = json.loads(text, object_pairs_hook=lambda pairs: _json_object(pairs, found))
+    except json.JSONDecodeError as error:
+        raise InstanceError("not valid JSON: " + " ".join(str(error).split())) from None
+    except (ValueError, RecursionError):  # int() refuses more than 4,300 digits (the depth was checked above)
+        raise InstanceError("not valid JSON: a number has more digits than Python reads (4,300)") from None
+    if found:
+        path, key = _find_duplicate(parsed)
+        raise InstanceError(
+            f"duplicate key {key!r}: a key may appear once in an object", f"{path}.{key}" if path else key
+        )
+    return parsed
 
 
-def _nested_nodes(root: NodeSpec) -> list[tuple[NodeSpec, int, str]]:
-    """Flatten a nested tree into (spec, parent index, field path) in depth-first order."""
-    flat: list[tuple[NodeSpec, int, str]] = []
-    stack: list[tuple[NodeSpec, int, str]] = [(root, -1, "hierarchy")]
+def _find_duplicate(data: Any) -> tuple[str, Any]:
+    """Path and key of the first object that repeated a key (depth-first), or ("", None)."""
+    stack: list[tuple[str, Any]] = [("", data)]
     while stack:
-        spec, parent, path = stack.pop()
-        if spec.parent is not None:
+        path, value = stack.pop()
+        if isinstance(value, dict):
+            if isinstance(value, _Duplicated):
+                return path, value.duplicate
+            stack.extend((f"{path}.{key}" if path else str(key), item) for key, item in reversed(value.items()))
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{position}]", item) for position, item in reversed(list(enumerate(value))))
+    return "", None
+
+
+# ------------------------------------------------------------------------------------------- values
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, str):
+        if len(value) <= 60:
+            return f"the string {value!r}"
+        return f"an integer of {len(value)} digits" if value.isdigit() else f"a string of {len(value)} characters"
+    if isinstance(value, int | float):
+        return f"the number {value!r}" if abs(value) < 1e30 or not isinstance(value, int) else "a huge integer"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return f"a {type(value).__name__}"
+
+
+def _yaml11_hint(value: str) -> str:
+    """A note when YAML 1.1 (PyYAML's default) would have read ``value``, unquoted, as something else."""
+    if len(value) > 40:
+        return ""
+    tag = yaml.resolver.Resolver().resolve(yaml.ScalarNode, value, (True, False))
+    kinds = {"int": "an integer", "float": "a float", "bool": "a boolean", "timestamp": "a date"}
+    kind = kinds.get(tag.rsplit(":", 1)[-1])
+    if kind is None:
+        return ""
+    return (
+        f" (numbers are written unquoted, in decimal; YAML 1.1 would read {value} as {kind}, but fairpack reads "
+        "YAML 1.2 and converts nothing implicitly)"
+    )
+
+
+def _not_a_number(value: Any, field: str, whole: bool = False) -> InstanceError:
+    expected = "a whole number" if whole else "a number"
+    hint = _yaml11_hint(value) if isinstance(value, str) else ""
+    return InstanceError(f"must be {expected}, got {_describe(value)}{hint}", field)
+
+
+def _number(value: Any, field: str) -> float:
+    """A Python or numpy number as float; anything else (str, bool, None) is refused."""
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise _not_a_number(value, field)
+    try:
+        return float(value)
+    except OverflowError:
+        raise InstanceError("number too large", field) from None
+
+
+def _numbers(values: Sequence[Any], where: Callable[[int], str]) -> FloatArray:
+    """Many numbers as one float array; the first non-number is located for the message."""
+    for position, value in enumerate(values):
+        if type(value) is not float and type(value) is not int:
+            _number(value, where(position))
+    try:
+        return np.array(values, dtype=np.float64).reshape(-1)
+    except OverflowError:
+        for position, value in enumerate(values):
+            if isinstance(value, int) and abs(value) > 1e308:
+                raise InstanceError("number too large", where(position)) from None
+        raise
+
+
+def _check_range(
+    values: FloatArray, where: Callable[[int], str], low: float, high: float, what: str, low_open: bool = False
+) -> None:
+    """Every value finite and in [low, high] (``(low, high]`` if ``low_open``); else locate the first."""
+    with np.errstate(invalid="ignore"):
+        good = (values > low if low_open else values >= low) & (values <= high)
+    if good.all():
+        return
+    position = int(np.argmin(good))
+    value = float(values[position])
+    if what == "weight":
+        reason = (f"weight must be a positive number in the accepted range [{low:g}, {high:g}] (so weighted "
+                  f"shares neither underflow nor overflow), got {value!r}")  # fmt: skip
+    elif math.isnan(value) or math.isinf(value):
+        reason = f"{what} must be finite, got {value}"
+    elif low == 0 and low_open and value <= 0:
+        reason = f"{what} must be positive, got {value:g}"
+    elif low == 0 and value < 0:
+        reason = f"{what} must be non-negative, got {value:g}"
+    elif value < low or (low_open and value == low):
+        reason = f"{what} must be at least {low:g}, got {value:g}"
+    else:
+        reason = f"{what} {value:g} is above the limit of {high:g}"
+    raise InstanceError(reason, where(position))
+
+
+def _whole_numbers(values: Sequence[Any], where: Callable[[int], str], low: int, high: float, what: str) -> list[int]:
+    """Whole numbers in [low, high] as Python ints (integral floats accepted); else locate the first bad."""
+    result = []
+    for position, value in enumerate(values):
+        if type(value) is not int:
+            integral = isinstance(value, float | np.floating) and math.isfinite(value) and float(value).is_integer()
+            if integral or isinstance(value, np.integer):
+                value = int(value)
+            else:
+                if isinstance(value, float) and not math.isnan(value):
+                    raise InstanceError(f"{what} must be a whole number, got {value!r}", where(position))
+                raise _not_a_number(value, where(position), whole=True)
+        if not low <= value <= high:
+            shown = f"{value:,}" if abs(value) < 10**30 else f"~1e{len(str(abs(value))) - 1}"
+            if value < low:
+                reason = f"{what} must be a positive integer (at least {low}), got {shown}"
+            else:
+                reason = f"{what} {shown} is above the limit of {high:,.0f}"
+            raise InstanceError(reason, where(position))
+        result.append(value)
+    return result
+
+
+def _matrix(
+    mappings: Sequence[Any], where: Callable[[int], str], resources: tuple[str, ...], limits: Limits, what: str
+) -> FloatArray:
+    """Resource vectors (mappings name -> amount, missing = 0) of many entities as one read-only matrix.
+
+    Keys are matched to resources one by one (they are Python dict entries); the amounts are checked in
+    bulk (finite, non-negative, at most ``limits.max_quantity``).
+    """
+    index = {name: column for column, name in enumerate(resources)}
+    rows: list[int] = []
+    columns: list[int] = []
+    values: list[Any] = []
+    for row, mapping in enumerate(mappings):
+        if not isinstance(mapping, dict):
+            raise InstanceError(f"must be a mapping of resource amounts, got {_describe(mapping)}", where(row))
+        for key, value in mapping.items():
+            column = index.get(key)
+            if column is None:
+                raise InstanceError(
+                    f"unknown resource {key!r} (resources are {list(resources)})", f"{where(row)}.{key}"
+                )
+            rows.append(row)
+            columns.append(column)
+            values.append(value)
+
+    def located(k: int) -> str:
+        return f"{where(rows[k])}.{resources[columns[k]]}"
+
+    amounts = _numbers(values, located)
+    with np.errstate(invalid="ignore"):
+        bad = ~(amounts >= 0)  # negative or NaN
+    if bad.any():
+        k = int(np.argmax(bad))
+        reason = "must be finite and non-negative" if not math.isnan(amounts[k]) else "must be finite"
+        raise InstanceError(f"{reason}, got {float(amounts[k])!r}", located(k))
+    _check_range(amounts, located, 0.0, limits.max_quantity, what)
+    matrix = np.zeros((len(mappings), len(resources)))
+    matrix[rows, columns] = amounts
+    matrix.setflags(write=False)
+    return matrix
+
+
+# ------------------------------------------------------------------------------------------- schema
+
+# kind -> (required keys, allowed keys)
+_SCHEMA: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "instance": (("resources", "servers"),
+                 ("name", "resources", "servers", "tenants", "hierarchy", "jobs", "time", "blocks", "locality")),
+    "server": (("name", "capacity"), ("name", "capacity", "count", "labels")),
+    "tenant": (("name", "demand"), ("name", "demand", "weight", "tasks")),
+    "node": (("name",), ("name", "weight", "demand", "tasks", "parent", "children")),
+    "job": (("name", "stages"), ("name", "weight", "release", "tenant", "deadline", "stages")),
+    "stage": (("name", "duration", "demand"), ("name", "tasks", "duration", "demand", "after", "input")),
+    "time": ((), ("slot",)),
+    "locality": ((), LOCALITY_LEVELS),
+}
+_ALLOWED = {kind: frozenset(allowed) for kind, (_, allowed) in _SCHEMA.items()}
+
+
+def _entry(value: Any, field: str, kind: str) -> dict[str, Any]:
+    """``value`` as a mapping of ``kind``: no unknown keys, every required one present."""
+    if not isinstance(value, dict):
+        raise InstanceError(f"must be a mapping ({_article(kind)} {kind}), got {_describe(value)}", field)
+    if not _ALLOWED[kind].issuperset(value):
+        unknown = next(key for key in value if key not in _ALLOWED[kind])
+        allowed = ", ".join(_SCHEMA[kind][1])
+        raise InstanceError(
+            f"unknown key {unknown!r} ({_article(kind)} {kind} has {allowed})",
+            f"{field}.{unknown}" if field else unknown,
+        )
+    for key in _SCHEMA[kind][0]:
+        if key not in value:
+            raise InstanceError(
+                f"required field missing ({_article(kind)} {kind} needs {', '.join(_SCHEMA[kind][0])})",
+                f"{field}.{key}" if field else key,
+            )
+    return value
+
+
+def _article(noun: str) -> str:
+    return "an" if noun[0] in "aeiou" else "a"
+
+
+def _list(value: Any, field: str, what: str) -> list[Any]:
+    if not isinstance(value, list | tuple):
+        raise InstanceError(f"must be a list of {what}, got {_describe(value)}", field)
+    return list(value)
+
+
+def _name(value: Any, field: str) -> str:
+    if not isinstance(value, str):
+        hint = f" (quote it: '{value}')" if isinstance(value, int | float) and not isinstance(value, bool) else ""
+        if isinstance(value, bool):
+            hint = " (quote it)"
+        raise InstanceError(f"name must be a string, got {_describe(value)}{hint}", field)
+    if not value.strip():
+        raise InstanceError("name must be a non-empty string", field)
+    if not value.isprintable():
+        raise InstanceError(f"name {printable(value)!r} has characters that cannot be printed", field)
+    return value
+
+
+def _names_list(value: Any, field: str, what: str) -> list[str]:
+    """A list of names (block names, machine names), each checked like a name."""
+    values = _list(value, field, what)
+    return [_name(item, f"{field}[{k}]") for k, item in enumerate(values)]
+
+
+def _names(entries: Sequence[dict[str, Any]], where: Callable[[int], str]) -> list[str]:
+    return [_name(entry["name"], f"{where(position)}.name") for position, entry in enumerate(entries)]
+
+
+def _optional(entries: Sequence[dict[str, Any]], key: str, default: Any) -> list[Any]:
+    return [entry.get(key, default) for entry in entries]
+
+
+def _weights(entries: Sequence[dict[str, Any]], where: Callable[[int], str], limits: Limits) -> FloatArray:
+    values = _numbers(_optional(entries, "weight", 1.0), lambda k: f"{where(k)}.weight")
+    low, high = limits.weight_range
+    _check_range(values, lambda k: f"{where(k)}.weight", low, high, "weight")
+    return values
+
+
+def _task_caps(entries: Sequence[dict[str, Any]], where: Callable[[int], str]) -> FloatArray:
+    """Optional task caps (``null`` or absent = unbounded, ``.inf`` too); non-negative."""
+    raw = [math.inf if value is None else value for value in _optional(entries, "tasks", None)]
+    caps = _numbers(raw, lambda k: f"{where(k)}.tasks")
+    with np.errstate(invalid="ignore"):
+        bad = ~(caps >= 0)
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise InstanceError(f"task count must be non-negative, got {caps[k]!r}", f"{where(k)}.tasks")
+    return caps
+
+
+@dataclass(frozen=True)
+class _Tenants:
+    """Flat tenants read in bulk (from ``tenants`` or from a hierarchy's leaves)."""
+
+    names: list[str]
+    demand: FloatArray
+    weights: FloatArray
+    caps: FloatArray
+
+    def build(self, where: Callable[[int], str]) -> tuple[Tenant, ...]:
+        return Tenant.many(self.names, self.demand, self.weights, self.caps, where)
+
+
+def _read_tenants(
+    entries: Sequence[dict[str, Any]], where: Callable[[int], str], resources: tuple[str, ...], limits: Limits
+) -> _Tenants:
+    names = _names(entries, where)
+    demand = _matrix(
+        [entry["demand"] for entry in entries], lambda k: f"{where(k)}.demand", resources, limits, "demand"
+    )
+    return _Tenants(names, demand, _weights(entries, where, limits), _task_caps(entries, where))
+
+
+def _check_task_scale(
+    tenants: _Tenants, total: FloatArray, resources: tuple[str, ...], where: Callable[[int], str], limits: Limits
+) -> None:
+    """One task's dominant share must be at least 1 / max_tasks: else task counts grow astronomically
+    large (``demand: 1e-300``) and shares fall below what a solver's tolerances can tell from zero."""
+    if not tenants.names:
+        return
+    present = total > 0
+    shares = np.zeros_like(tenants.demand)
+    with np.errstate(over="ignore"):  # a task larger than the cluster is allowed (it runs nowhere)
+        shares[:, present] = tenants.demand[:, present] / total[present]
+        dominant = shares.max(axis=1)
+        small = (dominant > 0) & (dominant * limits.max_tasks < 1)
+    if small.any():
+        k = int(np.argmax(small))
+        resource = resources[int(np.argmax(shares[k]))]
+        raise InstanceError(
+            f"one task needs only {dominant[k]:.3g} of the cluster's {resource} (its dominant share): the cluster "
+            f"could hold {1 / float(dominant[k]):.3g} such tasks, above the limit of {limits.max_tasks:.3g} tasks per "
+            "tenant (the ratio does not depend on the unit: raise the demand)",
+            f"{where(k)}.demand",
+        )
+
+
+# ---------------------------------------------------------------------------------------- hierarchy
+
+
+def _nested_nodes(root: Any, limits: Limits) -> list[tuple[dict[str, Any], int, str]]:
+    """Flatten a nested tree into (entry, parent index, field path) in depth-first order."""
+    flat: list[tuple[dict[str, Any], int, str]] = []
+    stack: list[tuple[Any, int, str, int]] = [(root, -1, "hierarchy", 0)]
+    while stack:
+        value, parent, path, depth = stack.pop()
+        spec = _entry(value, path, "node")
+        if "parent" in spec:
             raise InstanceError("'parent' is only allowed in the flat list form", f"{path}.parent")
+        if depth > limits.max_depth:
+            raise InstanceError(f"the hierarchy is deeper than the limit of {limits.max_depth} levels", path)
         position = len(flat)
         flat.append((spec, parent, path))
-        for child_position, child in reversed(list(enumerate(spec.children or []))):
-            stack.append((child, position, f"{path}.children[{child_position}]"))
+        children = spec.get("children")
+        if children is not None:
+            children = _list(children, f"{path}.children", "nodes")
+            for child_position, child in reversed(list(enumerate(children))):
+                stack.append((child, position, f"{path}.children[{child_position}]", depth + 1))
     return flat
 
 
-def _flat_nodes(specs: list[NodeSpec]) -> list[tuple[NodeSpec, int, str]]:
+def _flat_nodes(values: list[Any], limits: Limits) -> list[tuple[dict[str, Any], int, str]]:
     """Order a parent-pointer list root first; cycles and dangling parents are errors."""
+    specs = [_entry(value, f"hierarchy[{position}]", "node") for position, value in enumerate(values)]
     by_name: dict[str, int] = {}
     for position, spec in enumerate(specs):
-        if spec.name in by_name:
-            raise InstanceError(f"duplicate node name {spec.name!r}", f"hierarchy[{position}].name")
-        if spec.children:
+        name = _name(spec["name"], f"hierarchy[{position}].name")
+        if name in by_name:
+            raise InstanceError(f"duplicate node name {name!r}", f"hierarchy[{position}].name")
+        if spec.get("children") is not None:
             raise InstanceError("use either nested children or flat parent links", f"hierarchy[{position}].children")
-        by_name[spec.name] = position
-    roots = [i for i, spec in enumerate(specs) if spec.parent is None]
+        by_name[name] = position
+    roots = [i for i, spec in enumerate(specs) if spec.get("parent") is None]
     if len(roots) != 1:
         raise InstanceError(f"a hierarchy needs exactly one root, found {len(roots)}", "hierarchy")
-    for position, spec in enumerate(specs):
-        if spec.parent is not None and spec.parent not in by_name:
-            raise InstanceError(f"unknown parent {spec.parent!r}", f"hierarchy[{position}].parent")
     children: dict[int, list[int]] = {}
     for position, spec in enumerate(specs):
-        if spec.parent is not None:
-            children.setdefault(by_name[spec.parent], []).append(position)
+        parent = spec.get("parent")
+        if parent is None:
+            continue
+        if not isinstance(parent, str) or parent not in by_name:
+            raise InstanceError(f"unknown parent {parent!r}", f"hierarchy[{position}].parent")
+        children.setdefault(by_name[parent], []).append(position)
     # Depth-first preorder, children in file order: the same node (and tenant) order as the nested form,
     # so a flat list written by ``instance_to_dict`` reads back unchanged.
     order: list[int] = []
-    stack = [roots[0]]
+    stack = [(roots[0], 0)]
     while stack:
-        current = stack.pop()
+        current, depth = stack.pop()
+        if depth > limits.max_depth:
+            raise InstanceError(
+                f"the hierarchy is deeper than the limit of {limits.max_depth} levels", f"hierarchy[{current}]"
+            )
         order.append(current)
-        stack.extend(reversed(children.get(current, [])))
+        stack.extend((child, depth + 1) for child in reversed(children.get(current, [])))
     if len(order) != len(specs):
-        stuck = sorted(specs[i].name for i in set(range(len(specs))) - set(order))
-        raise InstanceError(f"parent links form a cycle through {stuck}", "hierarchy")
+        stuck = sorted(str(specs[i]["name"]) for i in set(range(len(specs))) - set(order))
+        shown = stuck if len(stuck) <= 10 else [*stuck[:10], f"... {len(stuck) - 10} more"]
+        raise InstanceError(f"parent links form a cycle through {shown}", "hierarchy")
     new_index = {old: new for new, old in enumerate(order)}
     result = []
     for old in order:
         spec = specs[old]
-        parent = -1 if spec.parent is None else new_index[by_name[spec.parent]]
+        parent = -1 if spec.get("parent") is None else new_index[by_name[spec["parent"]]]
         result.append((spec, parent, f"hierarchy[{old}]"))
     return result
 
 
-def _build_hierarchy(spec: NodeSpec | list[NodeSpec], resources: tuple[str, ...]) -> tuple[Hierarchy, list[Tenant]]:
-    flat = _nested_nodes(spec) if isinstance(spec, NodeSpec) else _flat_nodes(spec)
+def _read_hierarchy(value: Any, resources: tuple[str, ...], limits: Limits) -> tuple[Hierarchy, _Tenants, list[str]]:
+    """The tree and its leaves as tenants (with each leaf's field path)."""
+    flat = _flat_nodes(list(value), limits) if isinstance(value, list | tuple) else _nested_nodes(value, limits)
+    # A root alone is a tree too: it is the one leaf (every method treats it as one tenant).
     has_children = {parent for _, parent, _ in flat if parent >= 0}
-    nodes: list[HierarchyNode] = []
-    tenants: list[Tenant] = []
+    names = [_name(spec["name"], f"{path}.name") for spec, _, path in flat]
     seen: dict[str, str] = {}
-    for position, (node, parent, path) in enumerate(flat):
-        if node.name in seen:
-            raise InstanceError(f"duplicate node name {node.name!r} (also at {seen[node.name]})", f"{path}.name")
-        seen[node.name] = path
-        is_leaf = position not in has_children
-        tenant_index = -1
-        if is_leaf:
-            if node.demand is None:
+    leaves: list[int] = []
+    for position, (spec, _, path) in enumerate(flat):
+        name = names[position]
+        if name in seen:
+            raise InstanceError(f"duplicate node name {name!r} (also at {seen[name]})", f"{path}.name")
+        seen[name] = path
+        if position not in has_children:
+            if spec.get("demand") is None:
                 raise InstanceError("a leaf needs a demand vector", path)
-            tenant_index = len(tenants)
-            tenants.append(_build_tenant(node, resources, path))
-        elif node.demand is not None:
+            leaves.append(position)
+        elif spec.get("demand") is not None:
             raise InstanceError("only leaves carry a demand", f"{path}.demand")
+        elif spec.get("tasks") is not None:
+            raise InstanceError(
+                "only leaves carry a task cap ('tasks'); an internal node's share is its leaves'", f"{path}.tasks"
+            )
+    weights = _weights([spec for spec, _, _ in flat], lambda k: flat[k][2], limits)
+    leaf_paths = [flat[position][2] for position in leaves]
+    tenants = _read_tenants([flat[position][0] for position in leaves], leaf_paths.__getitem__, resources, limits)
+    tenant_of = {position: k for k, position in enumerate(leaves)}
+    nodes = []
+    for position, (_, parent, path) in enumerate(flat):
         try:
-            nodes.append(HierarchyNode(node.name, parent, node.weight, tenant_index))
+            nodes.append(HierarchyNode(names[position], parent, float(weights[position]), tenant_of.get(position, -1)))
         except InstanceError as error:
-            raise _located(error, path) from None
-    return Hierarchy(tuple(nodes)), tenants
+            raise error.located(error.source, path) from None
+    return Hierarchy(tuple(nodes)), tenants, leaf_paths
 
 
-def _build_job(spec: JobSpec, resources: tuple[str, ...], field_name: str) -> Job:
-    names = {stage.name: position for position, stage in enumerate(spec.stages)}
-    stages = []
-    for position, stage in enumerate(spec.stages):
-        path = f"{field_name}.stages[{position}]"
-        parents = []
-        for after_position, parent in enumerate(stage.after):
-            if parent not in names:
-                raise InstanceError(f"depends on unknown stage {parent!r}", f"{path}.after[{after_position}]")
-            parents.append(names[parent])
-        demand = _vector(stage.demand, resources, f"{path}.demand")
+# --------------------------------------------------------------------------------------------- jobs
+
+
+def _read_jobs(value: Any, resources: tuple[str, ...], limits: Limits) -> list[Job]:
+    entries = [_entry(job, f"jobs[{k}]", "job") for k, job in enumerate(_list(value, "jobs", "jobs"))]
+    names = _names(entries, lambda k: f"jobs[{k}]")
+    weights = _weights(entries, lambda k: f"jobs[{k}]", limits)
+    release = _numbers(_optional(entries, "release", 0.0), lambda k: f"jobs[{k}].release")
+    _check_range(release, lambda k: f"jobs[{k}].release", 0.0, limits.max_quantity, "release")
+    # A job's tenant (queue) is a name; null or absent: the job is its own tenant.
+    job_tenants = [
+        "" if value is None else _name(value, f"jobs[{k}].tenant")
+        for k, value in enumerate(_optional(entries, "tenant", None))
+    ]
+    deadline = _numbers(
+        [math.inf if value is None else value for value in _optional(entries, "deadline", None)],
+        lambda k: f"jobs[{k}].deadline",
+    )
+    # null, absent or .inf: no deadline; otherwise a positive time within the quantity limit.
+    _check_range(np.where(deadline == math.inf, 1.0, deadline), lambda k: f"jobs[{k}].deadline", 0.0,
+                 limits.max_quantity, "deadline", low_open=True)  # fmt: skip
+    # All stages of all jobs in one block, each remembering its job and position.
+    stages: list[dict[str, Any]] = []
+    owner: list[tuple[int, int]] = []
+    for k, job in enumerate(entries):
+        listed = _list(job["stages"], f"jobs[{k}].stages", "stages")
+        if not listed:
+            raise InstanceError("a job needs at least one stage", f"jobs[{k}].stages")
+        for s, stage in enumerate(listed):
+            stages.append(_entry(stage, f"jobs[{k}].stages[{s}]", "stage"))
+            owner.append((k, s))
+
+    def where(i: int) -> str:
+        return f"jobs[{owner[i][0]}].stages[{owner[i][1]}]"
+
+    stage_names = _names(stages, where)
+    tasks = _whole_numbers(_optional(stages, "tasks", 1), lambda i: f"{where(i)}.tasks", 1, limits.max_tasks, "tasks")
+    if sum(tasks) > limits.max_tasks:
+        raise InstanceError(
+            f"the jobs hold {sum(tasks):,} tasks in all, above the limit of {limits.max_tasks:,.0f}", "jobs"
+        )
+    durations = _numbers([stage["duration"] for stage in stages], lambda i: f"{where(i)}.duration")
+    _check_range(durations, lambda i: f"{where(i)}.duration", 0.0, limits.max_quantity, "duration")
+    demand = _matrix([stage["demand"] for stage in stages], lambda i: f"{where(i)}.demand", resources, limits, "demand")
+    jobs = []
+    first = 0
+    for k, job in enumerate(entries):
+        count = len(job["stages"])
+        block = range(first, first + count)
+        positions = {stage_names[i]: i - first for i in block}
+        built = []
+        for i in block:
+            after = _list(stages[i].get("after", []), f"{where(i)}.after", "stage names")
+            parents = []
+            for a, parent in enumerate(after):
+                if not isinstance(parent, str) or parent not in positions:
+                    raise InstanceError(f"depends on unknown stage {parent!r}", f"{where(i)}.after[{a}]")
+                parents.append(positions[parent])
+            blocks = tuple(_names_list(stages[i].get("input", []), f"{where(i)}.input", "block names"))
+            if blocks and len(blocks) != tasks[i]:
+                raise InstanceError(f"{len(blocks)} input blocks for {tasks[i]} tasks (one block per task)",
+                                    f"{where(i)}.input")  # fmt: skip
+            try:
+                built.append(Stage(stage_names[i], tasks[i], float(durations[i]), demand[i], tuple(parents), blocks))
+            except InstanceError as error:
+                raise error.located(error.source, where(i)) from None
         try:
-            stages.append(Stage(stage.name, stage.tasks, stage.duration, demand, tuple(parents)))
+            jobs.append(
+                Job(names[k], tuple(built), float(weights[k]), float(release[k]), job_tenants[k], float(deadline[k]))
+            )
         except InstanceError as error:
-            raise _located(error, path) from None
-    try:
-        deadline = math.inf if spec.deadline is None else spec.deadline
-        return Job(spec.name, tuple(stages), spec.weight, spec.release, spec.tenant or "", deadline)
-    except InstanceError as error:
-        raise _located(error, field_name) from None
+            raise error.located(error.source, f"jobs[{k}]") from None
+        first += count
+    return jobs
 
 
-def instance_from_dict(data: Any, name: str = "instance") -> Instance:
-    """Build an ``Instance`` from parsed YAML/JSON data; raises ``InstanceError`` on bad input."""
+# ------------------------------------------------------------------------------------------ instance
+
+
+def instance_from_dict(data: Any, name: str = "instance", limits: Limits = DEFAULT_LIMITS) -> Instance:
+    """Build an ``Instance`` from parsed YAML/JSON data (see the module docstring for the rules).
+
+    Raises
+    ------
+    InstanceError
+        On any bad input, naming the field and the reason (the file is added by ``load_instance``).
+    """
     if not isinstance(data, dict):
-        raise InstanceError(f"top level must be a mapping, got {type(data).__name__}")
-    try:
-        spec = InstanceSpec.model_validate(data)
-    except ValidationError as error:
-        first = error.errors()[0]
-        raise InstanceError(first["msg"], _field_path(tuple(first["loc"]))) from None
-    resources = tuple(spec.resources)
-    servers = []
-    for position, server in enumerate(spec.servers):
-        path = f"servers[{position}]"
-        capacity = _vector(server.capacity, resources, f"{path}.capacity")
-        try:
-            servers.append(ServerClass(server.name, capacity, server.count))
-        except InstanceError as error:
-            raise _located(error, path) from None
-    tenants = [_build_tenant(t, resources, f"tenants[{i}]") for i, t in enumerate(spec.tenants)]
+        raise InstanceError(f"top level must be a mapping, got {_type_name(data)}")
+    spec = _entry(data, "", "instance")
+    resources = tuple(
+        _name(value, f"resources[{k}]") for k, value in enumerate(_list(spec["resources"], "resources", "names"))
+    )
+    servers_in = [
+        _entry(s, f"servers[{k}]", "server") for k, s in enumerate(_list(spec["servers"], "servers", "servers"))
+    ]
+    tenants_in = [
+        _entry(t, f"tenants[{k}]", "tenant") for k, t in enumerate(_list(spec.get("tenants", []), "tenants", "tenants"))
+    ]
+    instance_name = name if spec.get("name") is None else _name(spec["name"], "name")
+    if not resources:
+        raise InstanceError("at least one resource is needed", "resources")
+    if not servers_in:
+        raise InstanceError("at least one server is needed", "servers")
+
+    def server_at(k: int) -> str:
+        return f"servers[{k}]"
+
+    server_names = _names(servers_in, server_at)
+    capacity = _matrix(
+        [s["capacity"] for s in servers_in], lambda k: f"{server_at(k)}.capacity", resources, limits, "capacity"
+    )
+    counts = _whole_numbers(
+        _optional(servers_in, "count", 1), lambda k: f"{server_at(k)}.count", 1, limits.max_machines, "count"
+    )
+    machines = sum(counts)
+    if machines > limits.max_machines:
+        raise InstanceError(f"{machines:,} machines in all, above the limit of {limits.max_machines:,}", "servers")
+    total = (capacity * np.array(counts, dtype=np.float64)[:, None]).sum(axis=0)
+    over = total > limits.max_quantity
+    if over.any():
+        r = int(np.argmax(over))
+        raise InstanceError(
+            f"the cluster's total {resources[r]} (capacity x count over all servers) is {total[r]:.3g}, above the "
+            f"limit of {limits.max_quantity:g}: use a larger unit",
+            "servers",
+        )
+    labels = [_labels(entry.get("labels"), f"{server_at(k)}.labels") for k, entry in enumerate(servers_in)]
+    servers = ServerClass.many(server_names, capacity, counts, server_at, labels)
+
     hierarchy = None
-    if spec.hierarchy is not None:
-        if tenants:
+    if spec.get("hierarchy") is not None:
+        if tenants_in:
             raise InstanceError("give either tenants or a hierarchy, not both", "hierarchy")
-        hierarchy, tenants = _build_hierarchy(spec.hierarchy, resources)
-    jobs = [_build_job(job, resources, f"jobs[{i}]") for i, job in enumerate(spec.jobs)]
-    slot = spec.time.slot if spec.time is not None else 1.0
-    return Instance(resources, tuple(servers), tuple(tenants), hierarchy, tuple(jobs), slot, spec.name or name)
+        hierarchy, read, paths = _read_hierarchy(spec["hierarchy"], resources, limits)
+        where: Callable[[int], str] = paths.__getitem__
+    else:
+        read = _read_tenants(tenants_in, lambda k: f"tenants[{k}]", resources, limits)
+        where = lambda k: f"tenants[{k}]"  # noqa: E731
+    tenants = read.build(where)
+    _check_task_scale(read, total, resources, where, limits)
+    jobs = _read_jobs(spec["jobs"], resources, limits) if spec.get("jobs") is not None else []
+    slot = 1.0
+    if spec.get("time") is not None:
+        time = _entry(spec["time"], "time", "time")
+        slot = _number(time.get("slot", 1.0), "time.slot")
+        _check_range(np.array([slot]), lambda _: "time.slot", 0.0, limits.max_quantity, "time slot", low_open=True)
+    data = _read_data(spec, servers, limits)
+    try:
+        return Instance(resources, servers, tenants, hierarchy, tuple(jobs), slot, instance_name, data)
+    except InstanceError as error:  # a stage input naming a block that is not in ``blocks``
+        raise error.located(error.source) from None
 
 
-STDIN = "-"
+# ----------------------------------------------------------------------------------- data placement
 
 
-def load_instance(path: str | Path) -> Instance:
-    """Load a YAML, JSON or PSPLIB ``.sm`` instance file (``-``: standard input); every error names the file
-    and the field at fault."""
+def _labels(value: Any, field: str) -> tuple[tuple[str, str], ...]:
+    """A server's labels (mapping name -> string value) as sorted (key, value) pairs."""
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        raise InstanceError(f"must be a mapping of label names to values, got {_describe(value)}", field)
+    return tuple(sorted((_name(key, field), _name(item, f"{field}.{key}")) for key, item in value.items()))
+
+
+def _machine_index(servers: Sequence[ServerClass]) -> tuple[dict[str, int], list[int], list[int]]:
+    """Server name -> class, each class's first global machine index and its machine count."""
+    counts = [s.count for s in servers]
+    first = np.concatenate([[0], np.cumsum(counts)])[:-1].astype(int).tolist()
+    return {s.name: c for c, s in enumerate(servers)}, first, counts
+
+
+def _read_data(spec: dict[str, Any], servers: Sequence[ServerClass], limits: Limits) -> DataPlacement | None:
+    """``blocks`` (replica machines by name) and ``locality`` (factors) as a ``DataPlacement``."""
+    blocks, locality = spec.get("blocks"), spec.get("locality")
+    if blocks is None and locality is None:
+        return None
+    factors = DEFAULT_LOCALITY
+    if locality is not None:
+        given = _entry(locality, "locality", "locality")
+        values = [given.get(level, default) for level, default in zip(LOCALITY_LEVELS, DEFAULT_LOCALITY, strict=True)]
+        array = _numbers(values, lambda k: f"locality.{LOCALITY_LEVELS[k]}")
+        _check_range(array, lambda k: f"locality.{LOCALITY_LEVELS[k]}", 0.0, limits.max_locality, "locality factor",
+                     low_open=True)  # fmt: skip
+        factors = (float(array[0]), float(array[1]), float(array[2]))
+        if not factors[0] <= factors[1] <= factors[2]:
+            level = "rack" if factors[1] < factors[0] else "remote"
+            raise InstanceError(f"locality factors must not decrease from node to rack to remote, got "
+                                f"{dict(zip(LOCALITY_LEVELS, factors, strict=True))}", f"locality.{level}")  # fmt: skip
+    if blocks is None:
+        return DataPlacement((), (), factors)
+    if not isinstance(blocks, dict):
+        raise InstanceError(f"must be a mapping of block names to replica machines, got {_describe(blocks)}",
+                            "blocks")  # fmt: skip
+    by_name, first, counts = _machine_index(servers)
+    names: list[str] = []
+    replicas: list[tuple[int, ...]] = []
+    for key, value in blocks.items():
+        block = _name(key, "blocks")
+        field = f"blocks.{block}"
+        machines = _names_list(value, field, "machine names")
+        if not machines:
+            raise InstanceError("a block needs at least one replica machine", field)
+        indices = []
+        for r, machine in enumerate(machines):
+            server, slash, number = machine.rpartition("/")
+            if not slash:
+                server, number = machine, ""
+            c = by_name.get(server)
+            if c is None:
+                raise InstanceError(f"unknown machine {machine!r} (no server named {server!r})", f"{field}[{r}]")
+            if not number:
+                if counts[c] != 1:
+                    raise InstanceError(f"server {server!r} has {counts[c]} machines: name one as {server}/k",
+                                        f"{field}[{r}]")  # fmt: skip
+                k = 0
+            elif number.isdigit() and int(number) < counts[c]:
+                k = int(number)
+            else:
+                raise InstanceError(f"unknown machine {machine!r} (server {server!r} has machines 0 to "
+                                    f"{counts[c] - 1})", f"{field}[{r}]")  # fmt: skip
+            indices.append(first[c] + k)
+        if len(set(indices)) != len(indices):
+            raise InstanceError("a machine holds the same block twice", field)
+        names.append(block)
+        replicas.append(tuple(indices))
+    return DataPlacement(tuple(names), tuple(replicas), factors)
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+# ------------------------------------------------------------------------------------------- files
+
+
+STDIN = "-"  # the path that names standard input
+
+
+def _read_bytes(path: Path, limits: Limits) -> bytes:
+    """The file's bytes, refusing (before reading them) more than ``limits.max_bytes``; ``-`` is stdin."""
+    too_big = f"larger than the limit of {limits.max_bytes:,} bytes"
     if str(path) == STDIN:
-        return _load_stdin()
+        data = sys.stdin.buffer.read(limits.max_bytes + 1)
+    else:
+        with path.open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > limits.max_bytes:
+                raise InstanceError(f"the file has {size:,} bytes, {too_big}")
+            data = handle.read(limits.max_bytes + 1)
+    if len(data) > limits.max_bytes:
+        raise InstanceError(f"the input is {too_big}")
+    return data
+
+
+def _parse(data: bytes, kind: str, limits: Limits) -> Any:
+    if kind == "json":
+        return _read_json(data, limits)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise InstanceError(f"not UTF-8 text: byte {data[error.start]:#04x} at offset {error.start}") from None
+    try:
+        return _read_yaml(text, limits)
+    except yaml.YAMLError as error:
+        raise InstanceError("not valid YAML: " + " ".join(str(error).split())) from None
+
+
+def parse_instance(
+    data: str | bytes,
+    source: str = "<string>",
+    kind: str = "yaml",
+    limits: Limits = DEFAULT_LIMITS,
+    name: str | None = None,
+) -> Instance:
+    """Parse the text of an instance file (``kind`` "yaml" or "json"); errors name ``source`` as the file.
+
+    The instance is named by its ``name`` field, else ``name``, else the stem of ``source``."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    name = name or Path(source).stem or "instance"
+    try:
+        if len(raw) > limits.max_bytes:
+            raise InstanceError(f"the input is larger than the limit of {limits.max_bytes:,} bytes")
+        return instance_from_dict(_parse(raw, kind, limits), name=name, limits=limits)
+    except InstanceError as error:
+        raise error.located(source) from None
+
+
+def load_instance(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Instance:
+    """Load a YAML, JSON or PSPLIB ``.sm`` instance file (``-``: standard input, see ``_parse_stdin``).
+
+    Every error is an ``InstanceError`` naming the file, the field at fault and the reason; the limits
+    (file size, nesting, alias expansion, numeric ranges) are listed in the module docstring.
+    """
     path = Path(path)
-    source = str(path)
+    source = "<stdin>" if str(path) == STDIN else str(path)
     if path.suffix.lower() == ".sm":  # PSPLIB single-mode RCPSP file: one DAG job, one pooled server
         from models.psplib import load_psplib
 
-        return load_psplib(path)
+        return load_psplib(path, limits.max_bytes)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
+        data = _read_bytes(path, limits)
+    except OSError as error:
         raise InstanceError(f"cannot read file: {error}", source=source) from None
-    return _parse_text(text, source, path.stem, json_only=path.suffix.lower() == ".json")
-
-
-def _load_stdin() -> Instance:
-    """An instance piped in: PSPLIB text is recognised by its header, anything else is YAML (JSON included)."""
-    import sys
-
-    source = "<stdin>"
-    try:
-        text = sys.stdin.read()
-    except (OSError, UnicodeDecodeError) as error:
-        raise InstanceError(f"cannot read standard input: {error}", source=source) from None
-    if text.lstrip().startswith("*****") and "PRECEDENCE RELATIONS" in text:
-        from models.psplib import parse_psplib
-
-        return parse_psplib(text, "stdin.sm")
-    return _parse_text(text, source, "stdin", json_only=False)
-
-
-def _parse_text(text: str, source: str, name: str, json_only: bool) -> Instance:
-    try:
-        data = json.loads(text) if json_only else yaml.safe_load(text)
-    except (yaml.YAMLError, json.JSONDecodeError) as error:
-        kind = "JSON" if json_only else "YAML"
-        raise InstanceError(f"not valid {kind}: {error}".replace("\n", " "), source=source) from None
-    try:
-        return instance_from_dict(data, name=name)
     except InstanceError as error:
         raise error.located(source) from None
+    if str(path) == STDIN:
+        return _parse_stdin(data, limits)
+    kind = "json" if path.suffix.lower() == ".json" else "yaml"
+    return parse_instance(data, source, kind, limits)
+
+
+def _parse_stdin(data: bytes, limits: Limits) -> Instance:
+    """An instance piped in, named ``stdin``: PSPLIB text is recognised by its header (a rule of asterisks,
+    then a PRECEDENCE RELATIONS section), anything else is read as YAML (JSON included); errors name
+    ``<stdin>`` as the file."""
+    source = "<stdin>"
+    if data.lstrip().startswith(b"*****") and b"PRECEDENCE RELATIONS" in data:
+        from models.psplib import parse_psplib
+
+        try:  # PSPLIB files are ASCII; latin-1 never fails on a stray byte (as load_psplib)
+            return parse_psplib(data.decode("latin-1"), "stdin.sm")
+        except InstanceError as error:
+            raise error.located(source) from None
+    return parse_instance(data, source, "yaml", limits, name="stdin")
+
+
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """PyYAML's safe dumper (libyaml's emitter when present) that also quotes strings YAML 1.2 reads as numbers.
+
+    The safe dumper quotes strings by YAML 1.1's rules only, so a name such as ``1e5`` would be written
+    plain and read back by this loader as a number."""
+
+
+_Dumper.add_implicit_resolver("tag:yaml.org,2002:float", _NUMBER, list("-+0123456789."))
+
+
+def instance_to_yaml(instance: Instance) -> str:
+    """The instance as YAML text that ``load_instance`` reads back unchanged (block style, flow leaves).
+
+    The same text ``yaml.safe_dump(instance_to_dict(instance), sort_keys=False, default_flow_style=None)``
+    gives, except that strings YAML 1.2 reads as numbers are quoted; several times faster with libyaml.
+    """
+    return yaml.dump(instance_to_dict(instance), Dumper=_Dumper, sort_keys=False, default_flow_style=None)
 
 
 def instance_to_dict(instance: Instance) -> dict[str, Any]:
@@ -308,9 +1088,10 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
 
     data: dict[str, Any] = {"name": instance.name, "resources": list(instance.resources)}
     data["servers"] = [
-        {"name": s.name, "capacity": mapping(s.capacity), **({"count": s.count} if s.count != 1 else {})}
+        {"name": s.name, "capacity": mapping(s.capacity), **({"count": s.count} if s.count != 1 else {}),
+         **({"labels": dict(s.labels)} if s.labels else {})}
         for s in instance.servers
-    ]
+    ]  # fmt: skip
 
     def tenant_fields(t: Tenant) -> dict[str, Any]:
         fields: dict[str, Any] = {"demand": mapping(t.demand)}
@@ -350,6 +1131,7 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
                         "duration": s.duration,
                         "demand": mapping(s.demand),
                         "after": [job.stages[p].name for p in s.after],
+                        **({"input": list(s.input)} if s.input else {}),
                     }
                     for s in job.stages
                 ],
@@ -358,4 +1140,9 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
         ]
     if instance.time_slot != 1.0:
         data["time"] = {"slot": instance.time_slot}
+    if instance.data is not None:
+        machine_names = [f"{s.name}/{k}" if s.count > 1 else s.name for s in instance.servers for k in range(s.count)]
+        data["blocks"] = {name: [machine_names[m] for m in replicas]
+                          for name, replicas in zip(instance.data.names, instance.data.replicas, strict=True)}
+        data["locality"] = dict(zip(LOCALITY_LEVELS, instance.data.factors, strict=True))
     return data

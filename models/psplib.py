@@ -14,11 +14,14 @@ Mapping
   the file's availabilities. Nonrenewable (``N``) and doubly constrained (``D``) resources are accepted
   only when no activity requests them; otherwise :class:`InstanceError` is raised.
 
-Every error is an :class:`InstanceError` naming the file, the section and the line number.
+Every error is an :class:`InstanceError` naming the file, the section and the line number. Durations,
+requests, capacities and the release date are at most ``MAX_VALUE`` (1e15, the loader's quantity limit)
+and files at most ``models.io.Limits.max_bytes``; whatever the bytes, no other exception escapes.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +30,8 @@ import numpy as np
 
 from models.types import Instance, InstanceError, Job, ServerClass, Stage
 
+MAX_VALUE = 10**15  # the same bound as models.io.Limits.max_quantity
+MAX_BYTES = 64 * 2**20  # the same bound as models.io.Limits.max_bytes
 _RULE = re.compile(r"^\s*\*{5,}\s*$")
 _RESOURCE_NAME = re.compile(r"([RND])\s*(\d+)")
 
@@ -72,26 +77,36 @@ class _Reader:
 
 def _integers(reader: _Reader, line: _Line, section: str) -> list[int]:
     try:
-        return [int(token) for token in line.text.split()]
-    except ValueError:
-        raise reader.error(f"expected whole numbers, got {line.text.strip()!r}", section, line) from None
+        values = [int(token) for token in line.text.split()]
+    except ValueError:  # not a number, or more digits than int() reads
+        raise reader.error(f"expected whole numbers, got {_excerpt(line.text)}", section, line) from None
+    if any(abs(value) > MAX_VALUE for value in values):
+        raise reader.error(f"a number is above the limit of {MAX_VALUE:.0e}", section, line)
+    return values
+
+
+def _excerpt(text: str) -> str:
+    text = text.strip()
+    return repr(text) if len(text) <= 80 else repr(text[:80] + "...")
 
 
 def _resource_header(reader: _Reader, line: _Line, section: str) -> list[tuple[str, int]]:
     """Resource columns of a header such as ``R 1  R 2  N 1`` as (kind, number) pairs."""
-    found = [(kind, int(number)) for kind, number in _RESOURCE_NAME.findall(line.text)]
+    found = [(kind, number) for kind, number in _RESOURCE_NAME.findall(line.text)]
     if not found:
-        raise reader.error(f"no resource names (R 1, N 1, ...) in {line.text.strip()!r}", section, line)
-    return found
+        raise reader.error(f"no resource names (R 1, N 1, ...) in {_excerpt(line.text)}", section, line)
+    if any(len(number) > 9 for _, number in found):
+        raise reader.error(f"resource number too large in {_excerpt(line.text)}", section, line)
+    return [(kind, int(number)) for kind, number in found]
 
 
 def _declared_jobs(reader: _Reader) -> int | None:
     line = reader.find("jobs (incl. supersource/sink")
     if line is None:
         return None
-    match = re.search(r":\s*(\d+)", line.text)
+    match = re.search(r":\s*(\d{1,12})\b", line.text)
     if match is None:
-        raise reader.error(f"cannot read the job count from {line.text.strip()!r}", "header", line)
+        raise reader.error(f"cannot read the job count from {_excerpt(line.text)}", "header", line)
     return int(match.group(1))
 
 
@@ -104,10 +119,14 @@ def _release(reader: _Reader) -> float:
     key = "rel.date"
     if key not in header or len(values) != len(header):
         return 0.0
+    token = values[header.index(key)]
     try:
-        return float(values[header.index(key)])
+        release = float(token)
     except ValueError:
-        raise reader.error(f"bad release date {values[header.index(key)]!r}", "PROJECT INFORMATION", body[1]) from None
+        release = math.nan
+    if not 0 <= release <= MAX_VALUE:  # also refuses nan and inf, which float() reads
+        raise reader.error(f"bad release date {_excerpt(token)}", "PROJECT INFORMATION", body[1])
+    return release
 
 
 def _successors(reader: _Reader) -> dict[int, tuple[list[int], _Line]]:
@@ -173,7 +192,45 @@ def _availabilities(reader: _Reader) -> tuple[list[tuple[str, int]], list[int], 
     return names, capacities, body[1]
 
 
-def parse_psplib(text: str, path: str | Path = "instance.sm") -> Instance:  # noqa: C901  (split on the loader branch)
+def _renewable(
+    reader: _Reader,
+    columns: list[tuple[str, int]],
+    requests: dict[int, tuple[int, list[int], _Line]],
+    activities: list[int],
+) -> list[int]:
+    """The renewable resource columns; a nonzero request of any other kind is refused."""
+    for k, (kind, number) in enumerate(columns):
+        if kind == "R":
+            continue
+        used = [job for job in activities if requests[job][1][k] != 0]
+        if used:
+            line = requests[used[0]][2]
+            raise reader.error(
+                f"activity {used[0]} requests {kind} {number}: only renewable resources are supported "
+                "(nonrenewable and doubly constrained requests must be zero)",
+                "REQUESTS/DURATIONS",
+                line,
+            )
+    return [k for k, (kind, _) in enumerate(columns) if kind == "R"]
+
+
+def _predecessors(
+    reader: _Reader, successors: dict[int, tuple[list[int], _Line]], activities: list[int]
+) -> dict[int, set[int]]:
+    """Each activity's predecessors (the file lists successors); unknown and self successors are refused."""
+    predecessors: dict[int, set[int]] = {job: set() for job in activities}  # sets: a repeated edge is linear
+    for job in activities:
+        listed, line = successors[job]
+        for successor in listed:
+            if successor not in predecessors:
+                raise reader.error(f"activity {job} has unknown successor {successor}", "PRECEDENCE RELATIONS", line)
+            if successor == job:
+                raise reader.error(f"activity {job} succeeds itself", "PRECEDENCE RELATIONS", line)
+            predecessors[successor].add(job)
+    return predecessors
+
+
+def parse_psplib(text: str, path: str | Path = "instance.sm") -> Instance:
     """Parse the text of a PSPLIB single-mode file; ``path`` names the file in errors and the job.
 
     Parameters
@@ -210,19 +267,7 @@ def parse_psplib(text: str, path: str | Path = "instance.sm") -> Instance:  # no
     if declared is not None and declared != len(activities):
         raise reader.error(f"header declares {declared} jobs but {len(activities)} are listed", "header")
 
-    renewable = [k for k, (kind, _) in enumerate(columns) if kind == "R"]
-    for k, (kind, number) in enumerate(columns):
-        if kind == "R":
-            continue
-        used = [job for job in activities if requests[job][1][k] != 0]
-        if used:
-            line = requests[used[0]][2]
-            raise reader.error(
-                f"activity {used[0]} requests {kind} {number}: only renewable resources are supported "
-                "(nonrenewable and doubly constrained requests must be zero)",
-                "REQUESTS/DURATIONS",
-                line,
-            )
+    renewable = _renewable(reader, columns, requests, activities)
     capacity_of = {column: capacity for column, capacity in zip(names, capacities, strict=True)}
     resource_columns = [columns[k] for k in renewable]
     missing_capacity = [f"{kind} {number}" for kind, number in resource_columns if (kind, number) not in capacity_of]
@@ -231,17 +276,7 @@ def parse_psplib(text: str, path: str | Path = "instance.sm") -> Instance:  # no
     if not resource_columns:
         raise reader.error("no renewable resources", "REQUESTS/DURATIONS")
 
-    predecessors: dict[int, list[int]] = {job: [] for job in activities}
-    for job in activities:
-        listed, line = successors[job]
-        for successor in listed:
-            if successor not in predecessors:
-                raise reader.error(f"activity {job} has unknown successor {successor}", "PRECEDENCE RELATIONS", line)
-            if successor == job:
-                raise reader.error(f"activity {job} succeeds itself", "PRECEDENCE RELATIONS", line)
-            if job not in predecessors[successor]:
-                predecessors[successor].append(job)
-
+    predecessors = _predecessors(reader, successors, activities)
     resources = tuple(f"{kind}{number}" for kind, number in resource_columns)
     capacity = np.array([capacity_of[column] for column in resource_columns], dtype=np.float64)
     stages = []
@@ -250,27 +285,34 @@ def parse_psplib(text: str, path: str | Path = "instance.sm") -> Instance:  # no
         demand = np.array([request[k] for k in renewable], dtype=np.float64)
         after = tuple(sorted(p - 1 for p in predecessors[job]))
         stages.append(Stage(str(job), 1, float(duration), demand, after))
+    release = _release(reader)
     try:
-        project = Job(path.stem, tuple(stages), 1.0, _release(reader))
+        project = Job(path.stem, tuple(stages), 1.0, release)
     except InstanceError as error:  # e.g. a precedence cycle
         raise error.located(reader.source, "PRECEDENCE RELATIONS") from None
-    server = ServerClass("pool", capacity, 1)
-    return Instance(resources, (server,), jobs=(project,), name=path.stem)
+    try:
+        server = ServerClass("pool", capacity, 1)
+        return Instance(resources, (server,), jobs=(project,), name=path.stem)
+    except InstanceError as error:  # e.g. a resource listed twice in the header
+        raise error.located(reader.source, "RESOURCEAVAILABILITIES") from None
 
 
-def load_psplib(path: str | Path) -> Instance:
+def load_psplib(path: str | Path, max_bytes: int = MAX_BYTES) -> Instance:
     """Load a PSPLIB single-mode ``.sm`` file (see the module docstring for the mapping).
 
     Raises
     ------
     InstanceError
-        When the file cannot be read or a section is malformed; the message names the file, the section
-        and the line.
+        When the file cannot be read, is larger than ``max_bytes`` or a section is malformed; the message
+        names the file, the section and the line.
     """
     path = Path(path)
     try:
-        # PSPLIB files are ASCII; the solution lists are ISO-8859-1, so never fail on a stray byte.
-        text = path.read_text(encoding="latin-1")
+        with path.open("rb") as handle:
+            data = handle.read(max_bytes + 1)
     except OSError as error:
         raise InstanceError(f"cannot read file: {error}", source=str(path)) from None
-    return parse_psplib(text, path)
+    if len(data) > max_bytes:
+        raise InstanceError(f"the file is larger than the limit of {max_bytes:,} bytes", source=str(path))
+    # PSPLIB files are ASCII; the solution lists are ISO-8859-1, so never fail on a stray byte.
+    return parse_psplib(data.decode("latin-1"), path)

@@ -140,6 +140,31 @@ def test_not_yaml_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) ->
     assert str(path) in err and "not valid YAML" in err
 
 
+@pytest.mark.parametrize(
+    ("method", "text", "field"),
+    [
+        ("best-fit", "resources: [cpu]\nservers: [{name: s, capacity: {cpu: 4}}]\n", "tenants"),
+        ("drf-dag", "resources: [cpu, gpu]\nservers: [{name: s, capacity: {cpu: 4}}]\njobs: [{name: j, stages: "
+                    "[{name: a, duration: 1, demand: {gpu: 1}}]}]\n", "jobs[0].stages[0].demand"),
+    ],
+    ids=["no-tenants", "stage-fits-nowhere"],
+)  # fmt: skip
+@pytest.mark.parametrize("piped", [False, True], ids=["file", "stdin"])
+def test_a_method_refusing_the_instance_names_the_file(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, method: str, text: str,
+    field: str, piped: bool,
+) -> None:  # fmt: skip
+    """The solver checks what a method needs without knowing the file; the CLI names it (exit 2)."""
+    import io
+
+    path = tmp_path / "instance.yaml"
+    path.write_text(text)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+    code, out, err = run(capsys, "solve", "-" if piped else path, "--method", method)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"fairpack: {'<stdin>' if piped else path}: {field}: "), err
+
+
 def test_unknown_method_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as caught:
         main(["solve", str(FIG1), "--method", "no-such-method"])
@@ -339,7 +364,7 @@ def test_generate_google_without_data_is_synthetic(capsys: pytest.CaptureFixture
 
 
 def test_generate_alibaba_needs_a_data_dir(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("FAIRPACK_DATA_DIR", raising=False)
+    monkeypatch.delenv("FAIRPACK_DATA_DIR", raising=False)  # else generate finds the data there
     code, out, err = run(capsys, "generate", "alibaba", "--tenants", "5")
     assert (code, out) == (2, "")
     assert "--data-dir" in err

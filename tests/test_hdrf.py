@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from models.io import instance_from_dict
+from models.io import DEFAULT_LIMITS, Limits, instance_from_dict
 from models.types import Hierarchy, HierarchyNode, Instance, ServerClass, Tenant
 from solver.api import solve
 from solver.hdrf.reference import hdrf_epsilon
@@ -28,10 +28,11 @@ def tree_instance(
     root_children: list[dict[str, Any]],
     resources: tuple[str, ...] = ("cpu", "gpu"),
     servers: list[dict[str, Any]] | None = None,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> Instance:
     servers = servers or [{"name": "pool", "capacity": {r: 10 for r in resources}}]
     return instance_from_dict(
-        {"resources": list(resources), "servers": servers, "hierarchy": node("root", root_children)}
+        {"resources": list(resources), "servers": servers, "hierarchy": node("root", root_children)}, limits=limits
     )
 
 
@@ -409,7 +410,8 @@ def test_sibling_weights_300_orders_apart() -> None:
             ),
             node("b", [leaf("b1", {"cpu": 1}), leaf("b2", {"gpu": 1}, 1e-150)], weight=1e-150),
             leaf("c", {"gpu": 1}),
-        ]
+        ],
+        limits=Limits(weight_range=(1e-300, 1e300)),  # the engine's range; files are held to [1e-6, 1e6]
     )
     result = solve(instance, "hdrf")
     assert result.status == "optimal" and result.verified

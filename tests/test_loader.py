@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -11,8 +12,24 @@ import numpy as np
 import pytest
 import yaml
 
-from models.io import instance_from_dict, instance_to_dict, load_instance
-from models.types import Instance, InstanceError
+from models.io import (
+    DEFAULT_LIMITS,
+    Limits,
+    instance_from_dict,
+    instance_to_dict,
+    instance_to_yaml,
+    load_instance,
+    parse_instance,
+)
+from models.types import (
+    Hierarchy,
+    HierarchyNode,
+    Instance,
+    InstanceError,
+    ServerClass,
+    Tenant,
+    frozen_vector,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 INSTANCE_FILES = sorted((ROOT / "instances").glob("*.yaml")) + sorted((ROOT / "instances").glob("*.json"))
@@ -128,7 +145,7 @@ BAD_YAML: list[tuple[str, str, str, str]] = [
         "non-numeric-weight",
         doc(tenants="tenants:\n  - {name: u1, demand: {cpu: 1}, weight: heavy}\n"),
         "tenants[0].weight",
-        "valid number",
+        "must be a number",
     ),
     (
         "negative-task-count",
@@ -146,7 +163,7 @@ BAD_YAML: list[tuple[str, str, str, str]] = [
         "fractional-server-count",
         doc(servers="servers:\n  - {name: s1, capacity: {cpu: 4}, count: 1.5}\n"),
         "servers[0].count",
-        "valid integer",
+        "must be a whole number",
     ),
     ("no-servers", doc(servers="servers: []\n"), "servers", "at least one server"),
     (
@@ -159,23 +176,23 @@ BAD_YAML: list[tuple[str, str, str, str]] = [
         "demand-not-a-mapping",
         doc(tenants="tenants:\n  - {name: u1, demand: [1, 2]}\n"),
         "tenants[0].demand",
-        "valid dictionary",
+        "must be a mapping",
     ),
     (
         "unknown-key",
         doc(tenants="tenants:\n  - {name: u1, demand: {cpu: 1}, colour: red}\n"),
         "tenants[0].colour",
-        "Extra inputs are not permitted",
+        "unknown key",
     ),
-    ("unknown-top-level-key", doc(extra="colour: red\n"), "colour", "Extra inputs are not permitted"),
+    ("unknown-top-level-key", doc(extra="colour: red\n"), "colour", "unknown key"),
     (
         "missing-capacity",
         doc(servers="servers:\n  - {name: s1, count: 2}\n"),
         "servers[0].capacity",
-        "Field required",
+        "required field missing",
     ),
-    ("missing-servers", doc(servers=""), "servers", "Field required"),
-    ("missing-resources", doc(head=""), "resources", "Field required"),
+    ("missing-servers", doc(servers=""), "servers", "required field missing"),
+    ("missing-resources", doc(head=""), "resources", "required field missing"),
     ("zero-time-slot", doc(extra="time: {slot: 0}\n"), "time.slot", "positive"),
     (
         "hierarchy-cycle",
@@ -299,9 +316,32 @@ BAD_YAML: list[tuple[str, str, str, str]] = [
         "stage-missing-duration",
         jobs_doc("      - {name: map, demand: {cpu: 1}}\n"),
         "jobs[0].stages[0].duration",
-        "Field required",
+        "required field missing",
     ),
     ("job-without-stages", doc(extra="jobs:\n  - {name: q1, stages: []}\n"), "jobs[0].stages", "at least one stage"),
+    *[
+        (
+            f"job-{field}-{label}",
+            doc(
+                extra=f"jobs:\n  - name: q1\n    {field}: {value}\n    stages:\n"
+                "      - {name: map, duration: 1, demand: {cpu: 1}}\n"
+            ),
+            f"jobs[0].{field}",
+            reason,
+        )
+        for field, label, value, reason in [
+            ("tenant", "number", "7", "name must be a string, got the number 7 (quote it: '7')"),
+            ("tenant", "list", "[a]", "name must be a string, got a list"),
+            ("tenant", "blank", "' '", "non-empty"),
+            ("tenant", "unprintable", '"a\\x07"', "cannot be printed"),
+            ("deadline", "zero", "0", "deadline must be positive"),
+            ("deadline", "negative", "-3", "deadline must be positive"),
+            ("deadline", "nan", ".nan", "deadline must be finite"),
+            ("deadline", "minus-inf", "-.inf", "deadline must be finite"),
+            ("deadline", "huge", "1.0e+300", "deadline 1e+300 is above the limit of 1e+15"),
+            ("deadline", "string", "soon", "must be a number, got the string 'soon'"),
+        ]
+    ],
 ]
 
 # (id, file name, file text, fragment of the reason): the file as a whole is bad, so there is no field.
@@ -371,6 +411,529 @@ def test_instance_from_dict_errors_carry_the_field_without_a_file() -> None:
     assert str(caught.value).startswith("servers[0].capacity.cpu: ")
 
 
+# ------------------------------------------------------------------------------------ hardened loader
+# Each case below was misread, crashed or hung before the loader read YAML 1.2 event by event with limits.
+
+FLAT_TENANT = "tenants:\n  - {name: u1, demand: {cpu: 1}}\n"
+CPU_ONLY = "resources: [cpu]\n"
+
+
+def one_server(capacity: str, count: str = "1") -> str:
+    return f"servers:\n  - {{name: s1, capacity: {{cpu: {capacity}}}, count: {count}}}\n"
+
+
+BOMB = "".join(
+    f"l{k}: &l{k} [{', '.join([f'*l{k - 1}'] * 9)}]\n" if k else 'l0: &l0 ["lol", "lol", "lol"]\n' for k in range(10)
+)
+
+# (id, YAML text, expected field, fragment of the reason): YAML-only (JSON has no aliases, tags or YAML 1.1).
+HARDENED_YAML: list[tuple[str, str, str, str]] = [
+    ("duplicate-top-level-key", doc() + TENANTS, "tenants", "duplicate key 'tenants' (line 8, column 1)"),
+    (
+        "duplicate-resource-key",
+        doc(tenants="tenants:\n  - {name: u1, demand: {cpu: 1, mem: 2, cpu: 3}}\n"),
+        "tenants[0].demand.cpu",
+        "duplicate key 'cpu'",
+    ),
+    (
+        "duplicate-key-in-block-style",
+        doc(tenants="tenants:\n  - name: u1\n    demand: {cpu: 1}\n    name: u2\n"),
+        "tenants[0].name",
+        "duplicate key 'name' (line 8, column 5)",
+    ),
+    (
+        "sexagesimal-demand",
+        doc(tenants="tenants:\n  - {name: u1, demand: {cpu: 1:30}}\n"),
+        "tenants[0].demand.cpu",
+        "must be a number, got the string '1:30' (numbers are written unquoted, in decimal; YAML 1.1 would read",
+    ),
+    (
+        "sexagesimal-deadline",
+        doc(extra="jobs:\n  - {name: q1, deadline: 1:30, stages: [{name: map, duration: 1, demand: {cpu: 1}}]}\n"),
+        "jobs[0].deadline",
+        "must be a number, got the string '1:30' (numbers are written unquoted, in decimal; YAML 1.1 would read",
+    ),
+    (
+        "yes-as-weight",
+        doc(tenants="tenants:\n  - {name: u1, demand: {cpu: 1}, weight: yes}\n"),
+        "tenants[0].weight",
+        "must be a number, got the string 'yes'",
+    ),
+    (
+        "on-as-task-cap",
+        doc(tenants="tenants:\n  - {name: u1, demand: {cpu: 1}, tasks: on}\n"),
+        "tenants[0].tasks",
+        "must be a number, got the string 'on'",
+    ),
+    ("octal-count", doc(servers=one_server("4", "010")), "servers[0].count", "whole number, got the string '010'"),
+    ("hex-count", doc(servers=one_server("4", "0x10")), "servers[0].count", "whole number, got the string '0x10'"),
+    (
+        "underscored-number",
+        doc(tenants="tenants:\n  - {name: u1, demand: {cpu: 1_000}}\n"),
+        "tenants[0].demand.cpu",
+        "must be a number, got the string '1_000'",
+    ),
+    (
+        "boolean-as-number",
+        doc(tenants="tenants:\n  - {name: u1, demand: {cpu: true}}\n"),
+        "tenants[0].demand.cpu",
+        "must be a number, got the boolean true",
+    ),
+    (
+        "number-as-name",
+        doc(tenants="tenants:\n  - {name: 12, demand: {cpu: 1}}\n"),
+        "tenants[0].name",
+        "name must be a string, got the number 12 (quote it: '12')",
+    ),
+    (
+        "merge-key",
+        doc(tenants="tenants:\n  - {name: u1, demand: &d {cpu: 1}}\n  - {name: u2, demand: {<<: *d}}\n"),
+        "tenants[1].demand.<<",
+        "unknown resource '<<'",
+    ),
+    (
+        "python-tag",
+        doc(tenants="tenants: !!python/object/apply:os.system ['true']\n"),
+        "tenants",
+        "the YAML tag 'tag:yaml.org,2002:python/object/apply:os.system' is not supported",
+    ),
+    ("recursive-alias", doc(extra="time: &t {slot: *t}\n"), "time.slot", "alias *t refers to no complete node"),
+    (
+        "tasks-on-internal-node",
+        hierarchy_doc(
+            "hierarchy:\n  name: root\n  children:\n"
+            "    - {name: a, tasks: 5, children: [{name: x, demand: {cpu: 1}}]}\n"
+        ),
+        "hierarchy.children[0].tasks",
+        "only leaves carry a task cap",
+    ),
+    (
+        "tasks-on-internal-node-flat",
+        hierarchy_doc("hierarchy:\n  - {name: root, tasks: 3}\n  - {name: x, parent: root, demand: {cpu: 1}}\n"),
+        "hierarchy[0].tasks",
+        "only leaves carry a task cap",
+    ),
+    ("empty-hierarchy", hierarchy_doc("hierarchy: []\n"), "hierarchy", "a hierarchy needs exactly one root, found 0"),
+    ("one-node-hierarchy-without-demand", hierarchy_doc("hierarchy: {name: root}\n"), "hierarchy", "needs a demand"),
+    (
+        "control-character-in-name",
+        doc(tenants='tenants:\n  - {name: "u\\x01", demand: {cpu: 1}}\n'),
+        "tenants[0].name",
+        "name 'u\\\\x01' has characters that cannot be printed",
+    ),
+    (
+        "tab-in-resource-name",
+        doc(head='resources: ["c\\tpu", mem]\n', servers="servers:\n  - {name: s1, capacity: {mem: 1}}\n"),
+        "resources[0]",
+        "cannot be printed",
+    ),
+    (
+        "capacity-overflows-the-total",
+        CPU_ONLY + one_server("1e308", "2") + FLAT_TENANT,
+        "servers[0].capacity.cpu",
+        "capacity 1e+308 is above the limit of 1e+15",
+    ),
+    (
+        "cluster-total-over-the-limit",
+        CPU_ONLY + one_server("1e15", "2") + FLAT_TENANT,
+        "servers",
+        "the cluster's total cpu (capacity x count over all servers) is 2e+15, above the limit of 1e+15",
+    ),
+    (
+        "count-2-to-the-63",
+        CPU_ONLY + one_server("1", str(2**63)) + FLAT_TENANT,
+        "servers[0].count",
+        "count 9,223,372,036,854,775,808 is above the limit of 10,000,000",
+    ),
+    (
+        "count-1e308",
+        CPU_ONLY + one_server("1", "1e308") + FLAT_TENANT,
+        "servers[0].count",
+        "count ~1e308 is above the limit of 10,000,000",
+    ),
+    (
+        "machines-over-the-limit",
+        CPU_ONLY + "servers:\n  - {name: a, capacity: {cpu: 1}, count: 6000000}\n"
+        "  - {name: b, capacity: {cpu: 1}, count: 6000000}\n" + FLAT_TENANT,
+        "servers",
+        "12,000,000 machines in all, above the limit of 10,000,000",
+    ),
+    (
+        "huge-weight",
+        doc(tenants="tenants:\n  - {name: u1, demand: {cpu: 1}, weight: 1e300}\n"),
+        "tenants[0].weight",
+        "in the accepted range [1e-06, 1e+06]",
+    ),
+    (
+        "tiny-weight",
+        doc(tenants="tenants:\n  - {name: u1, demand: {cpu: 1}, weight: 1e-300}\n"),
+        "tenants[0].weight",
+        "in the accepted range [1e-06, 1e+06]",
+    ),
+    (
+        "tiny-node-weight",
+        hierarchy_doc("hierarchy:\n  name: root\n  children:\n    - {name: x, weight: 1e-300, demand: {cpu: 1}}\n"),
+        "hierarchy.children[0].weight",
+        "in the accepted range",
+    ),
+    (
+        "tiny-demand",
+        doc(tenants="tenants:\n  - {name: u1, demand: {cpu: 1e-300}}\n"),
+        "tenants[0].demand",
+        "above the limit of 1e+09 tasks per tenant",
+    ),
+    (
+        "huge-stage-task-count",
+        jobs_doc("      - {name: map, tasks: 2000000000, duration: 1, demand: {cpu: 1}}\n"),
+        "jobs[0].stages[0].tasks",
+        "tasks 2,000,000,000 is above the limit of 1,000,000,000",
+    ),
+    (
+        "huge-duration",
+        jobs_doc("      - {name: map, duration: 1e300, demand: {cpu: 1}}\n"),
+        "jobs[0].stages[0].duration",
+        "above the limit of 1e+15",
+    ),
+    (
+        "integer-beyond-float",
+        doc(tenants="tenants:\n  - {name: u1, demand: {cpu: " + "9" * 400 + "}}\n"),
+        "tenants[0].demand.cpu",
+        "number too large",
+    ),
+    (
+        "deep-nesting",
+        doc(extra="time: " + "[" * 5000 + "]" * 5000 + "\n"),
+        "time" + "[0]" * 99,
+        "nesting deeper than the limit of 100 levels",
+    ),
+    ("alias-bomb", doc(extra=BOMB), "l7[1]", "more than the limit of 5000000 values (aliases counted expanded)"),
+    (
+        "deep-flat-hierarchy",
+        hierarchy_doc(
+            "hierarchy:\n  - {name: n0}\n"
+            + "".join(f"  - {{name: n{k}, parent: n{k - 1}}}\n" for k in range(1, 150))
+            + "  - {name: leaf, parent: n149, demand: {cpu: 1}}\n"
+        ),
+        "hierarchy[101]",
+        "the hierarchy is deeper than the limit of 100 levels",
+    ),
+    ("second-document", doc() + "---\nresources: [cpu]\n", "", "a second YAML document starts at line 8"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "reason"), [case[1:] for case in HARDENED_YAML], ids=[c[0] for c in HARDENED_YAML]
+)
+def test_hardened_yaml_names_file_field_and_reason(tmp_path: Path, text: str, field: str, reason: str) -> None:
+    path = write(tmp_path, "instance.yaml", text)
+    error = load_error(path)
+    assert (error.source, error.field) == (str(path), field)
+    assert reason in error.reason, error.reason
+    assert "\n" not in str(error) and str(error).isprintable()
+
+
+@pytest.mark.parametrize("libyaml", [True, False], ids=["c-parser", "python-parser"])
+@pytest.mark.parametrize(
+    ("text", "field", "reason"), [case[1:] for case in HARDENED_YAML[:12]], ids=[c[0] for c in HARDENED_YAML[:12]]
+)
+def test_both_yaml_parsers_refuse_the_same(
+    monkeypatch: pytest.MonkeyPatch, libyaml: bool, text: str, field: str, reason: str
+) -> None:
+    if libyaml and not yaml.__with_libyaml__:
+        pytest.skip("PyYAML without libyaml")
+    monkeypatch.setattr(yaml, "__with_libyaml__", libyaml)
+    with pytest.raises(InstanceError) as caught:
+        parse_instance(text, "x.yaml")
+    assert (caught.value.field, reason in caught.value.reason) == (field, True)
+
+
+@pytest.mark.parametrize("path", INSTANCE_FILES, ids=[p.name for p in INSTANCE_FILES])
+def test_both_yaml_parsers_read_the_same(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
+    fast = load_instance(path)
+    monkeypatch.setattr(yaml, "__with_libyaml__", False)
+    assert load_instance(path) == fast
+
+
+def test_yaml_11_words_and_numbers_are_names_where_a_name_is_expected(tmp_path: Path) -> None:
+    names = ["yes", "no", "on", "off", "y", "NO", "0x1f", "0o17", "010", "1:30", "1_000", "2024-01-01", "~x"]
+    tenants = "tenants:\n" + "".join(f"  - {{name: {name}, demand: {{cpu: 1}}}}\n" for name in names)
+    instance = load_instance(write(tmp_path, "names.yaml", doc(tenants=tenants)))
+    assert [t.name for t in instance.tenants] == names
+
+
+def test_yaml_12_numbers_are_read(tmp_path: Path) -> None:
+    tenants = "tenants:\n  - {name: u1, demand: {cpu: 1e-3, mem: .5}, weight: 2., tasks: .inf}\n"
+    tenant = load_instance(write(tmp_path, "x.yaml", doc(tenants=tenants))).tenants[0]
+    np.testing.assert_array_equal(tenant.demand, [1e-3, 0.5])  # 1e-3 was a string in YAML 1.1
+    assert (tenant.weight, tenant.tasks) == (2.0, math.inf)
+
+
+def test_an_alias_to_a_complete_node_is_read(tmp_path: Path) -> None:
+    tenants = "tenants:\n  - {name: u1, demand: &d {cpu: 1, mem: 2}}\n  - {name: u2, demand: *d}\n"
+    instance = load_instance(write(tmp_path, "x.yaml", doc(tenants=tenants)))
+    np.testing.assert_array_equal(instance.demand, [[1, 2], [1, 2]])
+
+
+# (id, JSON text, expected field, fragment of the reason)
+HARDENED_JSON: list[tuple[str, str, str, str]] = [
+    (
+        "duplicate-top-level-key",
+        '{"resources": ["cpu"], "resources": ["mem"], "servers": []}',
+        "resources",
+        "duplicate key 'resources'",
+    ),
+    (
+        "duplicate-nested-key",
+        '{"resources": ["cpu"], "servers": [{"name": "s", "capacity": {"cpu": 1, "cpu": 2}}]}',
+        "servers[0].capacity.cpu",
+        "duplicate key 'cpu'",
+    ),
+    (
+        "lone-surrogate-name",
+        '{"resources": ["cpu"], "servers": [{"name": "s\\ud800", "capacity": {"cpu": 1}}]}',
+        "servers[0].name",
+        "name 's\\\\ud800' has characters that cannot be printed",
+    ),
+    ("deep-nesting", '{"a": ' + "[" * 100000 + "]" * 100000 + "}", "", "nesting deeper than the limit of 100 levels"),
+    (
+        "too-many-digits",
+        '{"resources": ["cpu"], "servers": [{"name": "s", "capacity": {"cpu": ' + "9" * 5000 + "}}]}",
+        "",
+        "a number has more digits than Python reads",
+    ),
+    (
+        "string-as-number",
+        '{"resources": ["cpu"], "servers": [{"name": "s", "capacity": {"cpu": "4"}}]}',
+        "servers[0].capacity.cpu",
+        "must be a number, got the string '4'",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "reason"), [case[1:] for case in HARDENED_JSON], ids=[c[0] for c in HARDENED_JSON]
+)
+def test_hardened_json_names_file_field_and_reason(tmp_path: Path, text: str, field: str, reason: str) -> None:
+    path = write(tmp_path, "instance.json", text)
+    error = load_error(path)
+    assert (error.source, error.field) == (str(path), field)
+    assert reason in error.reason, error.reason
+    assert str(error).isprintable()
+    str(error).encode("utf-8")
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "reason"),
+    [
+        ("binary.yaml", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff", "not UTF-8 text: byte 0x89 at offset 0"),
+        ("binary.json", b"\x00\xff\xfe{", "not UTF-8 text"),
+        ("nul.yaml", b"resources: [cpu\x00]\n", "not valid YAML"),
+        ("utf16.yaml", "resources: [cpu]\n".encode("utf-16"), "not UTF-8 text"),
+    ],
+)
+def test_binary_garbage_is_a_clean_error(tmp_path: Path, name: str, data: bytes, reason: str) -> None:
+    path = tmp_path / name
+    path.write_bytes(data)
+    error = load_error(path)
+    assert (error.source, error.field) == (str(path), "")
+    assert reason in error.reason
+    assert str(error).isprintable()
+
+
+@pytest.mark.parametrize("path", INSTANCE_FILES, ids=[p.name for p in INSTANCE_FILES])
+def test_every_truncation_of_a_bundled_instance_loads_or_fails_cleanly(tmp_path: Path, path: Path) -> None:
+    text = path.read_bytes()
+    for end in range(0, len(text), max(1, len(text) // 60)):
+        cut = tmp_path / f"cut{path.suffix}"
+        cut.write_bytes(text[:end])
+        try:
+            load_instance(cut)
+        except InstanceError as error:
+            assert error.source == str(cut) and str(error).isprintable()
+
+
+def test_a_file_over_the_size_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "huge.yaml"
+    with path.open("wb") as handle:  # sparse: no disk, no memory
+        handle.truncate(DEFAULT_LIMITS.max_bytes + 1)
+    error = load_error(path)
+    assert error.source == str(path)
+    assert (
+        f"{DEFAULT_LIMITS.max_bytes + 1:,} bytes, larger than the limit of {DEFAULT_LIMITS.max_bytes:,}" in error.reason
+    )
+
+
+@pytest.mark.parametrize(
+    ("limits", "reason"),
+    [
+        (Limits(max_bytes=100), "larger than the limit of 100 bytes"),
+        (Limits(max_depth=2), "nesting deeper than the limit of 2 levels"),
+        (Limits(max_nodes=20), "more than the limit of 20 values"),
+        (Limits(max_quantity=5), "capacity 8 is above the limit of 5"),
+        (Limits(max_machines=2), "3 machines in all, above the limit of 2"),
+        (Limits(weight_range=(0.1, 1.5)), "accepted range [0.1, 1.5]"),
+    ],
+)
+def test_limits_are_named_and_can_be_set(tmp_path: Path, limits: Limits, reason: str) -> None:
+    path = write(tmp_path, "x.yaml", doc())
+    load_instance(path)  # fine under the default limits
+    with pytest.raises(InstanceError) as caught:
+        load_instance(path, limits)
+    assert reason in caught.value.reason and caught.value.source == str(path)
+
+
+def pipe(monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:
+    """Standard input holding ``data``."""
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+
+
+def test_stdin_is_read_with_a_dash(monkeypatch: pytest.MonkeyPatch) -> None:
+    pipe(monkeypatch, doc().encode())
+    instance = load_instance("-")
+    assert [t.name for t in instance.tenants] == ["u1", "u2"] and instance.name == "stdin"
+    pipe(monkeypatch, json.dumps(JOBS).encode())  # JSON is read as YAML
+    assert_same_instance(load_instance("-"), instance_from_dict(JOBS))
+
+
+@pytest.mark.parametrize(
+    ("data", "field", "reason"),
+    [
+        (doc(tenants="tenants:\n  - {name: u, demand: {cpu: 1}, tasks: yes}\n").encode(), "tenants[0].tasks",
+         "YAML 1.1 would read yes as a boolean"),
+        (b"a: &a [*a]\n", "a[0]", "refers to no complete node"),
+        (b"[" * 200, "[0]" * 100, "nesting deeper than the limit of 100 levels"),
+        (b"\xff\xfe garbage", "", "not UTF-8"),
+        (b"resources: [cpu]\nresources: [cpu]\n", "resources", "duplicate key"),
+        (b"*" * 72 + b"\nPRECEDENCE RELATIONS:\n1 1 1\n", "PRECEDENCE RELATIONS", "expected a"),
+    ],
+    ids=["yaml-1.1", "recursive-alias", "deep", "binary", "duplicate-key", "psplib-truncated"],
+)  # fmt: skip
+def test_stdin_is_hardened_like_a_file(monkeypatch: pytest.MonkeyPatch, data: bytes, field: str, reason: str) -> None:
+    pipe(monkeypatch, data)
+    with pytest.raises(InstanceError) as caught:
+        load_instance("-")
+    error = caught.value
+    assert (error.source, error.field) == ("<stdin>", field) and reason in error.reason, str(error)
+
+
+def test_stdin_reads_psplib_by_its_header(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    pipe(monkeypatch, SMALL_SM.encode())
+    instance = load_instance("-")
+    assert_same_instance(instance, load_instance(write(tmp_path, "stdin.sm", SMALL_SM)))
+    assert instance.jobs[0].name == "stdin"
+
+
+def test_stdin_size_is_limited(monkeypatch: pytest.MonkeyPatch) -> None:
+    pipe(monkeypatch, doc().encode())
+    with pytest.raises(InstanceError, match="larger than the limit of 100 bytes") as caught:
+        load_instance("-", Limits(max_bytes=100))
+    assert caught.value.source == "<stdin>"
+
+
+def test_error_messages_escape_what_cannot_be_printed() -> None:
+    error = InstanceError("bad \ud800 name\x07", "tenants[0].na\nme", "a\x1bfile.yaml")
+    assert str(error) == "a\\x1bfile.yaml: tenants[0].na\\nme: bad \\ud800 name\\x07"
+    str(error).encode("utf-8")
+
+
+def test_bulk_construction_checks_what_one_by_one_checks() -> None:
+    demand = np.array([[1.0, 0.0], [0.0, 2.0]])
+    tenants = Tenant.many(["a", "b"], demand, np.array([1.0, 2.0]), np.array([math.inf, 3.0]))
+    assert tenants == (Tenant("a", demand[0], 1.0), Tenant("b", demand[1], 2.0, 3.0))
+    assert not demand.flags.writeable or tenants[0].demand.base is not demand  # the caller's array is not frozen
+    bad = [
+        (["a", "b"], [[1, 0], [0, 0]], [1, 1], [1, 1], "[1].demand", "demand vector is zero"),
+        (["a", "b"], [[1, 0], [0, -1]], [1, 1], [1, 1], "[1].demand[1]", "negative"),
+        (["a", "b"], [[1, 0], [0, np.nan]], [1, 1], [1, 1], "[1].demand[1]", "not finite"),
+        (["a", "b"], [[1, 0], [0, 1]], [1, 0], [1, 1], "[1].weight", "positive"),
+        (["a", "b"], [[1, 0], [0, 1]], [1, 1], [-1, 1], "[0].tasks", "non-negative"),
+        (["a", "\x00"], [[1, 0], [0, 1]], [1, 1], [1, 1], "[1].name", "cannot be printed"),
+    ]
+    for names, matrix, weights, caps, field, reason in bad:
+        with pytest.raises(InstanceError) as caught:
+            Tenant.many(
+                names, np.array(matrix, dtype=float), np.array(weights, dtype=float), np.array(caps, dtype=float)
+            )
+        assert (caught.value.field, reason in caught.value.reason) == (field, True), caught.value
+    servers = ServerClass.many(["s", "t"], np.array([[1.0, 2.0], [3.0, 0.0]]), [1, 4])
+    assert servers == (ServerClass("s", np.array([1.0, 2.0])), ServerClass("t", np.array([3.0, 0.0]), 4))
+    with pytest.raises(InstanceError, match=r"\[1\]\.count"):
+        ServerClass.many(["s", "t"], np.ones((2, 2)), [1, 0])
+
+
+def test_frozen_vector_locates_the_first_bad_entry() -> None:
+    with pytest.raises(InstanceError) as caught:
+        frozen_vector([1.0, -2.0, math.nan], "demand", 3)
+    assert (caught.value.field, caught.value.reason) == ("demand[1]", "value -2.0 is negative")
+    with pytest.raises(InstanceError) as caught:
+        frozen_vector([1.0, math.inf, -1.0], "demand", 3)
+    assert (caught.value.field, caught.value.reason) == ("demand[1]", "value inf is not finite")
+
+
+def test_a_long_parent_chain_is_checked_in_linear_time() -> None:
+    # The cycle check used to walk from every node to the root (quadratic: ~2e9 steps here).
+    import time
+
+    nodes = [HierarchyNode("n0", -1)] + [HierarchyNode(f"n{k}", k - 1) for k in range(1, 60000)]
+    started = time.perf_counter()
+    assert len(Hierarchy(tuple(nodes)).nodes) == 60000
+    assert time.perf_counter() - started < 5  # linear: ~0.05 s; the quadratic walk took minutes
+    looped = [*nodes[:3], HierarchyNode("n3", 4), HierarchyNode("n4", 3)]
+    with pytest.raises(InstanceError, match="cycle through node"):
+        Hierarchy(tuple(looped))
+
+
+# PSPLIB: numbers beyond what the reader can hold, unreadable headers, a release that is not a date.
+SMALL_SM = (Path(__file__).resolve().parent / "fuzzing.py").read_text().split('SMALL_SM = """\\\n')[1].split('"""')[0]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "reason"),
+    [
+        (
+            "  3      1     5       1    3",
+            "  3      1     " + "9" * 400 + "       1    3",
+            "REQUESTS/DURATIONS line 30: a number is above the limit",
+        ),
+        (
+            "  3      1     5       1    3",
+            "  3      1     " + "9" * 5000 + "       1    3",
+            "REQUESTS/DURATIONS line 30: expected whole numbers",
+        ),
+        ("    4    3\n", "    4    " + "9" * 30 + "\n", "RESOURCEAVAILABILITIES line 36: a number is above the limit"),
+        ("  R 1  R 2\n    4", "  R 1  R " + "9" * 5000 + "\n    4", "resource number too large"),
+        (
+            "    1      3      0       12",
+            "    1      3      nan       12",
+            "PROJECT INFORMATION line 15: bad release date 'nan'",
+        ),
+        ("    1      3      0       12", "    1      3      1e400       12", "bad release date '1e400'"),
+        (
+            "jobs (incl. supersource/sink ):  5",
+            "jobs (incl. supersource/sink ):  " + "9" * 5000,
+            "cannot read the job count",
+        ),
+    ],
+)
+def test_psplib_numbers_beyond_the_limits_are_clean_errors(tmp_path: Path, old: str, new: str, reason: str) -> None:
+    assert SMALL_SM.count(old) == 1
+    path = tmp_path / "bad.sm"
+    path.write_text(SMALL_SM.replace(old, new))
+    with pytest.raises(InstanceError) as caught:
+        load_instance(path)
+    assert reason in str(caught.value) and caught.value.source == str(path)
+
+
+def test_psplib_file_over_the_size_limit(tmp_path: Path) -> None:
+    path = tmp_path / "huge.sm"
+    path.write_text(SMALL_SM)
+    with pytest.raises(InstanceError, match="larger than the limit of 100 bytes"):
+        load_instance(path, Limits(max_bytes=100))
+
+
 # ---------------------------------------------------------------------------------------------- good inputs
 
 
@@ -390,6 +953,7 @@ def assert_same_instance(a: Instance, b: Instance) -> None:
     assert len(a.jobs) == len(b.jobs)
     for job_a, job_b in zip(a.jobs, b.jobs, strict=True):
         assert (job_a.name, job_a.weight, job_a.release) == (job_b.name, job_b.weight, job_b.release)
+        assert (job_a.tenant, job_a.deadline) == (job_b.tenant, job_b.deadline)
         assert len(job_a.stages) == len(job_b.stages)
         for stage_a, stage_b in zip(job_a.stages, job_b.stages, strict=True):
             assert (stage_a.name, stage_a.tasks, stage_a.duration, stage_a.after) == (
@@ -462,6 +1026,8 @@ JOBS = {
             "name": "q1",
             "weight": 2,
             "release": 1.5,
+            "tenant": "analytics",
+            "deadline": 40,
             "stages": [
                 {"name": "map", "tasks": 10, "duration": 3, "demand": {"cpu": 1, "mem": 2}},
                 {"name": "shuffle", "tasks": 4, "duration": 1, "demand": {"mem": 1}, "after": ["map"]},
@@ -568,6 +1134,21 @@ def test_defaults(tmp_path: Path) -> None:
     jobs = load_instance(write(tmp_path, "j.yaml", yaml.safe_dump(JOBS)))
     only = jobs.jobs[1]
     assert (only.weight, only.release, only.stages[0].tasks, only.stages[0].after) == (1.0, 0.0, 1, ())
+    assert (only.tenant, only.deadline) == ("", math.inf)  # its own tenant, no deadline
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "hierarchy: {name: root, demand: {cpu: 1}, tasks: 3}\n",
+        "hierarchy: [{name: root, demand: {cpu: 1}, tasks: 3}]\n",
+    ],
+    ids=["nested", "flat"],
+)
+def test_a_root_alone_is_a_one_leaf_hierarchy(tmp_path: Path, text: str) -> None:
+    instance = load_instance(write(tmp_path, "one.yaml", hierarchy_doc(text)))
+    assert instance.hierarchy is not None and [n.tenant for n in instance.hierarchy.nodes] == [0]
+    assert [(t.name, t.tasks) for t in instance.tenants] == [("root", 3.0)]
 
 
 def test_jobs_are_read_with_stage_indices(tmp_path: Path) -> None:
@@ -575,7 +1156,7 @@ def test_jobs_are_read_with_stage_indices(tmp_path: Path) -> None:
     job = instance.jobs[0]
     assert [s.name for s in job.stages] == ["map", "shuffle", "reduce"]
     assert [s.after for s in job.stages] == [(), (0,), (0, 1)]
-    assert (job.weight, job.release) == (2.0, 1.5)
+    assert (job.weight, job.release, job.tenant, job.deadline) == (2.0, 1.5, "analytics", 40.0)
     np.testing.assert_array_equal(job.stages[1].demand, [0, 1])
     assert instance.time_slot == 0.5
 
@@ -589,6 +1170,22 @@ def test_instance_to_dict_round_trips(tmp_path: Path, data: dict[str, Any]) -> N
     # Through a real YAML file, as `fairpack generate` writes it.
     text = yaml.safe_dump(instance_to_dict(original), sort_keys=False, default_flow_style=None)
     assert_same_instance(original, load_instance(write(tmp_path, "again.yaml", text)))
+
+
+@pytest.mark.parametrize("data", [FLAT, NESTED, JOBS], ids=["flat", "nested-tree", "jobs"])
+def test_instance_to_yaml_is_what_safe_dump_writes(tmp_path: Path, data: dict[str, Any]) -> None:
+    original = load_instance(write(tmp_path, "x.yaml", yaml.safe_dump(data)))
+    expected = yaml.safe_dump(instance_to_dict(original), sort_keys=False, default_flow_style=None)
+    assert instance_to_yaml(original) == expected
+
+
+def test_instance_to_yaml_quotes_names_yaml_12_reads_as_numbers(tmp_path: Path) -> None:
+    original = load_instance(write(tmp_path, "x.yaml", yaml.safe_dump(FLAT)))
+    names = ["1e5", ".5", "yes"]  # safe_dump leaves 1e5 plain: a string in YAML 1.1, a number in YAML 1.2
+    renamed = original.with_tenants(
+        [dataclasses.replace(t, name=n) for t, n in zip(original.tenants, names, strict=True)]
+    )
+    assert_same_instance(renamed, load_instance(write(tmp_path, "again.yaml", instance_to_yaml(renamed))))
 
 
 def test_instance_files_exist() -> None:

@@ -19,6 +19,8 @@ hdrf-fig10      hierarchy the H-DRF paper's Fig. 10 tree (``instances/hdrf_fig10
 dag-random      jobs      random DAG jobs, barrier-rich by default (``random_dag_jobs``) tasks
 tpch            jobs      a mix of ``queries`` TPC-H queries drawn by the seed          tasks
                           (``tpch/``, ``tpch_jobs``)
+hdfs            jobs      MapReduce jobs reading HDFS-placed blocks on racks           tasks
+                          (``models.generators.locality``)
 psplib          jobs      PSPLIB RCPSP file number ``seed`` of set ``set`` (``psplib/``) tasks
 sparrow         jobs      Poisson stream of short parallel jobs on slotted workers at    tasks
                           offered ``load`` (``models.generators.short_tasks``)
@@ -290,6 +292,14 @@ def _google_day(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Insta
     return google_day(data_dir, seed, p["machines"], p["users"], p["tasks"], float(p["load"]), float(p["horizon"]))
 
 
+def _hdfs(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
+    from models.generators.locality import hdfs_jobs
+
+    return hdfs_jobs(seed, p["jobs"], p["machines"], p["racks"], p["slots"], p["users"], float(p["interarrival"]),
+                     float(p["map_duration"]), p["reduce_tasks"], float(p["reduce_duration"]), p["max_tasks"],
+                     (1.0, float(p["rack_factor"]), float(p["remote_factor"])))  # fmt: skip
+
+
 def _psplib_files(folder: Path, name: str) -> list[Path]:
     """The ``.sm`` files of set ``name`` in (instance, parameter) order, as in ``benchmarks.psplib_sets``."""
 
@@ -393,6 +403,13 @@ FAMILIES: dict[str, Family] = {
                {"machines": Param(2000, _INT), "users": Param(100, _INT), "tasks": Param(100_000, _INT),
                 "load": Param(0.95, _FLOAT), "horizon": Param(86_400.0, _FLOAT)},
                _google_day, "tasks", _tasks, data="google"),
+        Family("hdfs", "jobs", "MapReduce jobs (Facebook-shaped sizes, Poisson arrivals, several users) reading "
+               "blocks placed HDFS-style (3 replicas: one rack, two on another) on a racked cluster",
+               {"jobs": Param(50, _INT), "machines": Param(40, _INT), "racks": Param(4, _INT), "slots": Param(4, _INT),
+                "users": Param(4, _INT), "interarrival": Param(2.0, _FLOAT), "map_duration": Param(10.0, _FLOAT),
+                "reduce_tasks": Param(0, _INT), "reduce_duration": Param(10.0, _FLOAT), "max_tasks": Param(400, _INT),
+                "rack_factor": Param(1.3, _FLOAT), "remote_factor": Param(2.0, _FLOAT)},
+               _hdfs, "tasks", _tasks),
         Family("psplib", "jobs", "PSPLIB single-mode RCPSP file (seed = file number)",
                {"set": Param("j30", _STR)},
                _psplib, "tasks", _tasks, data="psplib", best_known=_psplib_best),

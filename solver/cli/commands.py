@@ -332,6 +332,7 @@ GENERATE = {
     "psplib": ("psplib", None),
     "arrivals": ("arrivals", "tenants"),
     "tpch-arrivals": ("tpch-arrivals", None),
+    "hdfs": ("hdfs", "users"),
     "google-day": ("google-day", None),
     "sparrow": ("sparrow", None),
     "omega": ("omega", None),
@@ -374,10 +375,8 @@ def _option_error(reason: str, option: str) -> Exception:
 
 
 def command_generate(args: argparse.Namespace) -> int:
-    import yaml
-
     from models.generators.families import FAMILIES, DataMissing, ParamError
-    from models.io import instance_to_dict
+    from models.io import instance_to_yaml
     from models.types import InstanceError
 
     data_dir = args.data_dir or os.environ.get("FAIRPACK_DATA_DIR")
@@ -400,7 +399,7 @@ def command_generate(args: argparse.Namespace) -> int:
         return fail(message if "--data-dir" in message else f"{message} (pass --data-dir)", EXIT_INPUT)
     except ParamError as error:
         raise _option_error(str(error), "param") from None
-    sys.stdout.write(yaml.safe_dump(instance_to_dict(instance), sort_keys=False, default_flow_style=None))
+    sys.stdout.write(instance_to_yaml(instance))  # quotes what YAML 1.2 would read back as a number
     return EXIT_OK
 
 
@@ -553,7 +552,8 @@ def add_commands(subcommands: Any) -> None:
     generate.add_argument("family", choices=list(GENERATE),
                           help="flat: google, google-like, alibaba, random; hierarchy: tree, hdrf-fig10; DAG jobs: "
                           "dag, tpch, psplib; arrivals over time (fairpack simulate): arrivals, tpch-arrivals, "
-                          "google-day, sparrow (short parallel jobs), omega (batch and service jobs)")  # fmt: skip
+                          "google-day, sparrow (short parallel jobs), omega (batch and service jobs), hdfs (data "
+                          "locality)")  # fmt: skip
     generate.add_argument("--seed", type=int, default=0, help="seed of the generator (psplib: the file number)")
     generate.add_argument("--tenants", type=int, help="tenants (tree: leaves)")
     generate.add_argument("--machines", type=int, help="machines (tree: servers)")

@@ -32,6 +32,18 @@ def _input_errors() -> tuple[type[BaseException], ...]:
     return InstanceError, OptionError, SweepError
 
 
+def _located(error: Exception, args: argparse.Namespace) -> Exception:
+    """An instance error raised after loading (a method's requirement on the instance, checked by the
+    solver, which does not know the file) names the instance file the command was given."""
+    from models.io import STDIN
+    from models.types import InstanceError
+
+    path = getattr(args, "path", None)
+    if isinstance(error, InstanceError) and not error.source and isinstance(path, str):
+        return error.located("<stdin>" if path == STDIN else path)
+    return error
+
+
 def build_parser() -> argparse.ArgumentParser:
     from solver.bench.cli import add_bench_parser
     from solver.cli import commands
@@ -76,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail("interrupted", 130)
     except Exception as error:
         if isinstance(error, _input_errors()):
-            return fail(str(error), EXIT_INPUT)
+            return fail(str(_located(error, args)), EXIT_INPUT)
         if verbose:
             traceback.print_exc()
         return fail(f"internal error: {type(error).__name__}: {error}" + ("" if verbose else

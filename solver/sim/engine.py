@@ -12,6 +12,11 @@ At every event time, in this order:
    served next (:meth:`Policy.next`: a group and at most how many of its tasks) and on which machines
    (:meth:`Policy.place`), until it has nothing more; the engine launches, and records every task.
 
+A task's length is its group's duration, except for tasks reading an input block (``Instance.data``, only
+with tracked machines): a chunk placed on a machine runs that machine's most local pending tasks of the
+group, each for the duration times its locality level's factor (``solver.sim.locality``). Workloads without
+input blocks take none of that path.
+
 Events closer than ``TIME_RTOL`` (``models.tolerance``) are simultaneous. With a ``horizon`` the run stops
 there (backlogs never drain); tasks still running are reported with their ends beyond it.
 
@@ -32,6 +37,7 @@ from models.result import Schedule
 from models.tolerance import TIME_RTOL
 from models.types import BoolArray, FloatArray, Instance, IntArray
 from solver.sim.cluster import Cluster
+from solver.sim.locality import TaskData
 from solver.sim.workload import Workload
 
 #: Standard exponential draws taken from the generator at once (one numpy call per batch, not per task).
@@ -148,6 +154,12 @@ class Simulation:
         self._rng = np.random.default_rng(seed)
         self._draws = self._rng.standard_exponential(DRAW_BATCH) if jobs.exponential else np.zeros(0)
         self._drawn = 0
+        # Input blocks (``Instance.data``): a task's duration depends on its machine. Only tracked machines
+        # can hold blocks, so a pooled run ignores locality (and the checker expects plain durations there).
+        self.data: TaskData | None = None
+        if instance.data is not None and placement == "servers" and instance.jobs and not jobs.exponential:
+            self.data = TaskData(instance, jobs)
+        self.level_counts = [0, 0, 0]  # tasks launched node-local, rack-local, remote
 
     # --- what policies read -----------------------------------------------------------------------
 
@@ -304,7 +316,9 @@ class Simulation:
         tenant = int(jobs.job_tenant[k])
         demand = jobs.demand[g]
         total = 0
-        if jobs.exponential:  # every task draws its own length: one heap entry per task
+        if self.data is not None and self.data.has_input[g]:
+            self._launch_located(g, chunks)
+        elif jobs.exponential:  # every task draws its own length: one heap entry per task
             for machine, count in chunks:
                 for _ in range(count):
                     self._push(g, t + self._duration(g), 1, (machine,), (1,))
@@ -332,6 +346,21 @@ class Simulation:
         self.first_start[k] = min(self.first_start[k], t)
         self.launches += 1
 
+    def _launch_located(self, g: int, chunks: list[tuple[int, int]]) -> None:
+        """Tasks reading input blocks: each chunk runs the machine's most local pending tasks, each for the
+        stage's duration times its level's factor; one heap entry per (machine, level)."""
+        assert self.data is not None
+        base, t = float(self.jobs.duration[g]), self.t
+        for machine, count in chunks:
+            by_level: dict[int, int] = {}
+            for task, level in self.data.take(g, machine, count):
+                end = t + base * self.data.factors[level]
+                self._rows.append((g, task, 1, t, end, machine))
+                by_level[level] = by_level.get(level, 0) + 1
+                self.level_counts[level] += 1
+            for level, n in sorted(by_level.items()):
+                self._push(g, t + base * self.data.factors[level], n, (machine,), (n,))
+
     # --- results ----------------------------------------------------------------------------------
 
     def schedule(self) -> Schedule:
@@ -351,5 +380,8 @@ class Simulation:
         return Schedule(jobs.stage_job[g], jobs.stage_local[g], index, np.repeat(data[:, 3], n),
                         np.repeat(data[:, 4], n), None, *placement)  # fmt: skip
 
-    def counters(self) -> dict[str, int]:
-        return {"events": self.events, "launches": self.launches}
+    def counters(self) -> dict[str, Any]:
+        counters: dict[str, Any] = {"events": self.events, "launches": self.launches}
+        if self.data is not None:
+            counters["locality"] = dict(zip(("node", "rack", "remote"), self.level_counts, strict=True))
+        return counters

@@ -10,6 +10,7 @@ _BACKLOG = frozenset({"horizon", "duration", "mean", "warmup", "starvation_after
 _DAG = frozenset({"altruism", "reverse_order", "horizon"})
 _SAMPLING = frozenset({"rtt", "horizon"})
 _SHARED_STATE = frozenset({"t_job", "t_task", "t_job_service", "t_task_service", "detection", "horizon"})
+_LOCALITY = frozenset({"slots", "horizon"})
 
 
 def _policy(name: str, family: str, summary: str, options: frozenset[str] = frozenset(),
@@ -45,4 +46,8 @@ register_policy(
             "(schedulers=k, decision times t_job + t_task per task)", extra=_SHARED_STATE | {"schedulers"}),
     _policy("monolithic", "online", "one scheduler, decisions serialised (t_job + t_task per task; zero times: "
             "the ideal centralised list scheduler)", extra=_SHARED_STATE),
+    _policy("fair", "locality", "Hadoop fair sharing, naive: furthest below share takes a free slot, local task "
+            "if it has one", extra=_LOCALITY),
+    _policy("delay", "locality", "delay scheduling: a job without a local task is skipped d1 times (node), "
+            "then d2 more (rack)", extra=_LOCALITY | frozenset({"d1", "d2"})),
 )

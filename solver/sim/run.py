@@ -28,6 +28,7 @@ from solver.sim.engine import BasePolicy, Simulation
 from solver.sim.policies.dag import HEURISTICS, make_policy
 from solver.sim.policies.flat import FLAT_POLICIES, make_flat_policy
 from solver.sim.policies.hierarchy import POLICIES as HIERARCHY_POLICIES
+from solver.sim.policies.locality import LOCALITY_POLICIES, make_locality_policy
 from solver.sim.policies.omega import OMEGA_POLICIES, make_omega_policy
 from solver.sim.policies.sparrow import SPARROW_POLICIES, make_sparrow_policy
 from solver.sim.workload import Workload
@@ -45,6 +46,8 @@ def build_policy(name: str, jobs: Workload, options: SolveOptions) -> BasePolicy
         return make_policy(name, jobs, extra)
     if name in FLAT_POLICIES:
         return make_flat_policy(name, options.slots)
+    if name in LOCALITY_POLICIES:
+        return make_locality_policy(name, extra)
     if name in SPARROW_POLICIES:
         return make_sparrow_policy(name, extra)
     if name in OMEGA_POLICIES:

@@ -1,0 +1,164 @@
+"""Fuzzing the loader: every mutated instance file loads, or fails with a clean ``InstanceError``, quickly.
+
+Mutations of the bundled ``instances/*.yaml`` and of PSPLIB ``.sm`` texts (the data folder's when present,
+else a small one) are drawn by hypothesis, derandomized, from the engine in ``tests/fuzzing.py``: wrong
+types, NaN/inf/huge numbers, deep nesting, alias bombs, cycles, unknown references, truncation, binary
+garbage, YAML 1.1 spellings, tags, repeated lines. ``benchmarks/fuzz_campaign.py`` runs the same engine
+for >= 10,000 inputs, and through the CLI.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fuzzing import Seed, check_outcome, mutate, seeds
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from models.io import load_instance
+from models.types import InstanceError
+
+#: Seconds one load may take. The largest inputs the engine makes (2 MB of repeated lines) load in well
+#: under a second; a hang is cut off by an alarm at HANG_S so the test fails instead of stalling.
+BOUND_S = 5.0
+HANG_S = 30
+
+DATA = os.environ.get("FAIRPACK_DATA_DIR")
+DATA_DIR = Path(DATA) if DATA else Path(__file__).resolve().parents[2] / "shared" / "data"
+SEEDS = seeds(DATA_DIR if DATA_DIR.is_dir() else None)
+YAML_SEEDS = [seed for seed in SEEDS if seed.suffix == ".yaml"]
+SM_SEEDS = [seed for seed in SEEDS if seed.suffix == ".sm"]
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("fuzz")
+
+
+class Hang(Exception):
+    pass
+
+
+def _alarm(signum: int, frame: object) -> None:
+    raise Hang(f"load_instance ran past {HANG_S} s")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def alarm_handler() -> Iterator[None]:
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    yield
+    signal.signal(signal.SIGALRM, previous)
+
+
+def load_and_check(folder: Path, data: bytes, suffix: str) -> object:
+    """Load ``data`` as a file with ``suffix``; check the contract and the time; the outcome."""
+    path = folder / f"fuzzed{suffix}"
+    path.write_bytes(data)
+    return timed_load(path, str(path), len(data))
+
+
+def timed_load(path: Path | str, source: str, size: int) -> object:
+    started = time.perf_counter()
+    signal.alarm(HANG_S)
+    try:
+        outcome: object = load_instance(path)
+    except Exception as error:  # the contract: only InstanceError; check_outcome says which escaped
+        outcome = error
+    finally:
+        signal.alarm(0)
+    elapsed = time.perf_counter() - started
+    check_outcome(outcome, source)
+    assert elapsed < BOUND_S, f"{elapsed:.1f} s for a {size:,}-byte input from {source}"
+    return outcome
+
+
+FUZZ = settings(
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)
+
+
+@settings(FUZZ, max_examples=1000)
+@given(st.sampled_from(YAML_SEEDS), st.data())
+def test_mutated_instances_load_or_fail_cleanly(folder: Path, seed: Seed, data: st.DataObject) -> None:
+    mutated, suffix = mutate(seed, lambda n: data.draw(st.integers(0, n - 1)))
+    load_and_check(folder, mutated, suffix)
+
+
+@settings(FUZZ, max_examples=400)
+@given(st.sampled_from(SM_SEEDS), st.data())
+def test_mutated_psplib_files_load_or_fail_cleanly(folder: Path, seed: Seed, data: st.DataObject) -> None:
+    mutated, suffix = mutate(seed, lambda n: data.draw(st.integers(0, n - 1)))
+    load_and_check(folder, mutated, suffix)
+
+
+@settings(FUZZ, max_examples=200)
+@given(st.sampled_from(SEEDS), st.data())
+def test_mutated_input_on_stdin_loads_or_fails_cleanly(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, seed: Seed, data: st.DataObject
+) -> None:
+    """``-`` reads standard input under the same limits and checks; a YAML input gives what its file gives."""
+    mutated, suffix = mutate(seed, lambda n: data.draw(st.integers(0, n - 1)))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(mutated)))
+    piped = timed_load("-", "<stdin>", len(mutated))
+    if suffix == ".yaml":
+        from_file = load_and_check(folder, mutated, suffix)
+        assert type(piped) is type(from_file)
+        if isinstance(piped, InstanceError) and isinstance(from_file, InstanceError):
+            assert (piped.field, piped.reason) == (from_file.field, from_file.reason)
+
+
+@settings(FUZZ, max_examples=150)
+@given(st.binary(max_size=2000), st.sampled_from([".yaml", ".json", ".sm"]))
+def test_binary_garbage_fails_cleanly(folder: Path, garbage: bytes, suffix: str) -> None:
+    load_and_check(folder, garbage, suffix)
+
+
+def test_the_seeds_load() -> None:
+    """The unmutated seeds are valid, so what the fuzz tests see as errors comes from the mutations."""
+    assert YAML_SEEDS and SM_SEEDS
+    for seed in SEEDS:
+        from models.io import parse_instance
+        from models.psplib import parse_psplib
+
+        instance = parse_psplib(seed.text, seed.name) if seed.suffix == ".sm" else parse_instance(seed.text, seed.name)
+        assert instance.servers
+
+
+@pytest.mark.parametrize("seed", YAML_SEEDS, ids=[seed.name for seed in YAML_SEEDS])
+def test_every_mutation_kind_is_reached(folder: Path, seed: Seed) -> None:
+    """Each structural and textual step on every seed, by forced choices (0, 1, 2, ... cycling)."""
+    from fuzzing import STRUCTURAL, TEXTUAL
+
+    for kind in range(len(STRUCTURAL) + len(TEXTUAL)):
+        for offset in range(3):
+            calls = iter(range(10**6))
+            structural = kind < len(STRUCTURAL)
+
+            def choose(
+                n: int,
+                kind: int = kind,
+                offset: int = offset,
+                structural: bool = structural,
+                calls: Iterator[int] = calls,
+            ) -> int:
+                call = next(calls)
+                if call == 0:
+                    return 0  # one step
+                if call == 1:
+                    return min(n - 1, 1) if structural else 0  # structure first, or text only
+                if call == 2:
+                    return (kind if structural else kind - len(STRUCTURAL)) % n
+                return (call + offset) % n
+
+            mutated, suffix = mutate(seed, choose)
+            load_and_check(folder, mutated, suffix)
