@@ -977,7 +977,8 @@ def _read_bytes(path: Path, limits: Limits) -> bytes:
     """The file's bytes, refusing (before reading them) more than ``limits.max_bytes``; ``-`` is stdin."""
     too_big = f"larger than the limit of {limits.max_bytes:,} bytes"
     if str(path) == STDIN:
-        data = sys.stdin.buffer.read(limits.max_bytes + 1)
+        raw = getattr(sys.stdin, "buffer", None)  # a text stream without bytes (a test's StringIO) is encoded
+        data = raw.read(limits.max_bytes + 1) if raw is not None else sys.stdin.read(limits.max_bytes + 1).encode()
     else:
         with path.open("rb") as handle:
             size = os.fstat(handle.fileno()).st_size
