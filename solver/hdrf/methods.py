@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -88,7 +89,9 @@ def _simulated(policy: str) -> Callable[[Instance, SolveOptions, Budget], Result
         settings = SimOptions.from_extra(extra, options.slots)
         # The distance to static H-DRF: pooled water-filling of the same tree.
         reference = hdrf_shares(instance) if bool(extra.get("reference", True)) else None
-        return backlog_result(instance, policy, settings, reference)
+        left = budget.remaining()
+        deadline = None if left is None else time.perf_counter() + left
+        return backlog_result(instance, policy, settings, reference, deadline)
 
     return run
 

@@ -194,6 +194,7 @@ class Trace:
     peak_running: FloatArray
     times: list[float] = field(default_factory=list)
     running: list[FloatArray] = field(default_factory=list)
+    stopped_at: float | None = None  # simulated time where the caller's time limit stopped the run
 
 
 class _Meter:
@@ -232,6 +233,7 @@ def simulate(
     policy: str,
     options: SimOptions | None = None,
     reference: FloatArray | None = None,
+    deadline: float | None = None,
 ) -> Trace:
     """Run one hierarchical scheduler on ``instance`` over ``options.horizon``.
 
@@ -246,6 +248,8 @@ def simulate(
         Horizon, seed, durations, warm-up, starvation threshold, slots.
     reference : ndarray, shape (tenants,), optional
         Static share of every leaf (e.g. pooled static H-DRF) for the distance metric.
+    deadline : float, optional
+        A ``time.perf_counter()`` value: the run stops there (``Trace.stopped_at``) if not done.
 
     Returns
     -------
@@ -281,7 +285,7 @@ def simulate(
     scheduler: BasePolicy = (HierarchicalScheduler(tree, policy, instance, options.slots) if policy in POLICIES
                              else make_flat_policy(policy, options.slots))  # fmt: skip
     sim = Simulation(instance, workload, scheduler, "servers", horizon=options.horizon, seed=options.seed,
-                     observers=[observer], snapshot=True).run()  # fmt: skip
+                     observers=[observer], snapshot=True, deadline=deadline).run()  # fmt: skip
     assert sim.placed is not None
     span = options.horizon - options.warmup
     return Trace(
@@ -301,6 +305,7 @@ def simulate(
         peak_running=observer.peak_running,
         times=observer.times,
         running=observer.running,
+        stopped_at=sim.stopped_at,
     )
 
 
@@ -309,6 +314,7 @@ def backlog_result(
     policy: str,
     options: SimOptions | None = None,
     reference: FloatArray | None = None,
+    deadline: float | None = None,
 ) -> Result:
     """Simulate ``policy`` and wrap the run into the standard ``Result``.
 
@@ -330,7 +336,10 @@ def backlog_result(
     options = options or SimOptions()
     started = time.perf_counter()
     note = "" if reference is not None else "no static H-DRF reference given: no distance to it"
-    trace = simulate(instance, policy, options, reference)
+    trace = simulate(instance, policy, options, reference, deadline)
+    if trace.stopped_at is not None:  # a feasible placement, but not the one at the horizon
+        note = "; ".join(filter(None, [f"time limit reached at simulated time {trace.stopped_at:.6g} of the horizon "
+                                       f"{options.horizon:g}: the placement then, shares averaged so far", note]))
     elapsed = time.perf_counter() - started
     names = [t.name for t in instance.tenants]
 
@@ -361,7 +370,7 @@ def backlog_result(
         },
     }
     return Result(
-        status="feasible",
+        status="feasible" if trace.stopped_at is None else "time_limit",
         method=policy,
         backend="none",
         solve_s=elapsed,

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import time
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -112,8 +113,12 @@ class Simulation:
 
     def __init__(self, instance: Instance, workload: Workload, policy: Policy, placement: str = "pooled",
                  horizon: float | None = None, seed: int = 0,
-                 observers: Sequence[Observer] = (), snapshot: bool = False) -> None:  # fmt: skip
+                 observers: Sequence[Observer] = (), snapshot: bool = False,
+                 deadline: float | None = None) -> None:  # fmt: skip
         self.instance = instance
+        self.deadline = deadline  # time.perf_counter() value past which the run stops (the caller's time limit)
+        self.stopped_at: float | None = None  # simulated time where the deadline stopped the run
+        self._late = False
         self.jobs = workload
         self.policy = policy
         self.cluster = Cluster(instance, placement)
@@ -202,6 +207,12 @@ class Simulation:
         self.policy.start(self)
         previous = 0.0
         while True:
+            if self.deadline is not None and (self._late or (self.events % 256 == 0
+                                                             and time.perf_counter() > self.deadline)):
+                self.stopped_at = previous  # out of wall time: the state so far is what the run returns
+                for observer in self.observers:
+                    observer.hold(self, previous, previous)
+                break
             t = self._next_time()
             stop = self.horizon if self.horizon is not None else math.inf
             if t == math.inf or t > stop:
@@ -282,6 +293,9 @@ class Simulation:
 
     def _dispatch(self) -> None:
         while True:
+            if self.deadline is not None and self.launches % 1024 == 1023 and time.perf_counter() > self.deadline:
+                self._late = True  # one event can launch millions of tasks: stop inside it too
+                return
             choice = self.policy.next(self)
             if choice is None:
                 return

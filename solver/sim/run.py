@@ -59,8 +59,10 @@ def run_simulation(instance: Instance, policy: str, options: SolveOptions, budge
                    trace: TraceData | None = None) -> Result:  # fmt: skip
     """Simulate ``policy`` on ``instance`` (the trace's jobs already in it); the driver of ``solver.api.simulate``."""
     placement = "pooled" if options.placement == "pooled" else "servers"
+    left = budget.remaining()
+    deadline = None if left is None else time.perf_counter() + left
     if not instance.jobs:
-        return _backlog(instance, policy, options)
+        return _backlog(instance, policy, options, deadline)
     if policy in HIERARCHY_POLICIES:
         raise OptionError(f"{policy} simulates tenants' endless backlogs; this instance has jobs", "policy")
     started = time.perf_counter()
@@ -68,7 +70,7 @@ def run_simulation(instance: Instance, policy: str, options: SolveOptions, budge
     scheduler = build_policy(policy, jobs, options)
     horizon = options.extra.get("horizon")
     sim = Simulation(instance, jobs, scheduler, placement, horizon=None if horizon is None else float(horizon),
-                     seed=options.seed or 0).run()  # fmt: skip
+                     seed=options.seed or 0, deadline=deadline).run()  # fmt: skip
     solve_s = time.perf_counter() - started
     schedule = sim.schedule()
     counters = scheduler.counters()
@@ -79,6 +81,10 @@ def run_simulation(instance: Instance, policy: str, options: SolveOptions, budge
     if unfinished.size:
         extra["unfinished_jobs"] = [instance.jobs[k].name for k in unfinished.tolist()]
     extra.update(_timeline(instance, schedule, trace, unfinished))
+    if sim.stopped_at is not None:  # the tasks launched so far: a valid schedule, not the whole run
+        message = (f"time limit reached at simulated time {sim.stopped_at:.6g}: the tasks launched so far; "
+                   f"{unfinished.size} jobs not finished")
+        return Result("time_limit", policy, "none", solve_s=solve_s, schedule=schedule, extra=extra, message=message)
     message = f"{unfinished.size} jobs never finished (their tasks could not be placed)" if unfinished.size else ""
     return Result("feasible", policy, "none", solve_s=solve_s, schedule=schedule, extra=extra, message=message)
 
@@ -105,7 +111,7 @@ def _timeline(instance: Instance, schedule: Any, trace: TraceData | None, unfini
     return data
 
 
-def _backlog(instance: Instance, policy: str, options: SolveOptions) -> Result:
+def _backlog(instance: Instance, policy: str, options: SolveOptions, deadline: float | None = None) -> Result:
     if not instance.tenants:
         raise InstanceError("nothing to simulate: the instance has neither jobs nor tenants (give --trace)", "jobs")
     if policy in (*HEURISTICS, *SPARROW_POLICIES, *OMEGA_POLICIES):
@@ -116,4 +122,4 @@ def _backlog(instance: Instance, policy: str, options: SolveOptions) -> Result:
         extra["seed"] = options.seed
     settings = SimOptions.from_extra(extra, options.slots)
     reference = extra.get("reference")
-    return backlog_result(instance, policy, settings, None if reference is None else reference)
+    return backlog_result(instance, policy, settings, None if reference is None else reference, deadline)
