@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -279,3 +281,19 @@ def test_serial_sgs_finds_fits_beyond_its_first_scan_window() -> None:
     ) or (None, None)  # fmt: skip
     assert starts is not None and machines is not None
     assert starts.tolist() == [0, 300, 301, 302] and machines.tolist() == [0, 0, 0, 0]
+
+
+@pytest.mark.data
+def test_dag_heuristics_stop_at_the_time_limit_with_a_verified_partial_schedule(data_dir: Path) -> None:
+    import time
+
+    from models.generators.families import FAMILIES
+    from solver.api import solve
+
+    instance = FAMILIES["tpch"].instance({"queries": 10, "executors": 50}, 1, data_dir)
+    for name in ("carbyne", "drf-dag", "drf-strict", "tetris"):
+        started = time.perf_counter()
+        result = solve(instance, name, time_limit=0.3)
+        assert time.perf_counter() - started < 0.3 + 5.0, name
+        assert result.status == "time_limit" and result.verified, (name, result.violations[:2])
+        assert result.extra["unfinished_jobs"], name

@@ -53,13 +53,14 @@ class FairShare:
 
 
 def fair_completion_times(instance: Instance, placement: str = "pooled", jobs: Workload | None = None,
-                          observers: Sequence[Observer] = ()) -> FairShare:  # fmt: skip
+                          observers: Sequence[Observer] = (), deadline: float | None = None) -> FairShare:  # fmt: skip
     """``T_k`` of every job: its completion under ``drf-strict`` on ``placement`` (module docstring).
 
-    ``observers`` watch the run (an observer may stop it by raising, e.g. at a time limit).
+    ``observers`` watch the run (an observer may stop it by raising, e.g. at a time limit); past
+    ``deadline`` (a ``time.perf_counter()`` value) the run stops and unfinished jobs get ``T_k = inf``.
     """
     jobs = jobs or Workload.of_jobs(instance, placement)
-    sim = Simulation(instance, jobs, DrfStrict(jobs), placement, observers=observers).run()
+    sim = Simulation(instance, jobs, DrfStrict(jobs), placement, observers=observers, deadline=deadline).run()
     work = jobs.work()
     share = np.zeros_like(work)
     finished = sim.completion

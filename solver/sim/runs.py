@@ -18,15 +18,18 @@ from solver.sim.workload import Workload
 
 
 def run_policy(instance: Instance, name: str, extra: dict[str, Any] | None = None, jobs: Workload | None = None,
-               placement: str = "pooled",
-               observers: Sequence[Observer] = ()) -> tuple[Schedule, dict[str, Any]]:  # fmt: skip
+               placement: str = "pooled", observers: Sequence[Observer] = (),
+               deadline: float | None = None) -> tuple[Schedule, dict[str, Any]]:  # fmt: skip
     """Simulate DAG policy ``name``; returns the schedule (without fair completion times) and statistics.
 
     ``observers`` watch the run (one may stop it by raising, e.g. at a time limit)."""
     jobs = jobs or Workload.of_jobs(instance, placement)
     policy = make_policy(name, jobs, dict(extra or {}))
-    sim = Simulation(instance, jobs, policy, placement, observers=observers).run()
+    sim = Simulation(instance, jobs, policy, placement, observers=observers, deadline=deadline).run()
     info: dict[str, Any] = dict(sim.counters())
+    if sim.stopped_at is not None:
+        info["stopped_at"] = sim.stopped_at
+        info["unfinished_jobs"] = [instance.jobs[k].name for k in sim.unfinished().tolist()]
     if isinstance(policy, Carbyne):
         info["plans"] = policy.plans
         info["reverse_plans_reused"] = policy.reverse_hits
@@ -34,7 +37,7 @@ def run_policy(instance: Instance, name: str, extra: dict[str, Any] | None = Non
 
 
 def run_heuristic(instance: Instance, name: str, extra: dict[str, Any] | None = None, placement: str = "pooled",
-                  fair: FairShare | None = None) -> Result:  # fmt: skip
+                  fair: FairShare | None = None, deadline: float | None = None) -> Result:  # fmt: skip
     """Run DAG policy ``name`` and package a ``Result`` with the schedule and the fair completion times.
 
     ``extra``: ``altruism``, ``reverse_order``, ``seed`` (carbyne); ``fair_completion=False`` skips ``T_k``;
@@ -46,9 +49,9 @@ def run_heuristic(instance: Instance, name: str, extra: dict[str, Any] | None = 
     started = time.perf_counter()
     jobs = Workload.of_jobs(instance, placement)
     if fair is None and extra.get("fair_completion", True) is not False:
-        fair = fair_completion_times(instance, placement, jobs)
+        fair = fair_completion_times(instance, placement, jobs, deadline=deadline)
     fair_s = time.perf_counter() - started
-    schedule, info = run_policy(instance, name, extra, jobs, placement)
+    schedule, info = run_policy(instance, name, extra, jobs, placement, deadline=deadline)
     solve_s = time.perf_counter() - started - fair_s
     info["fair_s"] = fair_s
     if fair is not None:
@@ -65,4 +68,8 @@ def run_heuristic(instance: Instance, name: str, extra: dict[str, Any] | None = 
             schedule = replace(schedule, fair_completion=fair.completion)
     info["objective_name"] = "avg-jct" if len(instance.jobs) > 1 else "makespan"
     info["placement"] = placement
+    if "stopped_at" in info:  # the time limit: the tasks launched so far, a valid partial schedule
+        return Result("time_limit", name, "none", build_s=fair_s, solve_s=solve_s, schedule=schedule, extra=info,
+                      message=f"time limit reached at simulated time {info['stopped_at']:.6g}: the tasks "
+                              "launched so far")  # fmt: skip
     return Result("feasible", name, "none", build_s=fair_s, solve_s=solve_s, schedule=schedule, extra=info)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -72,7 +73,9 @@ def _dag_heuristic(name: str) -> Callable[[Instance, SolveOptions, Budget], Resu
         extra = dict(options.extra)
         if options.seed is not None:
             extra["seed"] = options.seed
-        result = run_heuristic(instance, name, extra, placement=job_placement(options))
+        left = budget.remaining()
+        deadline = None if left is None else time.perf_counter() + left
+        result = run_heuristic(instance, name, extra, placement=job_placement(options), deadline=deadline)
         if options.objective is None:
             return result
         return replace(result, extra={**result.extra, "objective_name": options.objective, "alpha": options.alpha})
