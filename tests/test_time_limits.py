@@ -103,3 +103,20 @@ def test_running_out_of_memory_is_a_failed_solve(monkeypatch: pytest.MonkeyPatch
     assert main(["solve", str(path), "--method", "spacetime", "--json"]) == 1
     data = json.loads(capsys.readouterr().out)  # still exactly one JSON object, no traceback
     assert data["status"] == "error" and data["verified"] is False
+
+
+def test_a_billion_slot_stage_is_refused_before_it_is_built() -> None:
+    # Found by the fuzz campaign: one stage of 1e9 time units at time.slot 0.5 made the capacity rows a
+    # 2e9-entry array (14.9 GiB) although its window was tiny; the size estimate now counts those terms.
+    from models.io import parse_instance
+    from models.types import InstanceError
+    from solver.api import solve
+
+    instance = parse_instance(
+        "resources: [cpu]\nservers: [{name: node, capacity: {cpu: 2}}]\njobs:\n"
+        "- {name: long, stages: [{name: load, tasks: 1, duration: 2, demand: {cpu: 1}},\n"
+        "   {name: join, tasks: 1, duration: 1000000000.0, demand: {cpu: 2}, after: [load]}]}\n"
+        "- {name: short, release: 0.5, stages: [{name: scan, tasks: 2, duration: 1, demand: {cpu: 1}}]}\n"
+        "time: {slot: 0.5}\n")  # fmt: skip
+    with pytest.raises(InstanceError, match="nonzeros"):
+        solve(instance, "spacetime", time_limit=5)

@@ -361,10 +361,15 @@ def model_size(data: SlotData, upper: IntArray) -> int:
     """
     start = data.release[data.stage_job] + data.head
     window = np.maximum(np.asarray(upper, dtype=np.int64)[data.stage_job] - data.tail - start + 1, 0)
-    cells = data.fits.sum(axis=1) * window
+    units = data.fits.sum(axis=1)
+    cells = units * window
     parents = np.bincount(data.edges[:, 1], minlength=data.num_stages) if data.edges.size else 0
-    per_cell = 6 + 3 * (data.demand > 0).sum(axis=1) + parents
-    return int((cells * per_cell).sum())
+    per_cell = 6 + parents
+    # Capacity rows: a stage of d slots puts w * d terms per resource when d <= 2, else two running-total
+    # terms over the w + d - 1 slots it may occupy -- which a huge duration makes huge even for a tiny window.
+    d = np.asarray(data.duration, dtype=np.int64)
+    capacity_terms = np.where(d <= 2, window * d, 2 * (window + d)) * units * (data.demand > 0).sum(axis=1)
+    return int((cells * per_cell).sum() + capacity_terms.sum())
 
 
 def build_spacetime(
