@@ -199,8 +199,9 @@ def main() -> None:
         lines += ["", "TPC-H data absent: part 2 skipped."]
     lines += ["", "## Against the Carbyne paper (1.59x lower avg JCT than DRF, Jain within 0.05)", "",
               *_summary(claims, generated)]  # fmt: skip
-    save("dag_carbyne", {"generated": generated, "tpch": tpch, "claims": claims,
-                         "settings": vars(args)}, "\n".join(lines), args.out)  # fmt: skip
+    settings = {k: v for k, v in vars(args).items() if k not in ("out", "data_dir")}  # no paths of this machine
+    save("dag_carbyne", {"generated": generated, "tpch": tpch, "claims": claims, "settings": settings},
+         "\n".join(lines), args.out)
 
 
 if __name__ == "__main__":

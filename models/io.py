@@ -30,7 +30,17 @@ Limits (``Limits``; every message names the limit it hit)
 * weights in ``weight_range`` ([1e-6, 1e6]), so weighted shares neither underflow nor overflow;
 * ``max_tasks`` (1e9): a stage's task count, all stages' tasks together, and, for a tenant, the tasks
   of it the cluster could hold on its dominant resource (total / demand): one task's dominant share must
-  be at least 1 / max_tasks.
+  be at least 1 / max_tasks;
+* ``max_locality`` (1000): every ``locality`` factor (a task's duration times its factor stays within
+  ``max_quantity * max_locality``).
+
+Data placement
+--------------
+``servers[k].labels`` is a mapping of label names to string values (``rack: r1``); ``blocks`` maps a
+block name to its replica machines, each ``server/k`` (machine ``k`` of server class ``server``) or
+``server`` when the class has one machine; a stage's ``input`` lists one block per task; ``locality``
+gives the duration factors ``node``, ``rack`` and ``remote`` (defaults ``models.types.DEFAULT_LOCALITY``;
+positive, not decreasing from node to remote). An unknown machine, block or level is named with its field.
 
 Validation is done in bulk: resource vectors of all servers (tenants, stages) are gathered into one
 matrix and checked with numpy; only on failure is the first offending entry located for the message.
@@ -52,6 +62,9 @@ import numpy as np
 import yaml
 
 from models.types import (
+    DEFAULT_LOCALITY,
+    LOCALITY_LEVELS,
+    DataPlacement,
     FloatArray,
     Hierarchy,
     HierarchyNode,
@@ -76,10 +89,12 @@ class Limits:
     max_machines: int = 10_000_000
     max_tasks: float = 1e9
     weight_range: tuple[float, float] = (1e-6, 1e6)
+    max_locality: float = 1e3
 
     def __post_init__(self) -> None:
         low, high = self.weight_range
-        numbers = (self.max_bytes, self.max_depth, self.max_nodes, self.max_quantity, self.max_machines, self.max_tasks)
+        numbers = (self.max_bytes, self.max_depth, self.max_nodes, self.max_quantity, self.max_machines, self.max_tasks,
+                   self.max_locality)  # fmt: skip
         if min(numbers) <= 0 or not 0 < low <= high:
             raise ValueError(f"limits must be positive: {self}")
 
@@ -475,13 +490,15 @@ def _matrix(
 
 # kind -> (required keys, allowed keys)
 _SCHEMA: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "instance": (("resources", "servers"), ("name", "resources", "servers", "tenants", "hierarchy", "jobs", "time")),
-    "server": (("name", "capacity"), ("name", "capacity", "count")),
+    "instance": (("resources", "servers"),
+                 ("name", "resources", "servers", "tenants", "hierarchy", "jobs", "time", "blocks", "locality")),
+    "server": (("name", "capacity"), ("name", "capacity", "count", "labels")),
     "tenant": (("name", "demand"), ("name", "demand", "weight", "tasks")),
     "node": (("name",), ("name", "weight", "demand", "tasks", "parent", "children")),
     "job": (("name", "stages"), ("name", "weight", "release", "tenant", "deadline", "stages")),
-    "stage": (("name", "duration", "demand"), ("name", "tasks", "duration", "demand", "after")),
+    "stage": (("name", "duration", "demand"), ("name", "tasks", "duration", "demand", "after", "input")),
     "time": ((), ("slot",)),
+    "locality": ((), LOCALITY_LEVELS),
 }
 _ALLOWED = {kind: frozenset(allowed) for kind, (_, allowed) in _SCHEMA.items()}
 
@@ -527,6 +544,12 @@ def _name(value: Any, field: str) -> str:
     if not value.isprintable():
         raise InstanceError(f"name {printable(value)!r} has characters that cannot be printed", field)
     return value
+
+
+def _names_list(value: Any, field: str, what: str) -> list[str]:
+    """A list of names (block names, machine names), each checked like a name."""
+    values = _list(value, field, what)
+    return [_name(item, f"{field}[{k}]") for k, item in enumerate(values)]
 
 
 def _names(entries: Sequence[dict[str, Any]], where: Callable[[int], str]) -> list[str]:
@@ -768,8 +791,12 @@ def _read_jobs(value: Any, resources: tuple[str, ...], limits: Limits) -> list[J
                 if not isinstance(parent, str) or parent not in positions:
                     raise InstanceError(f"depends on unknown stage {parent!r}", f"{where(i)}.after[{a}]")
                 parents.append(positions[parent])
+            blocks = tuple(_names_list(stages[i].get("input", []), f"{where(i)}.input", "block names"))
+            if blocks and len(blocks) != tasks[i]:
+                raise InstanceError(f"{len(blocks)} input blocks for {tasks[i]} tasks (one block per task)",
+                                    f"{where(i)}.input")  # fmt: skip
             try:
-                built.append(Stage(stage_names[i], tasks[i], float(durations[i]), demand[i], tuple(parents)))
+                built.append(Stage(stage_names[i], tasks[i], float(durations[i]), demand[i], tuple(parents), blocks))
             except InstanceError as error:
                 raise error.located(error.source, where(i)) from None
         try:
@@ -833,7 +860,8 @@ def instance_from_dict(data: Any, name: str = "instance", limits: Limits = DEFAU
             f"limit of {limits.max_quantity:g}: use a larger unit",
             "servers",
         )
-    servers = ServerClass.many(server_names, capacity, counts, server_at)
+    labels = [_labels(entry.get("labels"), f"{server_at(k)}.labels") for k, entry in enumerate(servers_in)]
+    servers = ServerClass.many(server_names, capacity, counts, server_at, labels)
 
     hierarchy = None
     if spec.get("hierarchy") is not None:
@@ -852,7 +880,87 @@ def instance_from_dict(data: Any, name: str = "instance", limits: Limits = DEFAU
         time = _entry(spec["time"], "time", "time")
         slot = _number(time.get("slot", 1.0), "time.slot")
         _check_range(np.array([slot]), lambda _: "time.slot", 0.0, limits.max_quantity, "time slot", low_open=True)
-    return Instance(resources, servers, tenants, hierarchy, tuple(jobs), slot, instance_name)
+    data = _read_data(spec, servers, limits)
+    try:
+        return Instance(resources, servers, tenants, hierarchy, tuple(jobs), slot, instance_name, data)
+    except InstanceError as error:  # a stage input naming a block that is not in ``blocks``
+        raise error.located(error.source) from None
+
+
+# ----------------------------------------------------------------------------------- data placement
+
+
+def _labels(value: Any, field: str) -> tuple[tuple[str, str], ...]:
+    """A server's labels (mapping name -> string value) as sorted (key, value) pairs."""
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        raise InstanceError(f"must be a mapping of label names to values, got {_describe(value)}", field)
+    return tuple(sorted((_name(key, field), _name(item, f"{field}.{key}")) for key, item in value.items()))
+
+
+def _machine_index(servers: Sequence[ServerClass]) -> tuple[dict[str, int], list[int], list[int]]:
+    """Server name -> class, each class's first global machine index and its machine count."""
+    counts = [s.count for s in servers]
+    first = np.concatenate([[0], np.cumsum(counts)])[:-1].astype(int).tolist()
+    return {s.name: c for c, s in enumerate(servers)}, first, counts
+
+
+def _read_data(spec: dict[str, Any], servers: Sequence[ServerClass], limits: Limits) -> DataPlacement | None:
+    """``blocks`` (replica machines by name) and ``locality`` (factors) as a ``DataPlacement``."""
+    blocks, locality = spec.get("blocks"), spec.get("locality")
+    if blocks is None and locality is None:
+        return None
+    factors = DEFAULT_LOCALITY
+    if locality is not None:
+        given = _entry(locality, "locality", "locality")
+        values = [given.get(level, default) for level, default in zip(LOCALITY_LEVELS, DEFAULT_LOCALITY, strict=True)]
+        array = _numbers(values, lambda k: f"locality.{LOCALITY_LEVELS[k]}")
+        _check_range(array, lambda k: f"locality.{LOCALITY_LEVELS[k]}", 0.0, limits.max_locality, "locality factor",
+                     low_open=True)  # fmt: skip
+        factors = (float(array[0]), float(array[1]), float(array[2]))
+        if not factors[0] <= factors[1] <= factors[2]:
+            level = "rack" if factors[1] < factors[0] else "remote"
+            raise InstanceError(f"locality factors must not decrease from node to rack to remote, got "
+                                f"{dict(zip(LOCALITY_LEVELS, factors, strict=True))}", f"locality.{level}")  # fmt: skip
+    if blocks is None:
+        return DataPlacement((), (), factors)
+    if not isinstance(blocks, dict):
+        raise InstanceError(f"must be a mapping of block names to replica machines, got {_describe(blocks)}",
+                            "blocks")  # fmt: skip
+    by_name, first, counts = _machine_index(servers)
+    names: list[str] = []
+    replicas: list[tuple[int, ...]] = []
+    for key, value in blocks.items():
+        block = _name(key, "blocks")
+        field = f"blocks.{block}"
+        machines = _names_list(value, field, "machine names")
+        if not machines:
+            raise InstanceError("a block needs at least one replica machine", field)
+        indices = []
+        for r, machine in enumerate(machines):
+            server, slash, number = machine.rpartition("/")
+            if not slash:
+                server, number = machine, ""
+            c = by_name.get(server)
+            if c is None:
+                raise InstanceError(f"unknown machine {machine!r} (no server named {server!r})", f"{field}[{r}]")
+            if not number:
+                if counts[c] != 1:
+                    raise InstanceError(f"server {server!r} has {counts[c]} machines: name one as {server}/k",
+                                        f"{field}[{r}]")  # fmt: skip
+                k = 0
+            elif number.isdigit() and int(number) < counts[c]:
+                k = int(number)
+            else:
+                raise InstanceError(f"unknown machine {machine!r} (server {server!r} has machines 0 to "
+                                    f"{counts[c] - 1})", f"{field}[{r}]")  # fmt: skip
+            indices.append(first[c] + k)
+        if len(set(indices)) != len(indices):
+            raise InstanceError("a machine holds the same block twice", field)
+        names.append(block)
+        replicas.append(tuple(indices))
+    return DataPlacement(tuple(names), tuple(replicas), factors)
 
 
 def _type_name(value: Any) -> str:
@@ -869,7 +977,8 @@ def _read_bytes(path: Path, limits: Limits) -> bytes:
     """The file's bytes, refusing (before reading them) more than ``limits.max_bytes``; ``-`` is stdin."""
     too_big = f"larger than the limit of {limits.max_bytes:,} bytes"
     if str(path) == STDIN:
-        data = sys.stdin.buffer.read(limits.max_bytes + 1)
+        raw = getattr(sys.stdin, "buffer", None)  # a text stream without bytes (a test's StringIO) is encoded
+        data = raw.read(limits.max_bytes + 1) if raw is not None else sys.stdin.read(limits.max_bytes + 1).encode()
     else:
         with path.open("rb") as handle:
             size = os.fstat(handle.fileno()).st_size
@@ -980,9 +1089,10 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
 
     data: dict[str, Any] = {"name": instance.name, "resources": list(instance.resources)}
     data["servers"] = [
-        {"name": s.name, "capacity": mapping(s.capacity), **({"count": s.count} if s.count != 1 else {})}
+        {"name": s.name, "capacity": mapping(s.capacity), **({"count": s.count} if s.count != 1 else {}),
+         **({"labels": dict(s.labels)} if s.labels else {})}
         for s in instance.servers
-    ]
+    ]  # fmt: skip
 
     def tenant_fields(t: Tenant) -> dict[str, Any]:
         fields: dict[str, Any] = {"demand": mapping(t.demand)}
@@ -1022,6 +1132,7 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
                         "duration": s.duration,
                         "demand": mapping(s.demand),
                         "after": [job.stages[p].name for p in s.after],
+                        **({"input": list(s.input)} if s.input else {}),
                     }
                     for s in job.stages
                 ],
@@ -1030,4 +1141,9 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
         ]
     if instance.time_slot != 1.0:
         data["time"] = {"slot": instance.time_slot}
+    if instance.data is not None:
+        machine_names = [f"{s.name}/{k}" if s.count > 1 else s.name for s in instance.servers for k in range(s.count)]
+        data["blocks"] = {name: [machine_names[m] for m in replicas]
+                          for name, replicas in zip(instance.data.names, instance.data.replicas, strict=True)}
+        data["locality"] = dict(zip(LOCALITY_LEVELS, instance.data.factors, strict=True))
     return data

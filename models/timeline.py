@@ -50,6 +50,8 @@ def job_tenants(instance: Instance) -> tuple[list[str], IntArray]:
 
 def utilisation_series(instance: Instance, schedule: Schedule, points: int = 2000) -> dict[str, Any]:
     """Fraction of every resource in use after every task start or end (at most ``points`` steps kept)."""
+    if schedule.start.size == 0:  # nothing ran: the series is empty
+        return {"time": [], **{r: [] for r in instance.resources}}
     demand = task_demand(instance, schedule)
     times = np.concatenate([schedule.start, schedule.end])
     deltas = np.concatenate([demand, -demand])

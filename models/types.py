@@ -150,12 +150,18 @@ class ServerClass(_ValueEquality):
     name: str
     capacity: FloatArray
     count: int = 1
+    labels: tuple[tuple[str, str], ...] = ()  # (key, value) pairs, e.g. (("rack", "r1"),), sorted by key
 
     def __post_init__(self) -> None:
         _check_name(self.name, "name")
         object.__setattr__(self, "capacity", frozen_vector(self.capacity, "capacity", len(self.capacity)))
         if not isinstance(self.count, int | np.integer) or self.count < 1:
             raise InstanceError(f"count must be a positive integer, got {self.count!r}", "count")
+        _check_labels(self.labels, "labels")
+
+    def label(self, key: str) -> str | None:
+        """The value of label ``key`` (None when the server has no such label)."""
+        return dict(self.labels).get(key)
 
     @classmethod
     def many(
@@ -164,6 +170,7 @@ class ServerClass(_ValueEquality):
         capacity: FloatArray,
         counts: Sequence[int],
         where: Callable[[int], str] = _entry_field,
+        labels: Sequence[tuple[tuple[str, str], ...]] | None = None,
     ) -> tuple[ServerClass, ...]:
         """Server classes from one capacity matrix, validated in bulk by the rules of one-by-one
         construction; ``where(k)`` names entry ``k`` in error messages (``[k]`` by default)."""
@@ -172,10 +179,26 @@ class ServerClass(_ValueEquality):
             _check_name(name, f"{where(position)}.name")
             if not isinstance(count, int | np.integer) or isinstance(count, bool) or count < 1:
                 raise InstanceError(f"count must be a positive integer, got {count!r}", f"{where(position)}.count")
+        labelled = list(labels) if labels is not None else [()] * len(names)
+        for position, pairs in enumerate(labelled):
+            _check_labels(pairs, f"{where(position)}.labels")
         return tuple(
-            _new(cls, name=name, capacity=capacity[k], count=int(counts[k]))  # type: ignore[misc]
+            _new(cls, name=name, capacity=capacity[k], count=int(counts[k]), labels=labelled[k])  # type: ignore[misc]
             for k, name in enumerate(names)
         )
+
+
+def _check_labels(labels: tuple[tuple[str, str], ...], field_name: str) -> None:
+    if not isinstance(labels, tuple):
+        raise InstanceError(f"labels must be a tuple of (key, value) pairs, got {type(labels).__name__}", field_name)
+    for pair in labels:
+        if not (isinstance(pair, tuple) and len(pair) == 2):
+            raise InstanceError(f"a label must be a (key, value) pair, got {pair!r}", field_name)
+        _check_name(pair[0], f"{field_name}.{pair[0]}" if isinstance(pair[0], str) else field_name)
+        _check_name(pair[1], f"{field_name}.{pair[0]}")
+    keys = [key for key, _ in labels]
+    if keys != sorted(set(keys)):
+        raise InstanceError("label keys must be unique and sorted", field_name)
 
 
 @dataclass(frozen=True, eq=False)
@@ -285,11 +308,14 @@ class Stage(_ValueEquality):
     duration: float
     demand: FloatArray
     after: tuple[int, ...] = ()
+    input: tuple[str, ...] = ()  # task i reads block input[i] (``Instance.data``); empty: no input data
 
     def __post_init__(self) -> None:
         _check_name(self.name, "name")
         if not isinstance(self.tasks, int | np.integer) or self.tasks < 1:
             raise InstanceError(f"tasks must be a positive integer, got {self.tasks!r}", "tasks")
+        if self.input and len(self.input) != self.tasks:
+            raise InstanceError(f"{len(self.input)} input blocks for {self.tasks} tasks (one per task)", "input")
         if not (math.isfinite(self.duration) and self.duration >= 0):
             raise InstanceError(f"duration must be finite and non-negative, got {self.duration!r}", "duration")
         object.__setattr__(self, "demand", frozen_vector(self.demand, "demand", len(self.demand)))
@@ -356,6 +382,54 @@ def _check_unique(names: Sequence[str], field_name: str, key: str = ".name") -> 
         seen.add(name)
 
 
+#: The server label that names a machine's rack (data locality's middle level).
+RACK_LABEL = "rack"
+#: Locality levels of a task relative to its input block's replicas, fastest first.
+LOCALITY_LEVELS = ("node", "rack", "remote")
+#: Default duration multipliers per level: Zaharia et al. (EuroSys'10) observe non-local tasks running up
+#: to 2x longer; a rack-local read crosses one switch, a remote one the core as well.
+DEFAULT_LOCALITY = (1.0, 1.3, 2.0)
+
+
+@dataclass(frozen=True, eq=False)
+class DataPlacement(_ValueEquality):
+    """Where input blocks live and what locality costs (the instance's ``blocks`` and ``locality``).
+
+    Attributes
+    ----------
+    names : block names, in file order
+    replicas : per block, the global indices (``Instance.machine_names`` order) of the machines holding a copy
+    factors : duration multiplier for a task on a node holding its block, on the same rack, elsewhere
+    """
+
+    names: tuple[str, ...]
+    replicas: tuple[tuple[int, ...], ...]
+    factors: tuple[float, float, float] = DEFAULT_LOCALITY
+
+    def __post_init__(self) -> None:
+        if len(self.names) != len(self.replicas):
+            raise InstanceError(f"{len(self.names)} block names and {len(self.replicas)} replica lists", "blocks")
+        _check_unique(self.names, "blocks", key="")
+        for name in self.names:
+            _check_name(name, f"blocks.{name}" if isinstance(name, str) else "blocks")
+        for name, machines in zip(self.names, self.replicas, strict=True):
+            if not machines:
+                raise InstanceError("a block needs at least one replica machine", f"blocks.{name}")
+            if any(not isinstance(m, int | np.integer) or m < 0 for m in machines):
+                raise InstanceError(f"replica machines must be machine indices, got {machines!r}", f"blocks.{name}")
+        if len(self.factors) != len(LOCALITY_LEVELS):
+            raise InstanceError(f"expected factors for {LOCALITY_LEVELS}, got {self.factors!r}", "locality")
+        for level, factor in zip(LOCALITY_LEVELS, self.factors, strict=True):
+            _check_positive(factor, f"locality.{level}")
+        if not self.factors[0] <= self.factors[1] <= self.factors[2]:
+            raise InstanceError(f"factors must not decrease from node to rack to remote, got {self.factors}",
+                                "locality")  # fmt: skip
+
+    def index(self) -> dict[str, int]:
+        """Block name -> position."""
+        return {name: b for b, name in enumerate(self.names)}
+
+
 @dataclass(frozen=True, eq=False)
 class Instance(_ValueEquality):
     """A whole problem: resources, server classes, tenants and optionally a hierarchy and DAG jobs."""
@@ -367,6 +441,7 @@ class Instance(_ValueEquality):
     jobs: tuple[Job, ...] = ()
     time_slot: float = 1.0
     name: str = "instance"
+    data: DataPlacement | None = None  # input blocks and locality factors (``blocks`` and ``locality``)
     _arrays: dict[str, np.ndarray] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -391,6 +466,37 @@ class Instance(_ValueEquality):
             if sorted(leaves) != list(range(len(self.tenants))):
                 raise InstanceError("hierarchy leaves must map one-to-one onto tenants", "hierarchy")
         _check_positive(self.time_slot, "time.slot")
+        self._check_data()
+
+    def _check_data(self) -> None:
+        """Replica machines exist; every stage input names a block of ``data``."""
+        data = self.data
+        if data is not None:
+            machines = int(sum(s.count for s in self.servers))
+            for name, replicas in zip(data.names, data.replicas, strict=True):
+                if max(replicas) >= machines:
+                    raise InstanceError(f"replica machine {max(replicas)} is beyond the {machines} machines",
+                                        f"blocks.{name}")  # fmt: skip
+        known = set(data.names) if data is not None else set()
+        for k, job in enumerate(self.jobs):
+            for s, stage in enumerate(job.stages):
+                unknown = [i for i, block in enumerate(stage.input) if block not in known] if stage.input else []
+                if unknown:
+                    i = unknown[0]
+                    raise InstanceError(f"unknown block {stage.input[i]!r} (not in blocks)",
+                                        f"jobs[{k}].stages[{s}].input[{i}]")  # fmt: skip
+
+    def machine_racks(self) -> IntArray:
+        """Rack number of every machine (its server's ``rack`` label; ``-1``: no rack), ``machine_names`` order."""
+
+        def build() -> IntArray:
+            values = [s.label(RACK_LABEL) for s in self.servers]
+            named = sorted({v for v in values if v is not None})
+            number = {v: r for r, v in enumerate(named)}
+            per_class = np.array([-1 if v is None else number[v] for v in values], dtype=np.int64)
+            return per_class[self.machine_class()]
+
+        return self._cached("racks", build)
 
     # Cached matrix views; the dataclass is frozen, so the cache can never go stale.
     def _cached(self, key: str, build: object) -> np.ndarray:
@@ -486,6 +592,7 @@ class Instance(_ValueEquality):
     def pooled(self) -> Instance:
         """The same tenants on a single server holding the whole cluster's capacity (the DRF setting)."""
         pool = ServerClass(name="pool", capacity=self.total_capacity.copy(), count=1)
+        # The pool has no machines for blocks to live on: data placement does not carry over.
         return Instance(self.resources, (pool,), self.tenants, self.hierarchy, self.jobs, self.time_slot, self.name)
 
     def without_tenant(self, index: int) -> Instance:
@@ -493,7 +600,7 @@ class Instance(_ValueEquality):
         if self.hierarchy is not None:
             raise InstanceError("cannot remove a tenant from a hierarchy instance", "tenants")
         tenants = self.tenants[:index] + self.tenants[index + 1 :]
-        return Instance(self.resources, self.servers, tenants, None, self.jobs, self.time_slot, self.name)
+        return Instance(self.resources, self.servers, tenants, None, self.jobs, self.time_slot, self.name, self.data)
 
     def with_tenants(self, tenants: Sequence[Tenant]) -> Instance:
         """The instance with a new tenant list (misreport probes, what-if studies).
@@ -501,4 +608,5 @@ class Instance(_ValueEquality):
         The hierarchy is kept when the tenant count is unchanged (its leaves map onto tenants by index).
         """
         hierarchy = self.hierarchy if len(tenants) == len(self.tenants) else None
-        return Instance(self.resources, self.servers, tuple(tenants), hierarchy, self.jobs, self.time_slot, self.name)
+        return Instance(self.resources, self.servers, tuple(tenants), hierarchy, self.jobs, self.time_slot, self.name,
+                        self.data)  # fmt: skip

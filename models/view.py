@@ -16,6 +16,7 @@ import numpy as np
 
 from models.check.hierarchy import demanding_nodes, node_shares
 from models.hierarchy import tree_of
+from models.locality import LEVEL_NAMES, NO_INPUT, global_machines, levels, task_blocks
 from models.metrics import dominant_shares, utilisation
 from models.result import Allocation, Result, Schedule, job_completion, schedule_objectives, unit_names
 from models.types import Instance, InstanceError
@@ -182,7 +183,29 @@ def schedule_json(instance: Instance, schedule: Schedule) -> dict[str, Any]:
         for row, server, machine in zip(tasks, schedule.server.tolist(), schedule.machine.tolist(), strict=True):
             row["server"] = names[server] if 0 <= server < len(names) else server
             row["machine"] = machine
+        if instance.data is not None:
+            _locality_column(instance, schedule, tasks)
     return {"makespan": numbers["makespan"], "avg_jct": numbers["avg_jct"], "jobs": jobs, "tasks": tasks}
+
+
+def _locality_column(instance: Instance, schedule: Schedule, tasks: list[dict[str, Any]]) -> None:
+    """``local``: node, rack or remote for every placed task that reads an input block."""
+    assert schedule.server is not None and schedule.machine is not None
+    blocks, offset = task_blocks(instance)
+    counts = np.array([len(job.stages) for job in instance.jobs], dtype=np.int64)
+    first = np.concatenate([[0], np.cumsum(counts)])[:-1]
+    job = schedule.job
+    real = (job >= 0) & (job < counts.size)
+    safe_job = np.where(real, job, 0)
+    real &= (schedule.stage >= 0) & (schedule.stage < counts[safe_job])
+    g = np.where(real, first[safe_job] + np.where(real, schedule.stage, 0), 0)
+    sizes = np.diff(offset)
+    real &= (schedule.index >= 0) & (schedule.index < sizes[g])
+    block = np.where(real, blocks[offset[g] + np.where(real, schedule.index, 0)], NO_INPUT)
+    level = levels(instance, block, global_machines(instance, schedule.server, schedule.machine))
+    for row, value in zip(tasks, level.tolist(), strict=True):
+        if value != NO_INPUT:
+            row["local"] = LEVEL_NAMES[value]
 
 
 def schedule_from_json(instance: Instance, data: dict[str, Any]) -> Schedule:

@@ -83,7 +83,14 @@ def solve(
     _check_instance(instance, spec)
     settings = replace(settings, backend=None if backend_name == "none" else backend_name, algorithm=algorithm)
     budget = Budget.of(time_limit)
-    raw = spec.runner()(instance, settings, budget)
+    run = spec.runner()
+    try:
+        raw = run(instance, settings, budget)
+    except MemoryError:
+        # Sizes a method knows it cannot handle are refused up front (InstanceError); anything that still
+        # exhausts memory is a failed solve, reported as one, never an answer.
+        raw = Result("error", spec.name, settings.backend or "none", message=f"out of memory: the instance is "
+                     f"too large for {spec.name} here; try a heuristic, a smaller instance or more memory")  # fmt: skip
     return finish(instance, spec, replace(raw, warnings=(*preflight(instance, spec), *raw.warnings)), started)
 
 
@@ -154,8 +161,11 @@ def finish(instance: Instance, spec: Method, raw: Result, started: float) -> Res
     else:
         result = raw
     if result.status in SOLUTION_STATUSES and not result.has_answer:
-        result = replace(result, status="error", verified=False,
-                         message=result.message or "the method returned no answer")  # fmt: skip
+        result = replace(result, status="error", message=result.message or "the method returned no answer")
+    if result.status == "error" or not result.has_answer:
+        # Verified means "here is an answer and it is right": never for no answer, nor for what a failed
+        # method grew before it failed (an all-zero allocation passes every capacity check).
+        result = replace(result, verified=False)
     return replace(result, wall_s=time.perf_counter() - started)
 
 
@@ -199,9 +209,10 @@ def _verified_schedule(instance: Instance, result: Result, exact: bool) -> Resul
     from models.check import verify_schedule
 
     assert result.schedule is not None
-    # For an exact method C_k <= T_k is a constraint it promised to meet; for a heuristic T_k is only
-    # reported (Carbyne's promise can fail), so its schedule is checked for feasibility alone.
-    deadlines = None if exact else np.full(len(instance.jobs), np.inf)
+    # For an exact method C_k <= T_k is a constraint it promised to meet (unless --no-fair-cap); for a
+    # heuristic T_k is only reported (Carbyne's promise can fail), so its schedule is checked for feasibility alone.
+    capped = exact and result.extra.get("fair_cap", True) is not False
+    deadlines = None if capped else np.full(len(instance.jobs), np.inf)
     placed = result.extra.get("placement") == "servers"
     names = {job.name: k for k, job in enumerate(instance.jobs)}
     unfinished = [names[name] for name in result.extra.get("unfinished_jobs", ())]

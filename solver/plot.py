@@ -8,9 +8,11 @@
   bar the share of that server's capacity every tenant holds.
 * Hierarchies: the org tree, every node with its weight, hierarchical guarantee and dominant share.
 
-Figures are built with ``matplotlib.figure.Figure`` directly (no pyplot state and no backend switch), so
-notebooks keep their inline backend. Legends list only what is drawn. Without matplotlib (the ``bench``
-extra) :class:`PlotUnavailable` is raised.
+Every picture has two forms: ``*_figure`` returns the ``matplotlib.figure.Figure`` (a notebook displays it
+inline: ``display(result_figure(instance, result))``), and ``plot_*`` writes it to a file. Figures are built
+with ``matplotlib.figure.Figure`` directly (no pyplot state and no backend switch), so notebooks keep their
+inline backend and the CLI needs no display. Legends list only what is drawn. Without matplotlib (the
+``bench`` extra) :class:`PlotUnavailable` is raised.
 """
 
 from __future__ import annotations
@@ -43,28 +45,36 @@ def _figure(rows: int, columns: int, size: tuple[float, float], **options: Any) 
 
 
 def _colours(count: int) -> list[Any]:
-    from matplotlib import colormaps
+    try:
+        from matplotlib import colormaps
+    except ImportError:
+        raise PlotUnavailable("install fairpack[bench] for --plot") from None
 
     cmap = colormaps["tab20" if count > 10 else "tab10"]
     return [cmap(k % cmap.N) for k in range(count)]
 
 
 def _save(figure: Any, path: str | Path) -> Path:
-    figure.tight_layout()
     target = Path(path)
     figure.savefig(target, dpi=120)
     return target
 
 
-def plot_result(instance: Instance, result: Result, path: str | Path, title: str | None = None) -> Path:
-    """The picture that fits ``result``'s answer, written to ``path`` (format from the suffix, e.g. PNG)."""
+def result_figure(instance: Instance, result: Result, title: str | None = None) -> Any:
+    """The picture that fits ``result``'s answer: a schedule's profile (and Gantt chart), per-server bars of
+    a flat allocation, or the tree of a hierarchy."""
     if result.schedule is not None:
-        return plot_schedule(instance, result, path, title)
+        return schedule_figure(instance, result, title)
     if result.allocation is None:
         raise PlotUnavailable(f"the result ({result.status}) holds no answer to draw")
     if instance.hierarchy is not None:
-        return plot_hierarchy(instance, result, path, title)
-    return plot_allocation(instance, result, path, title)
+        return hierarchy_figure(instance, result, title)
+    return allocation_figure(instance, result, title)
+
+
+def plot_result(instance: Instance, result: Result, path: str | Path, title: str | None = None) -> Path:
+    """:func:`result_figure` written to ``path`` (format from the suffix, e.g. PNG)."""
+    return _save(result_figure(instance, result, title), path)
 
 
 def _title(instance: Instance, result: Result, title: str | None) -> str:
@@ -91,7 +101,12 @@ def usage_profile(instance: Instance, schedule: Schedule) -> tuple[np.ndarray, n
 
 
 def plot_schedule(instance: Instance, result: Result, path: str | Path, title: str | None = None) -> Path:
-    """Write the resource-time profile of ``result.schedule`` to ``path`` (format from the suffix, e.g. PNG)."""
+    """:func:`schedule_figure` written to ``path`` (format from the suffix, e.g. PNG)."""
+    return _save(schedule_figure(instance, result, title), path)
+
+
+def schedule_figure(instance: Instance, result: Result, title: str | None = None) -> Any:
+    """The resource-time profile of ``result.schedule``; a Gantt chart below when tasks name machines."""
     if result.schedule is None:
         raise PlotUnavailable("this picture needs a schedule result (a DAG-job method)")
     schedule = result.schedule
@@ -146,7 +161,8 @@ def plot_schedule(instance: Instance, result: Result, path: str | Path, title: s
         labels.append("fair completion T_k")
     axes[0, 0].legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     axes[0, 0].set_title(_title(instance, result, title))
-    return _save(figure, path)
+    figure.tight_layout()
+    return figure
 
 
 def _gantt(instance: Instance, schedule: Schedule, axis: Any, colours: list[Any]) -> None:
@@ -181,18 +197,25 @@ def _gantt(instance: Instance, schedule: Schedule, axis: Any, colours: list[Any]
 
 
 def plot_allocation(instance: Instance, result: Result, path: str | Path, title: str | None = None) -> Path:
-    """Per-server stacked bars: for every resource, each server's capacity split among the tenants."""
-    assert result.allocation is not None
-    allocation: Allocation = result.allocation
-    from matplotlib.patches import Patch
+    """:func:`allocation_figure` written to ``path`` (format from the suffix, e.g. PNG)."""
+    return _save(allocation_figure(instance, result, title), path)
 
+
+def allocation_figure(instance: Instance, result: Result, title: str | None = None) -> Any:
+    """Per-server stacked bars: for every resource, each server's capacity split among the tenants."""
+    if result.allocation is None:
+        raise PlotUnavailable(f"the result ({result.status}) holds no allocation to draw")
+    allocation: Allocation = result.allocation
     names = allocation.unit_names(instance)
     capacity = allocation.unit_capacity(instance)  # (units, resources)
-    shown = np.argsort(-capacity.sum(axis=1) / np.maximum(instance.total_capacity.sum(), 1e-300))[:30]
+    # The 30 largest units; equal ones keep their order (machine 0, 1, 2, ...).
+    shown = np.argsort(-capacity.sum(axis=1) / np.maximum(instance.total_capacity.sum(), 1e-300), kind="stable")[:30]
     tenants = len(instance.tenants)
     colours = _colours(tenants)
     resources = len(instance.resources)
     figure, axes = _figure(1, resources, (max(4.0, 0.5 * shown.size + 2.0) * resources, 4.2), sharey=True)
+    from matplotlib.patches import Patch  # after _figure, which says when matplotlib is missing
+
     used = np.zeros(tenants, dtype=bool)
     for r, axis in enumerate(axes[0]):
         bottom = np.zeros(shown.size)
@@ -212,14 +235,25 @@ def plot_allocation(instance: Instance, result: Result, path: str | Path, title:
                        bbox_to_anchor=(1.01, 1.0), fontsize="small")  # fmt: skip
     figure.suptitle(_title(instance, result, title) + ("" if shown.size == len(names) else
                                                        f" ({shown.size} largest of {len(names)} units)"))  # fmt: skip
-    return _save(figure, path)
+    figure.tight_layout()
+    return figure
 
 
 def plot_hierarchy(instance: Instance, result: Result, path: str | Path, title: str | None = None) -> Path:
+    """:func:`hierarchy_figure` written to ``path`` (format from the suffix, e.g. PNG)."""
+    return _save(hierarchy_figure(instance, result, title), path)
+
+
+#: Box colours of a tree node: (face, edge) when its dominant share meets its guarantee, and when it is below.
+NODE_MET, NODE_BELOW = ("honeydew", "seagreen"), ("mistyrose", "firebrick")
+
+
+def hierarchy_figure(instance: Instance, result: Result, title: str | None = None) -> Any:
     """The org tree: every node with its weight, guarantee and achieved dominant share (red when below)."""
     from models.view import nodes_json
 
-    assert result.allocation is not None
+    if result.allocation is None or instance.hierarchy is None:
+        raise PlotUnavailable("this picture needs a hierarchy and an allocation")
     nodes = nodes_json(instance, result.allocation)
     names = list(nodes)
     depth = {name: entry["depth"] for name, entry in nodes.items()}
@@ -231,31 +265,44 @@ def plot_hierarchy(instance: Instance, result: Result, path: str | Path, title: 
             x[name] = float(np.mean([x[child] for child in kids]))
     height = max(depth.values()) + 1
     figure, axes = _figure(1, 1, (max(6.0, 1.6 * len(leaves)), 1.6 * height + 1.0))
+    from matplotlib.patches import Patch  # after _figure, which says when matplotlib is missing
+
     axis = axes[0, 0]
     for name, entry in nodes.items():
         if entry["parent"] is not None:
             parent = entry["parent"]
             axis.plot([x[parent], x[name]], [-depth[parent], -depth[name]], color="grey", linewidth=1, zorder=1)
+    drawn = set()
     for name, entry in nodes.items():
         below = entry["dominant_share"] < entry["guarantee"] * (1 - 1e-6)
+        face, edge = NODE_BELOW if below else NODE_MET
+        drawn.add(below)
         label = f"{name}\nw {entry['weight']:g}\nguar. {entry['guarantee']:.3f}\nshare {entry['dominant_share']:.3f}"
         axis.text(x[name], -depth[name], label, ha="center", va="center", fontsize="small", zorder=2,
-                  bbox={"boxstyle": "round", "facecolor": "mistyrose" if below else "honeydew",
-                        "edgecolor": "firebrick" if below else "seagreen"})  # fmt: skip
+                  bbox={"boxstyle": "round", "facecolor": face, "edgecolor": edge})  # fmt: skip
     axis.set_xlim(-0.8, len(leaves) - 0.2)
     axis.set_ylim(-height + 0.4, 0.6)
     axis.axis("off")
-    axis.set_title(_title(instance, result, title) + "  (red: share below guarantee)")
-    return _save(figure, path)
+    legend = [(False, NODE_MET, "share >= guarantee"), (True, NODE_BELOW, "share below guarantee")]
+    axis.legend([Patch(facecolor=face, edgecolor=edge) for below, (face, edge), _ in legend if below in drawn],
+                [text for below, _, text in legend if below in drawn], loc="upper left", fontsize="small")  # fmt: skip
+    axis.set_title(_title(instance, result, title))
+    figure.tight_layout()
+    return figure
 
 
 def plot_simulation(instance: Instance, result: Result, path: str | Path, title: str | None = None) -> Path:
+    """:func:`simulation_figure` written to ``path`` (format from the suffix, e.g. PNG)."""
+    return _save(simulation_figure(instance, result, title), path)
+
+
+def simulation_figure(instance: Instance, result: Result, title: str | None = None) -> Any:
     """A simulated run: utilisation per resource and every tenant's dominant share over time (time bins),
     and for runs of at most ``GANTT_TASKS`` tasks on machines a Gantt chart below."""
     series = result.extra.get("utilisation_series")
     shares = result.extra.get("shares")
     if not isinstance(series, dict) or not isinstance(shares, dict):
-        return plot_result(instance, result, path, title)  # a backlog run: its placement at the horizon
+        return result_figure(instance, result, title)  # a backlog run: its placement at the horizon
     schedule = result.schedule
     gantt = schedule is not None and schedule.machine is not None and len(schedule) <= GANTT_TASKS
     figure, axes = _figure(3 if gantt else 2, 1, (10, 9.0 if gantt else 6.0), sharex=True)
@@ -279,4 +326,5 @@ def plot_simulation(instance: Instance, result: Result, path: str | Path, title:
         _gantt(instance, schedule, axes[2, 0], _colours(len(instance.jobs)))
     axes[-1, 0].set_xlabel("time")
     axes[0, 0].set_title(title or f"{instance.name}: {result.method} (simulated)")
-    return _save(figure, path)
+    figure.tight_layout()
+    return figure

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from solver.backends import ALGORITHMS, DEFAULT_ALGORITHM, backend_capabilities, installed
+from solver.backends import ALGORITHMS, DEFAULT_ALGORITHM, SolverSettings, backend_capabilities, installed
 
 if TYPE_CHECKING:
     from models.check.saved import SavedRules
@@ -63,6 +63,10 @@ class SolveOptions:
     seed: int | None = None  # solver or simulation seed
     verbose: bool = False  # stream the solver's own log to stderr
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def solver_settings(self) -> SolverSettings:
+        """What the backend itself is asked for: threads (``workers``), ``seed`` and its log (``verbose``)."""
+        return SolverSettings(self.workers, self.seed, self.verbose)
 
     def given(self) -> dict[str, Any]:
         """The options that differ from their defaults (what a user asked for explicitly)."""
@@ -130,12 +134,14 @@ class Method:
             return ()
         return tuple(a for a in ALGORITHMS.get(backend, ()) if self.needs <= backend_capabilities(backend, a))
 
-    def saved_rules(self, placement: str | None) -> SavedRules:
-        """The rules ``solve`` applied to this method's answer (``placement``: the one it was solved with)."""
+    def saved_rules(self, placement: str | None, fair_cap: bool = True) -> SavedRules:
+        """The rules ``solve`` applied to this method's answer (``placement``: the one it was solved with;
+        ``fair_cap``: False when an exact DAG method ran with ``--no-fair-cap``)."""
         from models.check.saved import SavedRules
 
         if self.kind == "schedule":
-            return SavedRules(self.name, "schedule", exact=self.exact, require_placement=placement == "servers")
+            return SavedRules(self.name, "schedule", exact=self.exact, require_placement=placement == "servers",
+                              fair_cap=fair_cap)  # fmt: skip
         level = self.level
         if level == "placement":
             level = "pool" if placement == "pooled" else "class"
@@ -245,7 +251,23 @@ def check_request(method: Method, options: SolveOptions) -> tuple[str, str | Non
     if method.uses_backend:
         algorithm = _check_algorithm(method, backend, algorithm)
     _check_options(method, options)
+    if method.uses_backend:
+        _check_tuning(method, options, backend, algorithm)
     return backend, algorithm
+
+
+#: Options that reach the solver itself, and the backend capability each needs.
+_TUNING = {"workers": "threads", "seed": "seed"}
+
+
+def _check_tuning(method: Method, options: SolveOptions, backend: str, algorithm: str | None) -> None:
+    """``--workers`` and ``--seed`` on a backend that takes no thread count or seed are refused, not dropped."""
+    given = options.given()
+    for option, capability in _TUNING.items():
+        if option in given and capability not in backend_capabilities(backend, algorithm):
+            able = [b for b in method.backends if capability in backend_capabilities(b)]
+            hint = f"use --backend {' or '.join(able)}" if able else "leave it out"
+            raise OptionError(f"backend {backend} takes no {capability} setting from fairpack; {hint}", option)
 
 
 def _check_algorithm(method: Method, backend: str, algorithm: str | None) -> str | None:
@@ -277,6 +299,12 @@ def _check_options(method: Method, options: SolveOptions) -> None:
     if unknown:
         accepted = ", ".join(sorted(method.extra_keys)) or "none"
         raise OptionError(f"{method.name} does not use {', '.join(unknown)} (it accepts: {accepted})", "extra")
+    # Options that only mean something beside another one: silently dropped otherwise.
+    if "alpha" in options.given() and options.objective != "mix":
+        raise OptionError("weighs avg JCT against makespan only in the mix objective; add --objective mix or "
+                          "leave --alpha out", "alpha")  # fmt: skip
+    if "servers_model" in options.extra and options.placement != "servers":
+        raise OptionError("servers_model chooses the per-machine model, so it needs placement 'servers'", "extra")
 
 
 def method_names(family: str | None = None) -> list[str]:

@@ -229,3 +229,52 @@ BRUTE_FORCE_CASES = [
         make([("m", [2, 2], 2)], [("A", [1, 1], 1, 1), ("B", [1, 0], 1, INF), ("C", [0, 1], 1, INF)]),
     ),
 ]
+
+
+def _tree(servers: list[dict[str, object]], children: list[dict[str, object]],
+          resources: tuple[str, ...] = ("cpu", "mem")) -> Instance:  # fmt: skip
+    from models.io import instance_from_dict
+
+    tree = {"name": "root", "children": children}
+    return instance_from_dict({"resources": list(resources), "servers": servers, "hierarchy": tree})
+
+
+def _jobs(servers: list[dict[str, object]], jobs: list[dict[str, object]], slot: float = 1.0) -> Instance:
+    from models.io import instance_from_dict
+
+    return instance_from_dict({"resources": ["cpu"], "servers": servers, "jobs": jobs, "time": {"slot": slot}})
+
+
+#: Tiny hierarchies (name, instance, placement) with their optimum by hand in the comment.
+HIERARCHY_CASES = [
+    # H-DRF paper Fig. 4 variant, pooled <10 CPU, 10 GPU>: n1-1 <1, 1> gets half of both, n2-1 <1 CPU> half
+    # the CPUs, n2-2 <1 GPU> half the GPUs: every node reaches its guarantee (ratio 1).
+    ("fig4-variant", _tree([{"name": "pool", "capacity": {"cpu": 10, "gpu": 10}}], [
+        {"name": "n1", "children": [{"name": "n1-1", "demand": {"cpu": 1, "gpu": 1}}]},
+        {"name": "n2", "children": [{"name": "n2-1", "demand": {"cpu": 1}}, {"name": "n2-2", "demand": {"gpu": 1}}]},
+    ], ("cpu", "gpu")), "auto"),
+    # DRFH's Fig. 1 servers <2, 12> and <12, 2> under a two-level tree: u1 <0.2, 1> fills server 1 with 10
+    # tasks (memory), u2 <1, 0.2> server 2 with 10 (CPU); on servers the LP (the backend) places them.
+    ("fig1-tree", _tree([{"name": "s1", "capacity": {"cpu": 2, "mem": 12}},
+                         {"name": "s2", "capacity": {"cpu": 12, "mem": 2}}], [
+        {"name": "a", "children": [{"name": "u1", "demand": {"cpu": 0.2, "mem": 1}}]},
+        {"name": "b", "children": [{"name": "u2", "demand": {"cpu": 1, "mem": 0.2}}]},
+    ]), "servers"),
+]  # fmt: skip
+
+#: Tiny DAG-job instances (name, instance, placement); optima by hand in tests/test_fair_caps.py.
+JOB_CASES = [
+    # instances/dag_two_jobs.yaml: staggered releases; with the fair caps T = (4.5, 2.5) the avg-JCT
+    # optimum is 17/6.
+    ("two-jobs", _jobs([{"name": "node", "capacity": {"cpu": 2}}], [
+        {"name": "long", "weight": 1, "release": 0, "stages": [
+            {"name": "load", "tasks": 1, "duration": 2, "demand": {"cpu": 1}},
+            {"name": "join", "tasks": 1, "duration": 2, "demand": {"cpu": 2}, "after": ["load"]}]},
+        {"name": "short", "weight": 2, "release": 0.5, "stages": [
+            {"name": "scan", "tasks": 2, "duration": 1, "demand": {"cpu": 1}}]},
+    ], slot=0.5), "pooled"),
+    # One job, three 1.2-CPU tasks on two 2-CPU machines: two waves per machine, makespan 2 (T = 2).
+    ("one-job-two-machines", _jobs([{"name": "m", "capacity": {"cpu": 2}, "count": 2}], [
+        {"name": "j", "stages": [{"name": "s", "tasks": 3, "duration": 1, "demand": {"cpu": 1.2}}]},
+    ]), "servers"),
+]  # fmt: skip

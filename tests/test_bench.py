@@ -201,12 +201,13 @@ def test_local_run_rows(smoke_run: Path) -> None:
     assert (heuristics["gap"] >= -1e-9).all(), heuristics.loc[heuristics["gap"] < -1e-9, ["key", "gap"]]
     assert (frame.loc[frame["exact"], "gap"].abs() <= 1e-9).all()  # the reference, and drfh on ortools
     flat, tree, jobs = (frame[frame["kind"] == kind] for kind in ("flat", "hierarchy", "jobs"))
-    assert flat[["util_cpu", "util_mem", "min_dominant_share"]].notna().all().all()
+    assert flat[["util_cpu", "util_mem", "min_dominant_share", "below_cap"]].notna().all().all()
     assert tree[["min_share_guarantee", "guarantee_violations"]].notna().all().all()
     assert (tree["objective"] == tree["min_share_guarantee"]).all()
     assert jobs[["avg_jct", "p95_jct", "makespan", "jain", "late"]].notna().all().all()
     assert (jobs["objective"] == jobs["avg_jct"]).all()  # the sweep asks for avg JCT
     assert (frame["peak_rss_mb"] > 0).all() and (frame["wall_s"] > 0).all()
+    assert (frame["load_1m"] >= 0).all()  # the machine's load beside every timing
     assert len(pd.read_csv(csv_path(smoke_run))) == len(frame)
 
 
@@ -344,3 +345,24 @@ def test_carbyne_headline_by_hand() -> None:
     assert numbers["makespan"] == pytest.approx(math.sqrt(0.8 * 1.0))
     assert numbers["jain_drop_mean"] == pytest.approx((0.05 - 0.02) / 2)
     assert numbers["jain_drop_worst"] == pytest.approx(0.05)
+
+
+def test_online_policies_run_in_a_sweep_against_the_clairvoyant_yardstick() -> None:
+    from solver.bench.task import run_task
+
+    sweep = parse_sweep({"name": "online", "time_limit": 20, "grid": [{
+        "name": "g", "family": "arrivals",
+        "sizes": {"tenants": 2, "machines": 2, "horizon": 3.0, "mean_duration": 3.0},
+        "methods": ["spacetime-cp", "online:fifo", "online:slots"], "reference": "spacetime-cp",
+        "options": {"objective": "avg-jct", "placement": "servers"}}]})  # fmt: skip
+    tasks, _ = sweep.tasks()
+    frame = with_gaps(pd.DataFrame([run_task(task) for task in tasks])).set_index("method")
+    assert frame["verified"].all()
+    assert frame.loc["spacetime-cp", "status"] == "optimal"
+    for policy in ("online:fifo", "online:slots"):
+        assert frame.loc[policy, "exact"] == False  # noqa: E712 (a numpy bool)
+        assert frame.loc[policy, "gap"] >= 0  # nothing online beats the proven clairvoyant optimum
+        assert frame.loc[policy, "bound_gap"] >= frame.loc[policy, "gap"]
+    with pytest.raises(SweepError, match="online:bogus"):
+        parse_sweep({"grid": [{"name": "g", "family": "arrivals", "sizes": {"tenants": 2},
+                               "methods": ["online:bogus"]}]})  # fmt: skip

@@ -9,22 +9,28 @@ lose f and must return allocations that verify.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from models.check import verify_allocation
 from models.result import Allocation
 from models.types import Instance, ServerClass, Tenant
-from solver.backends import get_backend, installed_backends
+from solver.api import solve
+from solver.backends import SolveOutcome, get_backend, installed_backends
+from solver.backends.highs import HighsBackend
 from solver.budget import Budget
 from solver.drfh.heuristics import first_fit
+from solver.drfh.int_levels import CandidateLevels
 from solver.drfh.int_model import DrfhIntModel
-from solver.drfh.int_search import solve_drfh_int
+from solver.drfh.int_search import LevelSearch, solve_drfh_int
 from solver.drfh.lns import search_neighbourhoods
 from solver.drfh.patterns import search_patterns
 from solver.drfh.patterns_model import PatternModel
-from solver.lp import LPBuilder
+from solver.lp import LinearProgram, LPBuilder
 
 
 def _random_instance(seed: int, classes: int = 2, tenants: int = 4) -> Instance:
@@ -206,7 +212,128 @@ def test_neighbourhood_search_reaches_the_optimum_when_it_frees_every_machine(se
         pytest.skip("everybody is satisfied by the start")
     optimum = _plain_milp_f(instance)
     levels = _levels(instance, model, 1.5 * optimum)
-    found = search_neighbourhoods(model, get_backend("highs"), start, levels[levels > low], Budget.of(3.0))
+
+    def next_level(value: float) -> float | None:
+        higher = levels[levels > value * (1 + 1e-12)]
+        return float(higher[0]) if len(higher) else None
+
+    found = search_neighbourhoods(model, get_backend("highs"), start, next_level, Budget.of(3.0))
     assert found.value == pytest.approx(optimum, rel=1e-9)
     assert found.value == pytest.approx(_f(instance, found.tasks), rel=1e-12)
     assert verify_allocation(instance, Allocation(found.tasks, "machine", integral=True)).ok
+
+
+def _extreme_instance(seed: int) -> Instance:
+    """Two small machines, three tenants with weights 1e-6, 1e6 and a third drawn from 1e-6 to 1e6."""
+    rng = np.random.default_rng(seed)
+    servers = tuple(ServerClass(f"s{k}", rng.choice([4.0, 5.0, 6.0], size=2)) for k in range(2))
+    weights = rng.permutation([1e-6, 1e6, float(rng.choice([1e-6, 1e-3, 1.0, 1e3, 1e6]))])
+    people = tuple(
+        Tenant(f"t{i}", rng.choice([1.0, 1.5, 2.0, 3.0], size=2), float(w), float(rng.choice([math.inf, 2.0])))
+        for i, w in enumerate(weights)
+    )
+    return Instance(("cpu", "mem"), servers, people, name=f"extreme-{seed}")
+
+
+def _leximin_by_enumeration(instance: Instance) -> np.ndarray:
+    """The leximin-largest sorted weighted-share vector, over every per-machine task count."""
+    model = DrfhIntModel.build_pairs(instance)
+    step = instance.dominant_demand / instance.weights
+    caps = np.floor(instance.task_caps + 1e-9)
+    machines = []
+    for capacity in instance.capacity[instance.machine_class()]:
+        fits = [c for c in np.ndindex(*(int(u) + 1 for u in model.class_upper.max(axis=1)))
+                if np.all(np.array(c) @ instance.demand <= capacity)]  # fmt: skip
+        machines.append(np.array(fits, dtype=np.float64))
+    totals = (machines[0][:, None, :] + machines[1][None, :, :]).reshape(-1, len(instance.tenants))
+    totals = totals[np.all(totals <= caps, axis=1)]
+    vectors = np.sort(totals * step, axis=1)
+    order = np.lexsort(vectors.T[::-1])
+    return np.asarray(vectors[order[-1]])
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_weights_1e6_apart_keep_f_and_leximin_exact(seed: int) -> None:
+    # Before: a level MILP asked no task of the weight-1e-6 tenant (ceil(level / step - 1e-9) = 0 when one
+    # of its tasks is worth 1e12 levels), so the climb "reached" levels by starving it: "optimal" and
+    # verified with f = 0. With that fixed, leximin MILPs in raw share units still ended "optimal" short of
+    # leximin on seeds 8, 9 and 22, and scaled to the smallest step they failed (1e12 between coefficients
+    # of one row) on others; see ``DrfhIntModel.rank_ceilings``.
+    instance = _extreme_instance(seed)
+    result = solve(instance, "drfh-int")
+    assert result.status == "optimal" and result.verified
+    tasks = result.allocation.tasks if result.allocation is not None else None
+    assert tasks is not None
+    shares = np.sort(tasks.sum(axis=1) * instance.dominant_demand / instance.weights)
+    np.testing.assert_allclose(shares, _leximin_by_enumeration(instance), rtol=1e-9)
+
+
+def test_level_search_counts_levels_without_listing_them() -> None:
+    # No LP bound: the old search listed every multiple of each player's step up to 1 / min w = 1e6, which
+    # is 3.2e13 levels for the weight-1e6 tenant ("Maximum allowed size exceeded"). Now a player's levels
+    # stop at what the cluster holds of its tasks, and they are counted and ranked, never listed.
+    machines = 100_000
+    instance = Instance(
+        ("cpu", "mem"),
+        (ServerClass("m", np.array([8.0, 16.0]), machines),),
+        (Tenant("a", np.array([1.0, 1.0]), 1e6), Tenant("b", np.array([1.0, 4.0]), 1e-6),
+         Tenant("c", np.array([2.0, 1.0]))),
+    )  # fmt: skip
+    model = DrfhIntModel.build_pairs(instance)
+    search = LevelSearch(model, get_backend("highs"), Budget.of(30.0), np.zeros((3, machines)), None)
+    assert search.levels.count(search.low) > 1e6
+    search.bisect_relaxations()
+    # One task of b or c is worth more than any level a reaches, so they need one each; a takes every
+    # other CPU (fractionally as whole, the relaxation's top is that level; the next one is out).
+    a_step = instance.dominant_demand[0] / 1e6
+    assert search.status == "optimal"
+    assert search.levels.below(search.ceiling) == pytest.approx((8 * machines - 3) * a_step, rel=1e-12)
+    assert search.ceiling == pytest.approx((8 * machines - 2) * a_step, rel=1e-12)
+    assert search.solves <= 30  # bisection by rank: log2 of the count
+
+
+def test_a_failed_leximin_step_leaves_a_feasible_answer_not_an_error() -> None:
+    # f is proven before leximin starts; a step the solver cannot finish (HiGHS said "Solve error" and
+    # "Unbounded" on rows with 1e12 between coefficients) leaves a verified allocation with f optimal.
+    class FailingSteps(HighsBackend):
+        def solve(self, lp: LinearProgram, *args: Any, **kwargs: Any) -> SolveOutcome:
+            if lp.name.startswith("drfh_int_step") and lp.name != "drfh_int_step1":
+                return SolveOutcome("error", message="Solve error")
+            return super().solve(lp, *args, **kwargs)
+
+    instance = _random_instance(1)  # leximin takes four steps there
+    result = solve_drfh_int(instance, FailingSteps(), Budget.of(30.0), None, first_fit(instance).tasks)
+    assert result.max_min_status == "optimal"
+    assert result.status == "feasible"
+    assert result.message == "leximin step 2 stopped (Solve error); exact up to step 1"
+
+
+@settings(derandomize=True, max_examples=150, deadline=None)
+@given(
+    steps=st.lists(st.sampled_from([0.05, 0.1, 0.25, 0.3, 1 / 3, 1.0, 1e-6, 1e6 / 3]), min_size=1, max_size=4),
+    most=st.lists(st.sampled_from([0.0, 3.0, 10.0, 40.0, math.inf]), min_size=4, max_size=4),
+    low=st.floats(0.0, 2.0),
+    high=st.floats(2.0, 6.0),
+)
+def test_candidate_levels_answer_as_the_listed_levels(steps: list[float], most: list[float], low: float,
+                                                      high: float) -> None:  # fmt: skip
+    step = np.array(steps)
+    low, high = low * step.max(), high * step.max()
+    cap = np.array(most[: len(step)])
+    levels = CandidateLevels.between(step, cap, low, high)
+    listed = np.sort(np.concatenate([
+        s * np.arange(1, min(k, math.floor(high * (1 + 1e-12) / s)) + 1) for s, k in zip(step, cap, strict=True)
+        if min(k, math.floor(high * (1 + 1e-12) / s)) < 1e6
+    ] + [np.zeros(0)]))  # fmt: skip
+    if levels.count(-math.inf) != len(listed):
+        return  # a player with more than a million levels: not listed here
+    listed = listed[listed > low * (1 + 1e-12)]
+    assert levels.count(low) == len(listed)
+    for rank in np.unique(np.linspace(0, len(listed) - 1, 60).astype(int)) if len(listed) else []:
+        assert levels.at_rank(low, math.inf, int(rank)) == pytest.approx(listed[rank], rel=1e-12)
+    if len(listed):
+        middle = float(listed[len(listed) // 2])
+        lower, higher = listed[listed < middle * (1 - 1e-12)], listed[listed > middle * (1 + 1e-12)]
+        assert levels.count(low, middle) == len(lower)
+        assert levels.below(middle, low) == (pytest.approx(lower.max(), rel=1e-12) if len(lower) else None)
+        assert levels.above(middle) == (pytest.approx(higher.min(), rel=1e-12) if len(higher) else None)

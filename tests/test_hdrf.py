@@ -469,13 +469,18 @@ def test_time_limit_returns_the_allocation_grown_so_far(
     from models.generators import random_tree_instance
 
     instance = random_tree_instance(1, leaves, 3, 3, servers=servers)
-    started = time.perf_counter()
-    result = solve(instance, "hdrf", placement=placement, time_limit=limit)
-    elapsed = time.perf_counter() - started
-    assert result.status == "time_limit" and result.verified, result.message
+    # On a loaded machine the first phase may not end within the smallest limit: the answer is then an
+    # empty (still feasible) allocation, so the limit grows until some phase has ended.
+    for budget in (limit, 4 * limit, 16 * limit):
+        started = time.perf_counter()
+        result = solve(instance, "hdrf", placement=placement, time_limit=budget)
+        elapsed = time.perf_counter() - started
+        assert result.status == "time_limit" and result.verified, result.message
+        # A generous bound: the model build and the verification of the result come on top.
+        assert elapsed < budget + 5.0
+        if result.allocation.tenant_tasks.sum() > 0:
+            break
     assert result.allocation.tenant_tasks.sum() > 0
-    # A generous bound: the model build and the verification of the result come on top.
-    assert elapsed < limit + 5.0
 
 
 def test_a_filling_that_stops_moving_is_an_error_not_a_hang() -> None:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import builtins
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+import yaml
 
 from models.generators import random_dag_jobs
+from models.io import instance_from_dict, load_instance
 from solver.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -88,3 +91,111 @@ def test_plot_without_matplotlib(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert main(["solve", str(TWO_JOBS), "--method", "sjf", "--plot", str(out)]) == 2
     assert "install fairpack[bench] for --plot" in capsys.readouterr().err
     assert not out.exists()
+
+
+# --- what each picture draws (inspected on the figure, not only on the PNG) -----------------------------
+
+THREE_MACHINES = """
+name: three-machines
+resources: [cpu, mem]
+servers:
+  - {name: big, capacity: {cpu: 4, mem: 8}, count: 2}
+  - {name: small, capacity: {cpu: 2, mem: 2}}
+jobs:
+  - name: a
+    stages:
+      - {name: s0, tasks: 4, duration: 2, demand: {cpu: 2, mem: 1}}
+      - {name: s1, tasks: 1, duration: 1, demand: {cpu: 4, mem: 4}, after: [s0]}
+  - name: b
+    release: 1
+    stages:
+      - {name: s0, tasks: 3, duration: 1, demand: {cpu: 1, mem: 1}}
+"""
+
+
+def _legend_labels(axis: Any) -> list[str]:
+    legend = axis.get_legend()
+    return [] if legend is None else [text.get_text() for text in legend.get_texts()]
+
+
+def test_gantt_has_one_lane_per_machine_and_each_task_in_its_lane() -> None:
+    pytest.importorskip("matplotlib")
+    from solver.api import solve
+    from solver.plot import schedule_figure
+
+    instance = instance_from_dict(yaml.safe_load(THREE_MACHINES))
+    result = solve(instance, "sjf", placement="servers")
+    schedule = result.schedule
+    assert schedule is not None and schedule.machine is not None and schedule.server is not None
+    figure = schedule_figure(instance, result)
+    gantt = figure.axes[-1]
+    assert gantt.get_ylabel() == "machine"
+    names = instance.machine_names()
+    assert [label.get_text() for label in gantt.get_yticklabels()] == names == ["big[0]", "big[1]", "small"]
+    assert len(gantt.collections) == len(schedule)  # one bar per task
+    first = np.concatenate([[0], np.cumsum(instance.counts)[:-1]])
+    lanes = Counter((first[schedule.server] + schedule.machine).tolist())
+    assert len(lanes) > 1  # the tasks use more than one machine
+    spans = [bar.get_paths()[0].vertices[:, 1] for bar in gantt.collections]
+    # Every bar lies inside one lane (its machine's row, +-0.4), and each machine has as many bars as tasks.
+    assert all(round(y.min()) == round(y.max()) for y in spans)
+    assert Counter(round(float(y.mean())) for y in spans) == lanes
+
+
+def test_schedule_legend_names_only_what_is_drawn() -> None:
+    pytest.importorskip("matplotlib")
+    import dataclasses
+
+    from solver.api import solve
+    from solver.plot import schedule_figure
+
+    instance = load_instance(TWO_JOBS)
+    result = solve(instance, "carbyne")
+    assert result.schedule is not None
+    labels = _legend_labels(schedule_figure(instance, result).axes[0])
+    assert labels == ["long", "short", "capacity (pooled)", "fair completion T_k"]
+    # Without fair completion times there are no T_k marks, so the legend does not name them.
+    bare = dataclasses.replace(result, schedule=dataclasses.replace(result.schedule, fair_completion=None))
+    assert _legend_labels(schedule_figure(instance, bare).axes[0]) == ["long", "short", "capacity (pooled)"]
+
+
+def test_allocation_bars_per_server_and_legend_only_tenants_with_tasks() -> None:
+    pytest.importorskip("matplotlib")
+    from models.types import Instance, ServerClass, Tenant
+    from solver.api import solve
+    from solver.plot import allocation_figure
+
+    servers = (ServerClass("s1", np.array([4.0, 8.0, 0.0]), 1), ServerClass("s2", np.array([8.0, 4.0, 0.0]), 1))
+    tenants = (Tenant("cpu-heavy", np.array([2.0, 1.0, 0.0])), Tenant("mem-heavy", np.array([1.0, 2.0, 0.0])),
+               Tenant("wants-gpu", np.array([1.0, 1.0, 1.0])))  # fmt: skip
+    instance = Instance(("cpu", "mem", "gpu"), servers, tenants)
+    result = solve(instance, "drfh")
+    figure = allocation_figure(instance, result)
+    panels = [axis for axis in figure.axes if axis.get_title() in instance.resources]
+    assert [axis.get_title() for axis in panels] == ["cpu", "mem", "gpu"]
+    assert sorted(label.get_text() for label in panels[0].get_xticklabels()) == ["s1", "s2"]  # one bar per server
+    # Two tenants run; the one that needs a GPU (no server has one) holds nothing and is not in the legend.
+    assert _legend_labels(figure.axes[-1]) == ["cpu-heavy", "mem-heavy"]
+    # Stacked shares of one server never exceed its capacity.
+    heights: dict[float, float] = {}
+    for patch in panels[0].patches:
+        heights[patch.get_x()] = heights.get(patch.get_x(), 0.0) + patch.get_height()
+    assert max(heights.values()) <= 1 + 1e-9
+
+
+@pytest.mark.parametrize(("method", "expected"), [("hdrf", ["share >= guarantee"]),
+                                                  ("collapsed", ["share >= guarantee", "share below guarantee"])])
+def test_hierarchy_tree_shows_guarantees_and_shares(method: str, expected: list[str]) -> None:
+    pytest.importorskip("matplotlib")
+    from solver.api import solve
+    from solver.plot import hierarchy_figure
+
+    instance = load_instance(ROOT / "instances" / "hdrf_fig4.yaml")
+    result = solve(instance, method)
+    axis = hierarchy_figure(instance, result).axes[0]
+    boxes = [text.get_text() for text in axis.texts]
+    assert len(boxes) == len(instance.hierarchy.nodes)  # type: ignore[union-attr]
+    assert any(box.startswith("n2\n") and "guar. 0.500" in box and "share 0.333" in box for box in boxes) == (
+        method == "collapsed")
+    assert all("guar." in box and "share" in box for box in boxes)
+    assert _legend_labels(axis) == expected

@@ -63,10 +63,15 @@ RELEASE = jobs_instance({"cpu": 1}, [
 CAPACITY = jobs_instance({"cpu": 4, "mem": 7}, [{"name": "j", "stages": [stage("s", 5, 2, {"cpu": 1, "mem": 3})]}])
 
 
+def deadlines(result: Any, instance: Instance) -> Any:
+    """The deadlines a result promised: its T_k, unless it ran with --no-fair-cap (then T_k is only reported)."""
+    return None if result.extra.get("fair_cap", True) else np.full(len(instance.jobs), np.inf)
+
+
 def check(result: Any, instance: Instance) -> None:
     assert result.verified, result.violations
     assert result.schedule is not None
-    assert verify_schedule(instance, result.schedule).ok
+    assert verify_schedule(instance, result.schedule, fair_completion=deadlines(result, instance)).ok
 
 
 def test_barrier_by_hand() -> None:
@@ -85,7 +90,7 @@ def test_release_by_hand(objective: str, value: float, makespan: float) -> None:
     result = solve(RELEASE, "spacetime", objective=objective, **NO_CAP)
     assert result.status == "optimal" and result.objective == pytest.approx(value)
     check(result, RELEASE)
-    report = verify_schedule(RELEASE, result.schedule)
+    report = verify_schedule(RELEASE, result.schedule, fair_completion=deadlines(result, RELEASE))
     assert report.makespan == pytest.approx(makespan)
     assert result.schedule is not None and result.schedule.start[result.schedule.job == 1].min() >= 1
 
@@ -199,8 +204,9 @@ def test_milp_and_cp_sat_agree(seed: int, objective: str) -> None:
         pytest.skip("spacetime-cp is not registered")
     pytest.importorskip("ortools")
     instance = random_instance(seed)
-    milp = solve(instance, "spacetime", objective=objective, time_limit=30, alpha=0.3, **NO_CAP)
-    cp = solve(instance, "spacetime-cp", objective=objective, time_limit=30, alpha=0.3)
+    mix = {"alpha": 0.3} if objective == "mix" else {}  # alpha weighs only the mix objective
+    milp = solve(instance, "spacetime", objective=objective, time_limit=30, **mix, **NO_CAP)
+    cp = solve(instance, "spacetime-cp", objective=objective, time_limit=30, **mix, **NO_CAP)
     assert milp.status == "optimal" and cp.status == "optimal"
     assert milp.verified and cp.verified
     assert milp.objective <= cp.objective * (1 + 1e-6)  # both verified, the MILP proven optimal
@@ -223,12 +229,27 @@ def test_warm_start_is_a_feasible_point_of_the_model() -> None:
     assert b == 0 and a.sum() == pytest.approx(1.0)
 
 
-def test_cli_no_fair_cap(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["solve", str(TWO_JOBS), "--method", "spacetime", "--no-fair-cap", "--json"])
+@pytest.mark.parametrize("method", ["spacetime", "spacetime-cp"])
+def test_cli_no_fair_cap(method: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """``--no-fair-cap`` drops C_k <= T_k for both exact methods; T_k is still reported, and checked as a report.
+
+    With the caps (T_long 4.5, T_short 2.5, the drf-strict schedule) the avg-JCT optimum is 17/6; without them
+    it is 2.5, finishing ``long`` at 5.5, after its T_k (test_two_jobs_by_hand derives both).
+    """
+    saved = tmp_path / "r.json"
+    code = main(["solve", str(TWO_JOBS), "--method", method, "--no-fair-cap", "--json", "-o", str(saved)])
     data = json.loads(capsys.readouterr().out)
-    assert code == 0 and data["status"] == "optimal" and data["verified"] is True
+    assert code == 0 and data["status"] == "optimal" and data["verified"] is True and data["fair_cap"] is False
     assert data["objective"] == pytest.approx(2.5) and data["avg_jct"] == pytest.approx(2.5)
-    assert len(data["tasks"]) == 4 and data["jobs"]["long"]["fair_completion"] is None
+    assert len(data["tasks"]) == 4
+    assert data["jobs"]["long"] == {"completion": 5.5, "fair_completion": 4.5}
+    assert data["jobs"]["short"]["fair_completion"] == 2.5
+    assert main(["check", str(TWO_JOBS), str(saved)]) == 0  # T_k reported, not a deadline
+    capsys.readouterr()
+    # Claiming the caps were on turns the same schedule into a broken promise.
+    saved.write_text(json.dumps({**json.loads(saved.read_text()), "fair_cap": True}))
+    assert main(["check", str(TWO_JOBS), str(saved)]) == 1
+    assert "after its fair completion time" in capsys.readouterr().out
 
 
 # --- Per-server placement (--placement servers): exact methods, heuristics, checker, CLI -----------------
@@ -236,7 +257,9 @@ def test_cli_no_fair_cap(capsys: pytest.CaptureFixture[str]) -> None:
 #: The exact methods per machine: the MILP (relaxation first, then per machine if needed), the MILP per
 #: machine from the start, and CP-SAT.
 EXACT: list[tuple[str, dict[str, Any]]] = [
-    ("spacetime", {**NO_CAP}), ("spacetime", {**NO_CAP, "extra": {"servers_model": "machine"}}), ("spacetime-cp", {})
+    ("spacetime", {**NO_CAP}),
+    ("spacetime", {**NO_CAP, "extra": {"servers_model": "machine"}}),
+    ("spacetime-cp", {**NO_CAP}),
 ]
 TWO_NODES = [{"name": "node", "capacity": {"cpu": 4}, "count": 2}]
 
@@ -281,7 +304,9 @@ def placed(result: Any) -> Schedule:
 
 @pytest.mark.parametrize(("method", "extra"), EXACT)
 def test_pooled_and_per_machine_optima_differ_by_hand(method: str, extra: dict[str, Any]) -> None:
-    pooled = solve(SPLIT, method, objective="makespan", **extra)
+    # servers_model chooses the per-machine model: it is refused on the pooled cluster.
+    pooled_extra = {key: value for key, value in extra.items() if key != "extra"}
+    pooled = solve(SPLIT, method, objective="makespan", **pooled_extra)
     assert pooled.status == "optimal" and pooled.objective == pytest.approx(1.0) and pooled.schedule is not None
     assert pooled.schedule.server is None and pooled.extra["placement"] == "pooled"
     servers = solve(SPLIT, method, objective="makespan", placement="servers", **extra)
@@ -289,7 +314,8 @@ def test_pooled_and_per_machine_optima_differ_by_hand(method: str, extra: dict[s
     schedule = placed(servers)
     assert set(schedule.machine.tolist()) == {0, 1} and set(schedule.server.tolist()) == {0}
     for objective, pooled_value, value in (("makespan", 2.0, 3.0), ("avg-jct", 1.5, 2.0)):
-        assert solve(TWO_JOBS_SPLIT, method, objective=objective, **extra).objective == pytest.approx(pooled_value)
+        pooled_value_found = solve(TWO_JOBS_SPLIT, method, objective=objective, **pooled_extra).objective
+        assert pooled_value_found == pytest.approx(pooled_value)
         result = solve(TWO_JOBS_SPLIT, method, objective=objective, placement="servers", **extra)
         assert result.status == "optimal" and result.objective == pytest.approx(value)
         placed(result)
@@ -322,7 +348,7 @@ def test_milp_and_cp_sat_agree_per_machine(seed: int, objective: str) -> None:
         placed(result)
         values.append(result.objective)
     assert values == pytest.approx([values[-1]] * len(values), rel=1e-6)
-    pooled = solve(instance, "spacetime-cp", objective=objective, time_limit=30)
+    pooled = solve(instance, "spacetime-cp", objective=objective, time_limit=30, **NO_CAP)
     assert pooled.objective <= values[-1] + 1e-9
 
 

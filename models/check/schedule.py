@@ -6,6 +6,10 @@ task of every parent stage (a barrier), the tasks running at any instant togethe
 resource than the whole cluster has (pooled capacity), and, when fair completion times ``T_k`` are
 given, every job completes by its ``T_k``.
 
+With input blocks (``Instance.data``) and a placement, a task's duration is its stage's times the factor
+of its locality level on its machine (node, rack or remote: ``models.locality``); a schedule without a
+placement has no machines for blocks to be on, and its tasks run their stages' durations.
+
 A schedule with a placement (``Schedule.server`` / ``Schedule.machine``, from ``placement='servers'``)
 must in addition put every task on an existing machine (a server class and a number below its count)
 whose capacity holds one task of its stage, and the tasks running on any one machine at any instant
@@ -21,6 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from models.check.report import ABS_TOL, fmt, truncate
+from models.locality import factors as locality_factors
+from models.locality import global_machines, task_blocks
+from models.locality import levels as locality_levels
 from models.result import Schedule, job_completion, objective_value, schedule_objectives
 from models.tolerance import CHECK_RTOL
 from models.types import FloatArray, Instance, IntArray
@@ -182,8 +189,13 @@ def verify_schedule(
         ],
     )
 
-    # 3. Durations and releases.
+    # 3. Durations and releases. With input blocks (``Instance.data``) and a placement, a task runs its
+    # stage's duration times the factor of its locality level on its machine (``models.locality``).
     d = duration[g]
+    if instance.data is not None and schedule.server is not None and schedule.machine is not None:
+        blocks, _ = task_blocks(instance)
+        machine_of = global_machines(instance, schedule.server[rows], schedule.machine[rows])
+        d = d * locality_factors(instance, locality_levels(instance, blocks[task_id], machine_of))
     wrong = np.abs((e - b) - d) > tol * np.maximum(1.0, d)
     violations += truncate(
         "duration",

@@ -19,7 +19,13 @@ hdrf-fig10      hierarchy the H-DRF paper's Fig. 10 tree (``instances/hdrf_fig10
 dag-random      jobs      random DAG jobs, barrier-rich by default (``random_dag_jobs``) tasks
 tpch            jobs      a mix of ``queries`` TPC-H queries drawn by the seed          tasks
                           (``tpch/``, ``tpch_jobs``)
+hdfs            jobs      MapReduce jobs reading HDFS-placed blocks on racks           tasks
+                          (``models.generators.locality``)
 psplib          jobs      PSPLIB RCPSP file number ``seed`` of set ``set`` (``psplib/``) tasks
+sparrow         jobs      Poisson stream of short parallel jobs on slotted workers at    tasks
+                          offered ``load`` (``models.generators.short_tasks``)
+omega           jobs      batch and service job streams on a cell                       tasks
+                          (``models.generators.short_tasks``)
 =============== ========= ============================================================ ========================
 
 PSPLIB files are taken in (instance, parameter) order (``j301_1, j302_1, ..., j3048_1, j301_2, ...``),
@@ -262,6 +268,38 @@ def _tpch(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
                      float(p["memory_per_executor"]), float(p["release_spread"]))  # fmt: skip
 
 
+def _arrivals(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
+    from models.generators.arrivals import tenant_arrivals
+    from models.generators.clusters import google_like_servers
+
+    servers = google_like_servers(p["machines"], min(10, p["machines"]), seed)
+    return tenant_arrivals(servers, ("cpu", "mem"), p["tenants"], seed, float(p["load"]), float(p["horizon"]),
+                           float(p["mean_duration"]), p["tasks_per_group"], p["bursty"])  # fmt: skip
+
+
+def _tpch_arrivals(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
+    from models.generators.arrivals import tpch_arrivals
+
+    assert data_dir is not None
+    return tpch_arrivals(data_dir, p["queries"], seed, float(p["mean_interarrival"]), p["machines"],
+                         float(p["cores"]), float(p["memory"]), p["data_size"])  # fmt: skip
+
+
+def _google_day(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
+    from models.generators.arrivals import google_day
+
+    assert data_dir is not None
+    return google_day(data_dir, seed, p["machines"], p["users"], p["tasks"], float(p["load"]), float(p["horizon"]))
+
+
+def _hdfs(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
+    from models.generators.locality import hdfs_jobs
+
+    return hdfs_jobs(seed, p["jobs"], p["machines"], p["racks"], p["slots"], p["users"], float(p["interarrival"]),
+                     float(p["map_duration"]), p["reduce_tasks"], float(p["reduce_duration"]), p["max_tasks"],
+                     (1.0, float(p["rack_factor"]), float(p["remote_factor"])))  # fmt: skip
+
+
 def _psplib_files(folder: Path, name: str) -> list[Path]:
     """The ``.sm`` files of set ``name`` in (instance, parameter) order, as in ``benchmarks.psplib_sets``."""
 
@@ -301,6 +339,21 @@ def _psplib_best(instance: Instance, data_dir: Path | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
+def _sparrow(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
+    from models.generators.short_tasks import sparrow_jobs
+
+    return sparrow_jobs(seed, p["machines"], p["slots"], p["tasks"], float(p["load"]), p["jobs"],
+                        float(p["mean_duration"]), p["durations"])  # fmt: skip
+
+
+def _omega(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
+    from models.generators.short_tasks import omega_jobs
+
+    return omega_jobs(seed, p["machines"], float(p["load"]), float(p["span"]), float(p["service_share"]),
+                      float(p["batch_tasks"]), float(p["batch_duration"]), float(p["service_tasks"]),
+                      float(p["service_duration"]))  # fmt: skip
+
+
 _INT, _FLOAT, _BOOL, _STR = (int,), (float,), (bool,), (str,)
 _OPTIONAL_INT = (int, type(None))
 
@@ -334,8 +387,42 @@ FAMILIES: dict[str, Family] = {
                {"queries": Param(4, _INT), "data_size": Param("2g", _STR), "executors": Param(50, _INT),
                 "memory_per_executor": Param(2.0, _FLOAT), "release_spread": Param(0.0, _FLOAT)},
                _tpch, "tasks", _tasks, data="tpch"),
+        Family("arrivals", "jobs", "flat tenants' task groups arriving over time (Poisson or bursty), "
+               "one task shape per tenant, on a synthetic Google-like cluster",
+               {"tenants": Param(10, _INT), "machines": Param(50, _INT), "load": Param(0.9, _FLOAT),
+                "horizon": Param(1000.0, _FLOAT), "mean_duration": Param(10.0, _FLOAT),
+                "tasks_per_group": Param(1, _INT), "bursty": Param(False, _BOOL)},
+               _arrivals, "tasks", _tasks),
+        Family("tpch-arrivals", "jobs", "Spark TPC-H query DAGs arriving as a Poisson process on identical "
+               "machines (Carbyne's set-up)",
+               {"queries": Param(50, _INT), "mean_interarrival": Param(30.0, _FLOAT), "machines": Param(100, _INT),
+                "cores": Param(20.0, _FLOAT), "memory": Param(128.0, _FLOAT), "data_size": Param("2g", _STR)},
+               _tpch_arrivals, "tasks", _tasks, data="tpch"),
+        Family("google-day", "jobs", "a SYNTHETIC day of tasks (the real task events are not available) on "
+               "machines drawn from the real Google 2011 table",
+               {"machines": Param(2000, _INT), "users": Param(100, _INT), "tasks": Param(100_000, _INT),
+                "load": Param(0.95, _FLOAT), "horizon": Param(86_400.0, _FLOAT)},
+               _google_day, "tasks", _tasks, data="google"),
+        Family("hdfs", "jobs", "MapReduce jobs (Facebook-shaped sizes, Poisson arrivals, several users) reading "
+               "blocks placed HDFS-style (3 replicas: one rack, two on another) on a racked cluster",
+               {"jobs": Param(50, _INT), "machines": Param(40, _INT), "racks": Param(4, _INT), "slots": Param(4, _INT),
+                "users": Param(4, _INT), "interarrival": Param(2.0, _FLOAT), "map_duration": Param(10.0, _FLOAT),
+                "reduce_tasks": Param(0, _INT), "reduce_duration": Param(10.0, _FLOAT), "max_tasks": Param(400, _INT),
+                "rack_factor": Param(1.3, _FLOAT), "remote_factor": Param(2.0, _FLOAT)},
+               _hdfs, "tasks", _tasks),
         Family("psplib", "jobs", "PSPLIB single-mode RCPSP file (seed = file number)",
                {"set": Param("j30", _STR)},
                _psplib, "tasks", _tasks, data="psplib", best_known=_psplib_best),
+        Family("sparrow", "jobs", "short parallel jobs on slotted workers at an offered load (Sparrow)",
+               {"machines": Param(100, _INT), "slots": Param(4, _INT), "tasks": Param(10, _INT),
+                "load": Param(0.8, _FLOAT), "jobs": Param(500, _INT), "mean_duration": Param(0.1, _FLOAT),
+                "durations": Param("exponential", _STR)},
+               _sparrow, "tasks", _tasks),
+        Family("omega", "jobs", "batch and service job streams on a cell (Omega)",
+               {"machines": Param(100, _INT), "load": Param(0.6, _FLOAT), "span": Param(1800.0, _FLOAT),
+                "service_share": Param(0.5, _FLOAT), "batch_tasks": Param(20.0, _FLOAT),
+                "batch_duration": Param(60.0, _FLOAT), "service_tasks": Param(5.0, _FLOAT),
+                "service_duration": Param(600.0, _FLOAT)},
+               _omega, "tasks", _tasks),
     )
 }  # fmt: skip

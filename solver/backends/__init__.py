@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from solver.backends.capabilities import ALGORITHMS, CAPABILITIES, DEFAULT_ALGORITHM, backend_capabilities
+from solver.backends.settings import SolverSettings
 
 if TYPE_CHECKING:
     from solver.backends.base import Backend
@@ -66,8 +67,10 @@ def backend_class(name: str) -> type[Backend]:
     return cls
 
 
-def get_backend(name: str = DEFAULT_BACKEND, algorithm: str | None = None) -> Backend:
-    """An instance of the named backend whose solves use ``algorithm`` (None: the backend's defaults).
+def get_backend(name: str = DEFAULT_BACKEND, algorithm: str | None = None,
+                settings: SolverSettings | None = None) -> Backend:  # fmt: skip
+    """An instance of the named backend whose solves use ``algorithm`` (None: the backend's defaults) and
+    ``settings`` (threads, seed, log).
 
     Raises ``BackendUnavailable`` if its library is missing.
     """
@@ -75,7 +78,7 @@ def get_backend(name: str = DEFAULT_BACKEND, algorithm: str | None = None) -> Ba
 
     if name not in installed():
         raise BackendUnavailable(f"backend {name!r} is not installed")
-    return backend_class(name)(algorithm)
+    return backend_class(name)(algorithm, settings)
 
 
 installed_backends = installed
@@ -102,6 +105,7 @@ __all__ = [
     "BackendUnavailable",
     "Session",
     "SolveOutcome",
+    "SolverSettings",
     "backend_capabilities",
     "backend_class",
     "get_backend",

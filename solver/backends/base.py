@@ -19,6 +19,7 @@ import scipy.sparse as sp
 from models.result import Status
 from models.types import FloatArray
 from solver.backends.capabilities import backend_capabilities
+from solver.backends.settings import SolverSettings
 from solver.lp import LinearProgram
 
 
@@ -61,6 +62,9 @@ class Session(Protocol):
     def set_start(self, x: FloatArray) -> None:
         """A primal start for the next MILP solve."""
 
+    def prefer_primal(self) -> None:
+        """Re-solve with the primal simplex from now on, where the backend can choose (HiGHS keeps its basis)."""
+
     def solve(self) -> SolveOutcome: ...
 
 
@@ -69,9 +73,11 @@ class Backend(ABC):
 
     name: str = ""
 
-    def __init__(self, algorithm: str | None = None) -> None:
+    def __init__(self, algorithm: str | None = None, settings: SolverSettings | None = None) -> None:
         #: The algorithm every solve uses unless told otherwise (None: the backend's default per model class).
         self.algorithm = algorithm
+        #: Threads, seed and log of every solve (backends without threads or seeds are refused them up front).
+        self.settings = settings or SolverSettings()
 
     def capabilities(self, algorithm: str | None = None) -> frozenset[str]:
         """What this backend offers with ``algorithm`` (see ``solver.backends.CAPABILITIES``)."""
@@ -145,6 +151,9 @@ class RebuildSession:
 
     def set_start(self, x: FloatArray) -> None:
         self._start = np.asarray(x, dtype=np.float64)
+
+    def prefer_primal(self) -> None:
+        """Every solve starts afresh here, so there is no re-solve to steer."""
 
     def _current(self) -> LinearProgram:
         if self._matrix_changed:

@@ -21,18 +21,19 @@ DEFAULT_ALGORITHM: dict[tuple[str, str], str] = {
 }  # fmt: skip
 
 _LP = frozenset({"lp", "duals", "time_limit"})
+_TUNED = frozenset({"threads", "seed"})
 #: What each (backend, algorithm) offers: ``lp``/``milp`` (model classes), ``duals`` (row duals of an
 #: optimal LP), ``incremental`` (a session that keeps its basis between solves), ``warm_start`` (a MILP
-#: start), ``time_limit``, ``cp`` (CP-SAT models).
+#: start), ``time_limit``, ``cp`` (CP-SAT models), ``threads`` and ``seed`` (``--workers``, ``--seed``).
 CAPABILITIES: dict[tuple[str, str], frozenset[str]] = {
-    ("highs", "simplex"): _LP | {"milp", "incremental", "warm_start"},
-    ("highs", "ipm"): _LP | {"incremental"},
-    ("highs", "pdlp"): _LP | {"incremental"},
+    ("highs", "simplex"): _LP | _TUNED | {"milp", "incremental", "warm_start"},
+    ("highs", "ipm"): _LP | _TUNED | {"incremental"},
+    ("highs", "pdlp"): _LP | _TUNED | {"incremental"},
     ("ortools", "glop"): _LP,
     ("ortools", "pdlp"): _LP,
     ("ortools", "scip"): frozenset({"lp", "milp", "warm_start", "time_limit"}),
     ("cbc", "cbc"): _LP | {"milp", "warm_start"},
-    ("cpsat", "cpsat"): frozenset({"cp", "time_limit", "warm_start"}),
+    ("cpsat", "cpsat"): _TUNED | {"cp", "time_limit", "warm_start"},
 }
 
 

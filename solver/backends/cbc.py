@@ -37,11 +37,11 @@ def _quiet() -> Iterator[None]:
         yield
 
 
-def _command(time_limit: float | None, mip: bool, warm: bool) -> Any:
+def _command(time_limit: float | None, mip: bool, warm: bool, verbose: bool = False) -> Any:
     """A CBC command: a ``cbc`` on PATH (PuLP 4 style) when present, else the binary bundled with PuLP."""
     import pulp
 
-    options: dict[str, Any] = {"msg": False, "mip": mip, "warmStart": warm, "keepFiles": False}
+    options: dict[str, Any] = {"msg": verbose, "mip": mip, "warmStart": warm, "keepFiles": False}
     if time_limit is not None:
         options["timeLimit"] = max(float(time_limit), _MIN_TIME_LIMIT)
     command = pulp.COIN_CMD(**options)
@@ -174,7 +174,7 @@ class CbcBackend(Backend):
             if warm and warm_start is not None:
                 for variable, value in zip(model.variables, np.asarray(warm_start, dtype=np.float64), strict=True):
                     variable.setInitialValue(float(value), check=False)
-            command = _command(time_limit, mip=lp.is_mip, warm=warm)
+            command = _command(time_limit, mip=lp.is_mip, warm=warm, verbose=self.settings.verbose)
             with tempfile.TemporaryDirectory(prefix="fairpack-cbc-") as scratch:
                 command.tmpDir = scratch  # PuLP falls back to the working directory when TMPDIR is unusable
                 started = time.perf_counter()

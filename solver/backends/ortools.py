@@ -56,13 +56,14 @@ def _build_model(lp: LinearProgram, objective: FloatArray | None = None) -> Any:
     return model
 
 
-def _run(model: Any, algorithm: str, time_limit: float | None) -> tuple[Any, float]:
+def _run(model: Any, algorithm: str, time_limit: float | None, verbose: bool = False) -> tuple[Any, float]:
     """Solve ``model`` once; returns the solver helper (holding the response) and the wall time."""
     from ortools.linear_solver.python import model_builder_helper as mbh
 
     solver = mbh.ModelSolverHelper(algorithm)
     if not solver.solver_is_supported():
         raise BackendUnavailable(f"this OR-Tools build has no {algorithm!r} solver")
+    solver.enable_output(verbose)
     if algorithm == "pdlp":
         solver.set_solver_specific_parameters(_PDLP_PARAMETERS)
     if time_limit is not None:
@@ -142,7 +143,7 @@ class OrToolsBackend(Backend):
         if warm_start is not None and chosen == "scip":
             for j, value in enumerate(np.asarray(warm_start, dtype=np.float64)):
                 model.add_hint(j, float(value))
-        solver, elapsed = _run(model, chosen, time_limit)
+        solver, elapsed = _run(model, chosen, time_limit, self.settings.verbose)
         status, message = self._translate(lp, chosen, solver, elapsed, time_limit, deadline)
 
         x: FloatArray | None = None

@@ -21,13 +21,13 @@ EXIT_OK, EXIT_INTERRUPTED = 0, 130
 def add_bench_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``bench run``, ``bench report`` and ``bench figures`` to the ``fairpack`` subcommands."""
     bench = commands.add_parser("bench", help="benchmark sweeps: run a sweep file, report on its results")
-    actions = bench.add_subparsers(dest="bench_command", required=True)
+    actions = bench.add_subparsers(dest="bench_command", required=True, metavar="ACTION")
 
     run = actions.add_parser("run", help="run a sweep (TOML or YAML); resumes: rows already in --out are kept")
     run.add_argument("sweep", help="the sweep file, e.g. benchmarks/sweeps/smoke.toml")
-    run.add_argument(
-        "--out", help="results table, .parquet (a .csv copy goes next to it); default <sweep name>.parquet"
-    )
+    # Required: a default file would land wherever the command runs (the repository root, untracked).
+    run.add_argument("--out", required=True, metavar="TABLE.parquet",
+                     help="results table, .parquet (a .csv copy goes next to it); an existing table is resumed")
     run.add_argument("--workers", type=int, help="task processes at a time (default: the CPU count)")
     run.add_argument("--scheduler", help="run on a Dask cluster instead, e.g. tcp://host:8786")
     run.add_argument("--data-dir", help="the shared data folder (default: $FAIRPACK_DATA_DIR); grids needing "
@@ -57,7 +57,7 @@ def _command_run(args: argparse.Namespace) -> int:
     data_dir = args.data_dir or os.environ.get("FAIRPACK_DATA_DIR") or None
     if data_dir is not None and not Path(data_dir).is_dir():
         raise OptionError(f"{data_dir}: no such folder", "--data-dir")
-    out = Path(args.out) if args.out else Path(f"{sweep.name}.parquet")
+    out = Path(args.out)
     for message in sweep.tasks(data_dir)[1]:  # say it before the run, not after it
         print(f"fairpack: {message}", file=sys.stderr)
     # A terminated run stops like an interrupted one: running tasks are killed and the table is saved.

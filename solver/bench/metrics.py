@@ -4,7 +4,10 @@ Allocation families (``flat`` and ``hierarchy``)
     ``min_dominant_share``: smallest global dominant share of a runnable tenant with a positive task cap
     (unweighted; the weighted, unsatisfied-only version is the flat objective); ``util_<resource>``: the
     fraction of the cluster's total of each resource in use, one column per resource of the instance
-    (columns of resources an instance lacks stay empty).
+    (columns of resources an instance lacks stay empty); ``below_cap``: how many runnable tenants hold
+    fewer tasks than their cap. On the exact ``drfh`` row it says whether the instance is contended at
+    all: with 0, every tenant gets all it asked for and ``f`` is only the largest cap level, the same for
+    every method that satisfies everyone.
 Hierarchies, in addition
     ``min_share_guarantee``: smallest dominant share / hierarchical share guarantee over demanding,
     unsatisfied non-root nodes (``models.metrics.guarantee_ratio``, the hierarchy objective);
@@ -34,6 +37,8 @@ from models.types import Instance
 
 #: Jain windows per makespan lower bound.
 JAIN_WINDOWS = 20
+#: A tenant within this relative (and absolute) slack of its task cap counts as at its cap.
+CAP_TOLERANCE = 1e-6
 
 
 def allocation_metrics(instance: Instance, allocation: Allocation) -> dict[str, Any]:
@@ -43,6 +48,10 @@ def allocation_metrics(instance: Instance, allocation: Allocation) -> dict[str, 
     shares = dominant_shares(instance, allocation)
     eligible = instance.runnable & (instance.task_caps > 0)
     row: dict[str, Any] = {"min_dominant_share": float(shares[eligible].min()) if eligible.any() else math.nan}
+    tasks = allocation.tenant_tasks
+    # Relative slack: divisible LP answers sit at the cap up to the solver's tolerance.
+    short = tasks < instance.task_caps * (1 - CAP_TOLERANCE) - CAP_TOLERANCE
+    row["below_cap"] = int(np.sum(eligible & short))
     used = utilisation(instance, allocation)
     row.update({f"util_{name}": float(u) for name, u in zip(instance.resources, used, strict=True)})
     if instance.hierarchy is not None:

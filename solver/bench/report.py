@@ -205,19 +205,17 @@ def _tradeoff_section(jobs: pd.DataFrame) -> list[str]:
 # --- plots ---------------------------------------------------------------------------------------------
 
 
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only, no display
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def panels(count: int, columns: int, width: float = 5.0, height: float = 3.6) -> tuple[Any, list[Any]]:
-    plt = _pyplot()
+    """A figure of ``count`` panels in rows of ``columns``.
+
+    Built as a ``matplotlib.figure.Figure`` without pyplot: no global backend switch (a notebook that
+    calls this keeps its inline backend) and nothing to close, as no figure manager holds it.
+    """
+    from matplotlib.figure import Figure
+
     rows = math.ceil(count / columns)
-    figure, axes = plt.subplots(rows, columns, figsize=(width * columns, height * rows), squeeze=False)
+    figure = Figure(figsize=(width * columns, height * rows))
+    axes = figure.subplots(rows, columns, squeeze=False)
     flat = list(axes.ravel())
     for axis in flat[count:]:
         axis.set_visible(False)
@@ -230,7 +228,6 @@ def save_png(figure: Any, path: Path, title: str) -> None:
     height = figure.get_figheight()
     figure.tight_layout(rect=(0.0, 0.0, 1.0, 1.0 - 0.45 / height))  # leave the title about 0.45 inch
     figure.savefig(path, dpi=120)
-    _pyplot().close(figure)
 
 
 def plot_gap_cdf(frame: pd.DataFrame, path: Path) -> bool:

@@ -15,6 +15,7 @@ Format (TOML; the YAML form has the same keys)::
     sizes = {tenants = [10, 20], machines = 100}   # a table of lists (their product) or a list of tables
     seeds = [0, 1, 2]           # optional, overrides the default
     methods = ["drfh", "best-fit", {method = "slots", label = "slots-5", slots = 5}]
+                                # "online:<policy>" simulates an online policy on the instance's arrivals
     backends = ["highs", "ortools"]  # for methods that use a backend; the others run once, backend "none"
     reference = "drfh"          # the exact method gaps are measured against (default: the first exact one)
     options = {objective = "avg-jct"}   # SolveOptions fields shared by every method of the grid
@@ -46,7 +47,28 @@ from models.generators.families import FAMILIES, ParamError
 from models.result import SCHEDULE_OBJECTIVES
 from solver.api import METHODS, SolveOptions
 from solver.backends import BACKEND_NAMES, DEFAULT_BACKEND
-from solver.registry import COMMON_OPTIONS
+from solver.registry import COMMON_OPTIONS, Method, policies
+
+#: A method name with this prefix is an online policy, simulated on the instance's arrivals
+#: (``fairpack simulate``); the same grid's exact method is its clairvoyant yardstick.
+ONLINE_PREFIX = "online:"
+
+
+def method_record(name: str) -> Method:
+    """The registry record of a sweep's method name (``online:<policy>`` for a simulated policy)."""
+    if name.startswith(ONLINE_PREFIX):
+        return policies()[name[len(ONLINE_PREFIX):]]
+    return METHODS[name]
+
+
+def known_method(name: str) -> bool:
+    if name.startswith(ONLINE_PREFIX):
+        return name[len(ONLINE_PREFIX):] in policies()
+    return name in METHODS
+
+
+def _method_choices() -> str:
+    return ", ".join([*METHODS, *(ONLINE_PREFIX + name for name in policies())])
 
 #: SolveOptions fields a sweep may set per grid or per method (backend and time limit come from the grid).
 OPTION_KEYS = tuple(f.name for f in fields(SolveOptions) if f.name not in ("backend", "time_limit"))
@@ -118,8 +140,8 @@ class MethodSpec:
     options: Pairs = ()
 
     def __post_init__(self) -> None:
-        if self.method not in METHODS:
-            raise ValueError(f"unknown method {self.method!r}; choose from {', '.join(METHODS)}")
+        if not known_method(self.method):
+            raise ValueError(f"unknown method {self.method!r}; choose from {_method_choices()}")
         if not isinstance(self.label, str) or not self.label or "/" in self.label:
             raise ValueError(f"label must be a non-empty string without '/', got {self.label!r}")
         _check_options(dict(self.options))
@@ -163,7 +185,7 @@ class Task:
     data_dir: str | None = None
 
     def __post_init__(self) -> None:
-        if self.method not in METHODS:
+        if not known_method(self.method):
             raise ValueError(f"unknown method {self.method!r}")
         if self.backend != NO_BACKEND and self.backend not in BACKEND_NAMES:
             raise ValueError(f"unknown backend {self.backend!r}")
@@ -183,7 +205,7 @@ class Task:
         A grid's options are shared by its methods, so each method gets the ones it uses; the grid itself
         is checked at load time to use every option somewhere.
         """
-        method = METHODS[self.method]
+        method = method_record(self.method)
         accepted = method.options | COMMON_OPTIONS
         options: dict[str, Any] = {}
         for key, value in self.options:
@@ -230,20 +252,21 @@ class Grid:
             raise ValueError(f"method labels repeat: {labels} (give variants a 'label')")
         kind = FAMILIES[self.family].kind
         for method in self.methods:
-            if METHODS[method.method].family != kind:
-                raise ValueError(f"method {method.method!r} solves {METHODS[method.method].family} instances; "
+            family = method_record(method.method).family
+            if family not in (kind, "online"):  # an online policy runs on any workload
+                raise ValueError(f"method {method.method!r} solves {family} instances; "
                                  f"family {self.family!r} makes {kind} ones")  # fmt: skip
         if self.reference is not None:
             spec = self.method(self.reference)
-            if spec is None or not METHODS[spec.method].exact:
-                exact = [m.label for m in self.methods if METHODS[m.method].exact]
+            if spec is None or not method_record(spec.method).exact:
+                exact = [m.label for m in self.methods if method_record(m.method).exact]
                 raise ValueError(f"reference {self.reference!r} must be an exact method of the grid: {exact or 'none'}")
         _check_options(dict(self.options))
         self._check_options_used()
 
     def _check_options_used(self) -> None:
         """Every grid-wide option must be honoured by at least one of the grid's methods."""
-        specs = [METHODS[m.method] for m in self.methods]
+        specs = [method_record(m.method) for m in self.methods]
         for key, value in self.options:
             if key == "extra":
                 unused = sorted(set(dict(value)) - set().union(*(s.extra_keys for s in specs)))
@@ -257,7 +280,7 @@ class Grid:
 
     def backends_of(self, spec: MethodSpec) -> tuple[str, ...]:
         """The grid's backends the method runs on; ``none`` for a method with one fixed engine (or none)."""
-        method = METHODS[spec.method]
+        method = method_record(spec.method)
         if len(method.backends) <= 1:
             return (NO_BACKEND,)
         return tuple(b for b in self.backends if b in method.backends) or (method.default_backend,)
@@ -417,7 +440,7 @@ class _Reader:
         methods = self.methods(data["methods"], _join(field, "methods"))
         reference = data.get("reference")
         if reference is None:
-            reference = next((m.label for m in methods if METHODS[m.method].exact), None)
+            reference = next((m.label for m in methods if method_record(m.method).exact), None)
         elif not isinstance(reference, str):
             raise self.error(f"expected a method label, got {reference!r}", _join(field, "reference"))
         options = self.table(data.get("options", {}), _join(field, "options"), OPTION_KEYS)

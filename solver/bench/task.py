@@ -5,15 +5,16 @@
 
 from __future__ import annotations
 
+import os
 import resource
 import time
 from pathlib import Path
 from typing import Any
 
 from models.generators.families import FAMILIES, OBJECTIVE_NAMES, SENSE
-from solver.api import METHODS, solve
+from solver.api import simulate, solve
 from solver.bench.metrics import row_metrics
-from solver.bench.sweep import Task, options_json, params_text
+from solver.bench.sweep import ONLINE_PREFIX, Task, method_record, options_json, params_text
 
 STATUS_TIMEOUT, STATUS_MEMORY, STATUS_CRASHED = "task_timeout", "task_memory", "task_crashed"
 #: Statuses the harness writes itself (the solver's are optimal, feasible, infeasible, time_limit, error).
@@ -31,7 +32,7 @@ def task_row(task: Task) -> dict[str, Any]:
         "sweep": task.sweep, "grid": task.grid, "family": task.family, "kind": kind,
         "params": json.dumps(dict(task.params)), "size_params": params_text(task.params), "seed": task.seed,
         "method": task.label, "solver_method": task.method, "backend": task.backend,
-        "exact": METHODS[task.method].exact, "sense": SENSE[kind], "options": options_json(task.options),
+        "exact": method_record(task.method).exact, "sense": SENSE[kind], "options": options_json(task.options),
         "objective_name": OBJECTIVE_NAMES.get(kind),
         "time_limit": task.limits.time_limit, "task_timeout": task.limits.task_timeout,
         "memory_mb": task.limits.memory_mb, "status": "error", "verified": False, "objective": None,
@@ -43,6 +44,8 @@ def run_task(task: Task) -> dict[str, Any]:
     """Generate the instance, solve it, verify and measure: one row (failures are rows too)."""
     started = time.perf_counter()
     row = task_row(task)
+    # Times mean little without the machine's load beside them (other jobs share the cores).
+    row["load_1m"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     family = FAMILIES[task.family]
     try:
         data_dir = Path(task.data_dir) if task.data_dir else None
@@ -51,7 +54,13 @@ def run_task(task: Task) -> dict[str, Any]:
                    generate_s=time.perf_counter() - started)  # fmt: skip
         if family.best_known is not None:
             row["best_known"] = family.best_known(instance, data_dir)
-        result = solve(instance, task.method, **task.solve_kwargs())
+        if task.method.startswith(ONLINE_PREFIX):  # the policy replays the instance's arrivals
+            kwargs = task.solve_kwargs()
+            kwargs.pop("backend", None)
+            kwargs.pop("algorithm", None)
+            result = simulate(instance, task.method[len(ONLINE_PREFIX):], **kwargs)
+        else:
+            result = solve(instance, task.method, **task.solve_kwargs())
         row.update(status=result.status, verified=bool(result.verified), objective=result.objective,
                    bound=result.bound, solver_gap=result.gap, build_s=result.build_s, solve_s=result.solve_s,
                    violations=len(result.violations), message=result.message[:MESSAGE_CHARS])  # fmt: skip

@@ -12,18 +12,23 @@ import json
 import math
 import os
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from solver.backends import BACKEND_NAMES
 from solver.cli.exits import EXIT_INPUT, EXIT_OK, EXIT_SOLVER, fail
-from solver.registry import method_names
+from solver.registry import SolveOptions, method_names
 
 if TYPE_CHECKING:
     from models.result import Result
     from models.types import Instance
 
+#: Defaults of the solve options the CLI leaves unset unless given (a method refuses options it cannot honour).
+DEFAULTS = SolveOptions()
+#: Simulated time of the hierarchical schedulers and backlogs when ``--horizon`` is not given.
+HORIZON = 200.0
 #: Rows a table shows by default (``--top`` changes it; ``--format csv`` lists everything).
 DEFAULT_TOP = 20
 FORMATS = ("table", "json", "csv")
@@ -40,14 +45,24 @@ def positive_seconds(text: str) -> float:
     return value
 
 
-def positive_int(text: str) -> int:
+def _whole_number(text: str, least: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if value < least:
+        raise argparse.ArgumentTypeError(f"must be {'at least 1' if least == 1 else f'{least} or more'}, got {value}")
     return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a whole number, at least 1."""
+    return _whole_number(text, 1)
+
+
+def rows(text: str) -> int:
+    """argparse type of ``--top``: a whole number of rows, 0 or more."""
+    return _whole_number(text, 0)
 
 
 def fraction(text: str) -> float:
@@ -106,12 +121,16 @@ def command_solve(args: argparse.Namespace) -> int:
     from models.view import result_json
     from solver.api import solve
     from solver.backends.base import BackendUnavailable
+    from solver.progress import reporting
 
+    started = time.perf_counter()
     instance = load(args.path)
     output = "json" if args.json else args.format
     try:
-        with native_stdout_to_stderr():
-            result = solve(instance, args.method, backend=args.backend, time_limit=args.time_limit,
+        # Long solves print their incumbent and bound to stderr every few seconds; --verbose adds the
+        # solvers' own logs (fd 1, sent to stderr here) and each step of fairpack's own searches.
+        with native_stdout_to_stderr(), reporting(sys.stderr, verbose=args.verbose):
+            result = solve(instance, args.method, backend=args.backend, time_limit=_left(args.time_limit, started),
                            **_solve_options(args))  # fmt: skip
     except BackendUnavailable as error:
         return fail(str(error), EXIT_SOLVER)
@@ -126,6 +145,19 @@ def command_solve(args: argparse.Namespace) -> int:
     if result.status in ("error", "infeasible", "unbounded") or (result.has_answer and not result.verified):
         return EXIT_SOLVER
     return EXIT_OK
+
+
+#: Seconds of ``--time-limit`` kept back for verifying and printing the result, at most this share of it.
+OUTPUT_RESERVE_S, OUTPUT_RESERVE_SHARE = 1.0, 0.1
+
+
+def _left(limit: float | None, started: float) -> float | None:
+    """What is left of ``--time-limit`` for ``solve()``: the limit bounds the whole call, so reading the
+    instance (seconds for a large YAML file) counts, and a little is kept back for the output."""
+    if limit is None:
+        return None
+    reserve = min(OUTPUT_RESERVE_S, OUTPUT_RESERVE_SHARE * limit)
+    return max(limit - reserve - (time.perf_counter() - started), 1e-3)
 
 
 def _print_result(instance: Instance, result: Result, data: dict[str, Any], output: str,
@@ -223,7 +255,7 @@ def command_check(args: argparse.Namespace) -> int:
     method = get_policy(data["method"]) if "policy" in data else get_method(data["method"])
     placement = data.get("placement") if isinstance(data.get("placement"), str) else None
     try:
-        checked = check_saved(instance, data, method.saved_rules(placement))
+        checked = check_saved(instance, data, method.saved_rules(placement, data.get("fair_cap") is not False))
     except InstanceError as error:
         raise error.located(args.result) from None
     summary = {"verified": checked.verified, "violations": checked.violations, **checked.numbers}
@@ -257,11 +289,27 @@ def command_validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+#: Model file suffixes ``fairpack export -o`` recognises.
+EXPORT_SUFFIXES = {".mps": "mps", ".lp": "lp"}
+
+
+def export_format(given: str | None, output: str | None) -> str:
+    """The format of ``fairpack export``: ``--format``, else the ``-o`` file's suffix, else MPS.
+
+    A ``--format`` that contradicts a known suffix (``-o model.lp --format mps``) is refused: the file
+    would be named for one format and hold the other.
+    """
+    suffix = EXPORT_SUFFIXES.get(Path(output).suffix.lower()) if output else None
+    if given is not None and suffix is not None and given != suffix:
+        raise _option_error(f"-o {output} names an {suffix.upper()} file but --format is {given}", "format")
+    return given or suffix or "mps"
+
+
 def command_export(args: argparse.Namespace) -> int:
     from solver.api import export_model
 
+    file_format = export_format(args.format, args.output)
     instance = load(args.path)
-    file_format = args.format or ("lp" if args.output and Path(args.output).suffix.lower() == ".lp" else "mps")
     lp = export_model(instance, args.method)
     text = lp.to_mps() if file_format == "mps" else lp.to_lp()
     if args.output:
@@ -282,6 +330,12 @@ GENERATE = {
     "dag": ("dag-random", None),
     "tpch": ("tpch", None),
     "psplib": ("psplib", None),
+    "arrivals": ("arrivals", "tenants"),
+    "tpch-arrivals": ("tpch-arrivals", None),
+    "hdfs": ("hdfs", "users"),
+    "google-day": ("google-day", None),
+    "sparrow": ("sparrow", None),
+    "omega": ("omega", None),
 }
 
 
@@ -341,7 +395,8 @@ def command_generate(args: argparse.Namespace) -> int:
         else:
             instance = family.instance(_generate_params(args), args.seed, folder)
     except DataMissing as error:
-        return fail(f"{error} (pass --data-dir)", EXIT_INPUT)
+        message = str(error)
+        return fail(message if "--data-dir" in message else f"{message} (pass --data-dir)", EXIT_INPUT)
     except ParamError as error:
         raise _option_error(str(error), "param") from None
     sys.stdout.write(instance_to_yaml(instance))  # quotes what YAML 1.2 would read back as a number
@@ -392,29 +447,41 @@ def _add_solve(subcommands: Any, formatter: type[argparse.HelpFormatter]) -> Non
                        help="one of: " + ", ".join(method_names()) + " (fairpack methods describes them)")
     solve.add_argument("--backend", default=None, choices=list(BACKEND_NAMES),
                        help="solver backend (default: the method's own)")
-    solve.add_argument("--time-limit", type=positive_seconds, help="seconds for the whole call")
-    solve.add_argument("--algorithm", help="backend variant: highs simplex|ipm|pdlp, ortools glop|pdlp|scip")
-    solve.add_argument("--strategy", choices=["auto", "plain", "colgen", "aggregate"], help="drf/drfh LP strategy")
-    solve.add_argument("--slots", type=positive_int, help="slots per largest server (slots, hslots)")
-    solve.add_argument("--gap", type=fraction, help="drfh-int: stop when f is within this fraction of its bound")
+    solve.add_argument("--time-limit", type=positive_seconds, metavar="S",
+                       help="seconds for the whole call (default: no limit)")  # fmt: skip
+    solve.add_argument("--algorithm", help="backend variant: highs simplex|ipm|pdlp, ortools glop|pdlp|scip "
+                       "(default: the backend's own)")  # fmt: skip
+    solve.add_argument("--strategy", choices=["auto", "plain", "colgen", "aggregate"],
+                       help=f"drf/drfh LP strategy (default: {DEFAULTS.strategy})")  # fmt: skip
+    solve.add_argument("--slots", type=positive_int, metavar="K",
+                       help=f"slots per largest server (slots, hslots; default: {DEFAULTS.slots})")  # fmt: skip
+    solve.add_argument("--gap", type=fraction, metavar="G", help="drfh-int: stop when f is within this fraction of "
+                       f"its proven bound (default: {DEFAULTS.gap:g}, prove the optimum)")  # fmt: skip
     solve.add_argument("--placement", choices=["auto", "pooled", "servers"],
-                       help="hdrf, collapsed: one pool or placeable on servers; DAG jobs: pooled or every task on "
-                       "one machine (servers)")  # fmt: skip
-    solve.add_argument("--horizon", type=positive_seconds, help="simulated time (naive-hdrf, dynamic-hdrf, hslots)")
+                       help="hdrf, collapsed: one pool or placeable on servers (default: auto, servers when the "
+                       "machines differ); DAG jobs: pooled (the default) or every task on one machine "
+                       "(servers)")  # fmt: skip
+    solve.add_argument("--horizon", type=positive_seconds, metavar="T",
+                       help=f"simulated time (naive-hdrf, dynamic-hdrf, hslots; default: {HORIZON:g})")  # fmt: skip
     solve.add_argument("--seed", type=int, help="seed of a solver or a simulation")
     solve.add_argument("--workers", type=positive_int, help="solver threads (CP-SAT workers, HiGHS threads)")
     solve.add_argument("--objective", choices=["makespan", "avg-jct", "mix"],
                        help="DAG jobs (default makespan for one job, avg-jct for several)")
-    solve.add_argument("--alpha", type=fraction, help="mix objective: alpha * avg JCT + (1 - alpha) * makespan")
+    solve.add_argument("--alpha", type=fraction, help="mix objective: alpha * avg JCT + (1 - alpha) * makespan "
+                       f"(default: {DEFAULTS.alpha:g})")  # fmt: skip
     solve.add_argument("--no-fair-cap", action="store_true",
                        help="exact DAG methods: do not cap job completions at their fair-share times")
     solve.add_argument("--json", action="store_true", help="print one JSON object (same as --format json)")
     solve.add_argument("--format", choices=FORMATS, default="table", help="output on stdout")
-    solve.add_argument("--top", type=int, default=DEFAULT_TOP, help="rows per table")
+    solve.add_argument("--top", type=rows, default=DEFAULT_TOP, metavar="N",
+                       help="rows per table (--format csv lists every row)")
     solve.add_argument("--quiet", action="store_true", help="table format: the headline only")
-    solve.add_argument("--verbose", action="store_true", help="stream the solver's log to stderr")
-    solve.add_argument("--output", "-o", help="also save the JSON result to this file")
-    solve.add_argument("--plot", help="save a picture of the answer (PNG): per-server bars, the tree, or a Gantt chart")
+    solve.add_argument("--verbose", action="store_true", help="stream the solver's own log (HiGHS, CP-SAT, "
+                       "drfh-int's level search) to stderr, and tracebacks of internal errors")  # fmt: skip
+    solve.add_argument("--output", "-o", metavar="FILE", help="also save the JSON result to this file")
+    solve.add_argument("--plot", metavar="FILE", help="save a picture of the answer (PNG; a PDF or SVG suffix "
+                       "works too): per-server stacked bars, the tree, or a resource profile and per-machine Gantt "
+                       "chart")  # fmt: skip
     solve.set_defaults(handler=command_solve)
 
 
@@ -433,21 +500,27 @@ def _add_simulate(subcommands: Any, formatter: type[argparse.HelpFormatter]) -> 
     simulate.add_argument("--placement", choices=["pooled", "servers"],
                           help="every machine (servers, the default) or the cluster as one pool")  # fmt: skip
     simulate.add_argument("--seed", type=int, help="seed of the policy or the task durations")
-    simulate.add_argument("--slots", type=positive_int, help="slots per largest machine (slots, hslots)")
-    simulate.add_argument("--horizon", type=positive_seconds, help="simulated time (backlogs; jobs: stop early)")
+    simulate.add_argument("--slots", type=positive_int, metavar="K",
+                          help=f"slots per largest machine (slots, hslots; default: {DEFAULTS.slots})")  # fmt: skip
+    simulate.add_argument("--horizon", type=positive_seconds, metavar="T",
+                          help=f"simulated time (backlogs, default: {HORIZON:g}; jobs: stop early)")  # fmt: skip
     simulate.add_argument("--json", action="store_true", help="print one JSON object")
     simulate.add_argument("--format", choices=FORMATS, default="table", help="output on stdout")
-    simulate.add_argument("--top", type=int, default=DEFAULT_TOP, help="rows per table")
+    simulate.add_argument("--top", type=rows, default=DEFAULT_TOP, metavar="N",
+                          help="rows per table (--format csv lists every row)")
     simulate.add_argument("--quiet", action="store_true", help="table format: the headline only")
     simulate.add_argument("--verbose", action="store_true", help="tracebacks of internal errors")
-    simulate.add_argument("--output", "-o", help="also save the JSON result to this file")
-    simulate.add_argument("--plot", help="save utilisation and shares over time (and a Gantt chart of small runs)")
+    simulate.add_argument("--output", "-o", metavar="FILE", help="also save the JSON result to this file")
+    simulate.add_argument("--plot", metavar="FILE",
+                          help="save utilisation and shares over time (and a Gantt chart of small runs)")  # fmt: skip
     simulate.set_defaults(handler=command_simulate)
 
 
 def add_commands(subcommands: Any) -> None:
     """Add every subcommand but ``bench`` to the ``fairpack`` parser."""
-    formatter = argparse.ArgumentDefaultsHelpFormatter
+    from solver.cli.help import HelpFormatter
+
+    formatter = HelpFormatter  # main.build_parser sets it on every parser; here for the callers of this function
     _add_solve(subcommands, formatter)
     _add_simulate(subcommands, formatter)
 
@@ -461,26 +534,33 @@ def add_commands(subcommands: Any) -> None:
 
     validate = subcommands.add_parser("validate", help="check an instance file (schema, semantics, solvability)",
                                       formatter_class=formatter)  # fmt: skip
-    validate.add_argument("path")
+    validate.add_argument("path", help="instance file; - reads standard input")
     validate.set_defaults(handler=command_validate)
 
     export = subcommands.add_parser("export", help="write a method's model for an external solver",
                                     formatter_class=formatter)  # fmt: skip
-    export.add_argument("path")
+    export.add_argument("path", help="instance file; - reads standard input")
     export.add_argument("--method", default="drfh", help="drf, drfh (the first filling round) or drfh-int (max-min)")
-    export.add_argument("--format", choices=["mps", "lp"], help="default: from the -o suffix, else mps")
+    export.add_argument("--format", choices=["mps", "lp"], help="default: from the -o suffix (.mps, .lp), else mps")
     export.add_argument("--output", "-o", help="file to write (default: standard output)")
     export.set_defaults(handler=command_export)
 
-    generate = subcommands.add_parser("generate", help="print a generated instance as YAML", formatter_class=formatter)
-    generate.add_argument("family", choices=list(GENERATE))
-    generate.add_argument("--seed", type=int, default=0)
+    generate = subcommands.add_parser("generate", help="print a generated instance as YAML", formatter_class=formatter,
+                                      description="Print a generated instance as YAML. Size options not given take "
+                                      "the family's own defaults; alibaba, google (the real table), tpch and "
+                                      "psplib read the shared data folder.")  # fmt: skip
+    generate.add_argument("family", choices=list(GENERATE),
+                          help="flat: google, google-like, alibaba, random; hierarchy: tree, hdrf-fig10; DAG jobs: "
+                          "dag, tpch, psplib; arrivals over time (fairpack simulate): arrivals, tpch-arrivals, "
+                          "google-day, sparrow (short parallel jobs), omega (batch and service jobs), hdfs (data "
+                          "locality)")  # fmt: skip
+    generate.add_argument("--seed", type=int, default=0, help="seed of the generator (psplib: the file number)")
     generate.add_argument("--tenants", type=int, help="tenants (tree: leaves)")
     generate.add_argument("--machines", type=int, help="machines (tree: servers)")
     generate.add_argument("--depth", type=int, help="tree: depth of the deepest leaf")
     generate.add_argument("--resources", type=int, help="tree, random, dag: number of resources")
     generate.add_argument("--distinct", action="store_true", help="google: jitter every machine into its own class")
-    generate.add_argument("--jobs", type=int, help="dag: number of jobs")
+    generate.add_argument("--jobs", type=int, help="dag, sparrow: number of jobs")
     generate.add_argument("--queries", type=int, help="tpch: number of queries")
     generate.add_argument("--set", help="psplib: j30, j60, j90 or j120 (--seed picks the file)")
     generate.add_argument("--param", action="append", metavar="KEY=VALUE", help="any size parameter of the family")
@@ -489,6 +569,7 @@ def add_commands(subcommands: Any) -> None:
     generate.add_argument("--data-dir", default=None, help="the shared data folder (default: $FAIRPACK_DATA_DIR)")
     generate.set_defaults(handler=command_generate)
 
-    methods = subcommands.add_parser("methods", help="every method and policy: family, exact, backends, options")
+    methods = subcommands.add_parser("methods", help="every method and policy: family, exact, backends, options",
+                                     formatter_class=formatter)  # fmt: skip
     methods.add_argument("--json", action="store_true", help="print one JSON list")
     methods.set_defaults(handler=command_methods)

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 from solver import __version__
 from solver.cli.exits import EXIT_INPUT, EXIT_OK, EXIT_SOLVER, fail
+from solver.cli.help import HelpFormatter
 
 
 def _input_errors() -> tuple[type[BaseException], ...]:
@@ -49,12 +50,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(prog="fairpack", description="Exact, verified multi-resource fair allocation "
                                      "and packing, and how far the heuristics real schedulers use are from it.",
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)  # fmt: skip
+                                     formatter_class=HelpFormatter)  # fmt: skip
     parser.add_argument("--version", action="version", version=f"fairpack {__version__}")
-    subcommands = parser.add_subparsers(dest="command", required=True)
+    subcommands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_commands(subcommands)
     add_bench_parser(subcommands)
+    for each in parsers(parser):  # one help style everywhere, whoever added the subcommand
+        each.formatter_class = HelpFormatter
     return parser
+
+
+def parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """``parser`` and every subcommand parser below it, depth first."""
+    found = [parser]
+    for action in parser._actions:  # argparse keeps subparsers only here
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):
+                found += parsers(child)
+    return found
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -64,8 +77,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     verbose = bool(getattr(args, "verbose", False))
     try:
         code: int = args.handler(args)
+        sys.stdout.flush()  # here, not at exit, so that a reader that went away is caught below
     except BrokenPipeError:
-        # The reader went away (``fairpack ... | head``): stop quietly, as Unix tools do.
+        # The reader went away (``fairpack ... | head``): stop quietly, as Unix tools do. Python flushes
+        # stdout again at exit, so point it at /dev/null first or that flush fails with a second error.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK

@@ -31,6 +31,28 @@ def _footer(result: Result) -> list[str]:
     return lines + ([f"  note: {result.message}"] if result.message else [])
 
 
+def _simulation_summary(result: Result) -> list[str]:
+    """A simulated run's timeline summary (and the trace's real delays), in a few lines."""
+    summary = result.extra.get("summary")
+    if not summary:
+        return []
+
+    def number(value: float | None) -> str:
+        return "-" if value is None else f"{value:.4g}"
+
+    lines = [f"  JCT mean {number(summary['mean_jct'])} p95 {number(summary['p95_jct'])}   queueing delay mean "
+             f"{number(summary['mean_queueing_delay'])} p95 {number(summary['p95_queueing_delay'])}   slowdown mean "
+             f"{number(summary['mean_slowdown'])}   Jain {number(summary['jain'])}",
+             "  utilisation " + "   ".join(f"{r} {u:.1%}" for r, u in summary["utilisation"].items())
+             + (f"   unfinished jobs {summary['unfinished']}" if summary.get("unfinished") else "")]  # fmt: skip
+    trace = result.extra.get("trace")
+    if trace:
+        lines.append(f"  trace {trace['source']}: {trace['jobs']} jobs replayed, {trace['skipped']} skipped, "
+                     f"{trace['censored']} censored; mean queueing delay observed "
+                     f"{number(trace['observed_mean_delay'])}, simulated {number(trace['simulated_mean_delay'])}")
+    return lines
+
+
 def _format_schedule(instance: Instance, result: Result, data: dict[str, Any], top: int) -> str:
     """Schedule results: makespan, avg JCT, bound, gap and a short per-job completion table."""
     lines = [
@@ -46,6 +68,10 @@ def _format_schedule(instance: Instance, result: Result, data: dict[str, Any], t
     ]
     lines.append("  " + "   ".join(f"{name} {value:.6g}" for name, value in numbers if value is not None))
     lines.append(f"  build {result.build_s:.3f} s, solve {result.solve_s:.3f} s, {len(data['tasks'])} tasks")
+    lines += _simulation_summary(result)
+    counters = [(key, result.extra[key]) for key in result.extra.get("policy_counters", ())]
+    if counters:  # the policy's own statistics (probes, conflicts, ...)
+        lines.append("  " + ", ".join(f"{key} {_counter(value)}" for key, value in counters))
     header = ["job", "weight", "release", "completion", "JCT", "fair completion"]
     rows = []
     for job in instance.jobs[:top]:
@@ -73,6 +99,8 @@ def format_table(instance: Instance, result: Result, top: int = 20, data: dict[s
         ("min share/guarantee" if hierarchical else "min weighted share", result.objective),
         ("bound", result.bound),
         ("gap", result.gap),
+        # drfh-int: the divisible LP's f beside the proven bound (a looser bound, not the proof).
+        ("LP bound", result.extra.get("lp_bound")),
     ]
     lines.append("  " + "   ".join(f"{name} {value:.6g}" for name, value in numbers if value is not None))
     lines.append(f"  build {result.build_s:.3f} s, solve {result.solve_s:.3f} s")
@@ -151,6 +179,14 @@ def _tree_rows(instance: Instance, data: dict[str, Any]) -> tuple[list[str], lis
             ]
         )
     return header, rows
+
+
+def _counter(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_counter(v) for v in value) + "]"
+    return str(value)
 
 
 def _short(value: float) -> str:

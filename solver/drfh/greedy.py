@@ -22,9 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from models.tolerance import FIT_RTOL
 from models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
 
-TOL = 1e-10  # fit slack relative to a machine's capacity; well inside the 1e-9 a checker allows
+TOL = FIT_RTOL  # fit slack relative to a machine's capacity (``models.tolerance``), far inside the checker's
 TIE = 1e-9  # relative tolerance under which two keys or two fitness values tie (then the lower index wins)
 #: Whole-task heuristics return a tenants x machines table (``Allocation(kind="machine")``): refuse
 #: instances whose table would exceed this many cells (2**27 cells are 1 GiB of float64, and the

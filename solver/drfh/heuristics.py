@@ -22,6 +22,7 @@ consecutive identical machines.
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Callable
 from dataclasses import replace
 from operator import ge, itemgetter
@@ -446,6 +447,11 @@ class _RatioIndex:
             if k < len(keys) and keys[k] == q:
                 break
             b += 1
+        self._remove_at(b, k, item)
+
+    def _remove_at(self, b: int, k: int, item: Item) -> None:
+        """Remove ``item``, which sits at position ``k`` of block ``b``."""
+        keys, block = self.keys[b], self.blocks[b]
         del keys[k], block[k]
         if not block:
             del self.blocks[b], self.keys[b], self.fronts[b], self.max0[b], self.max1[b], self.stale[b]
@@ -457,62 +463,73 @@ class _RatioIndex:
 
     # -- the search --
 
-    def _search(self, i: int, b: int, j: int, dead: list[Item]) -> list[tuple[float, int]]:
+    def _search(self, i: int, b: int, j: int, dead: list[Item]) -> list[tuple[float, int, int, int]]:
         """The fitting runs that may be best for tenant ``i``, walking out from position (b, j).
 
         (b, j) is the first item with ``q`` at or above the task's ratio. The walk goes right, then
         left; ``H`` only grows along each way, so a way stops at the first run beyond ``bound``, which
         tightens to the best fitting run's ``H`` plus the tie tolerance (with a margin for rounding).
-        Returns (fitness, first machine) pairs. Runs met on the way that fit no tenant still alive go
-        to ``dead``.
+        Returns (fitness, first machine, block, position) for each. Runs met on the way that fit no
+        tenant still alive go to ``dead``. The walk reads items by index, never copying a block: it runs
+        once per task placed, 300,000 times on the Google cluster with 1,000 tenants.
         """
+        found: list[tuple[float, int, int, int]] = []
+        bound = self._walk(i, 1, b, j, math.inf, found, dead)
+        self._walk(i, -1, b if j > 0 else b - 1, j - 1, bound, found, dead)  # k = -1: from the block's end
+        return found
+
+    def _walk(self, i: int, step: int, at: int, k: int, bound: float, found: list[tuple[float, int, int, int]],
+              dead: list[Item]) -> float:  # fmt: skip
+        """One way of ``_search`` from item ``k`` of block ``at``: appends to ``found``, returns the bound."""
         need0, need1, delta, first = self.need0[i], self.need1[i], self.delta[i], self.first[i]
         t0, t1, blocks, runs, max0, max1 = self.t0, self.t1, self.blocks, self.runs, self.max0, self.max1
-        inf = np.inf
-        bound = inf
-        found: list[tuple[float, int]] = []
-        ways = ((1, b, j), (-1, b, j - 1) if j > 0 else (-1, b - 1, None))
-        for step, b, start_at in ways:
-            at: int | None = start_at
-            while 0 <= b < len(blocks):
-                block = blocks[b]
-                ahead = block if at is None else (block[at:] if step > 0 else block[at::-1])
-                items = ahead if step > 0 or at is not None else block[::-1]
-                at = None
-                if not items:
-                    pass
-                elif max0[b] < need0 or max1[b] < need1:  # nothing in the block fits
-                    if bound < inf:  # but the walk may already be past the bound
-                        q, _, r0, r1 = items[0]
+        inf = math.inf
+        count = len(blocks)
+        while 0 <= at < count:
+            if max0[at] < need0 or max1[at] < need1:  # nothing in the block fits
+                if bound < inf:  # but the walk may already be past the bound
+                    block = blocks[at]
+                    first_item = k if k >= 0 else k + len(block)
+                    if 0 <= first_item < len(block):
+                        q, _, r0, r1 = block[first_item]
                         h = abs(delta - q) if first else (abs(delta - r0 / t0 / (r1 / t1)) if r1 > 0 else inf)
                         if h > bound:
                             break
-                else:
-                    fitted = past = False
-                    for item in items:
-                        q, start, r0, r1 = item
-                        fits = r0 >= need0 and r1 >= need1
-                        if fits or bound < inf:
-                            h = abs(delta - q) if first else (abs(delta - r0 / t0 / (r1 / t1)) if r1 > 0 else inf)
-                            if h > bound:
-                                past = True
-                                break
-                            if fits:
-                                fitted = True
-                                found.append((h, start))
-                                limit = h + 2 * TIE * (1.0 + h)
-                                if limit < bound:
-                                    bound = limit
-                        elif not runs.useful(start):
-                            dead.append(item)
-                    if past:
+                at += step
+                k = 0 if step > 0 else -1  # -1: from the end of the next block
+                continue
+            block = blocks[at]
+            size = len(block)
+            if k < 0:
+                k += size
+            fitted = past = False
+            while 0 <= k < size:
+                item = block[k]
+                q, start, r0, r1 = item
+                fits = r0 >= need0 and r1 >= need1
+                if fits or bound < inf:
+                    h = abs(delta - q) if first else (abs(delta - r0 / t0 / (r1 / t1)) if r1 > 0 else inf)
+                    if h > bound:
+                        past = True
                         break
-                    if not fitted and self.stale[b]:  # scanned to its end without a fit: tighten its maxima
-                        max0[b] = max(map(itemgetter(2), block))
-                        max1[b] = max(map(itemgetter(3), block))
-                        self.stale[b] = False
-                b += step
-        return found
+                    if fits:
+                        fitted = True
+                        found.append((h, start, at, k))
+                        limit = h + 2 * TIE * (1.0 + h)
+                        if limit < bound:
+                            bound = limit
+                elif not runs.useful(start):
+                    dead.append(item)
+                k += step
+            if past:
+                break
+            if not fitted and self.stale[at]:  # scanned without a fit: tighten its maxima
+                max0[at] = max(map(itemgetter(2), block))
+                max1[at] = max(map(itemgetter(3), block))
+                self.stale[at] = False
+            at += step
+            k = 0 if step > 0 else -1
+        return bound
 
     def place(self, i: int, k: int) -> int:
         runs, demand, record = self.runs, self.demands[i], self.record
@@ -529,22 +546,33 @@ class _RatioIndex:
             if j == len(self.keys[b]) and b + 1 < len(self.blocks):
                 b, j = b + 1, 0
             found = self._search(i, b, j, dead)
-            for item in dead:
-                self._remove(item)
-                runs.drop(item[1])
             if not found:
+                for item in dead:
+                    self._remove(item)
+                    runs.drop(item[1])
                 return placed
-            best, start = found[0]
+            best, start, at, position = found[0]
             if len(found) > 1:
-                best = min(h for h, _ in found)
-                start = min(s for h, s in found if fitness_ties(h, best))
+                best = min(h for h, _, _, _ in found)
+                start, at, position = min((s, a, p) for h, s, a, p in found if fitness_ties(h, best))
             count = runs.count[start]
-            before = self._item(start)
-            self._remove(before)
+            before = self.blocks[at][position]
+            if dead:  # dropping dead runs moves items: find the chosen one again
+                for item in dead:
+                    self._remove(item)
+                    runs.drop(item[1])
+                self._remove(before)
+                at = -1
             runs.place_one(start, i, demand, record)
+            if count > 1 and at >= 0:
+                # The rest of the run keeps the old room, hence the old ratio and the old place.
+                self.blocks[at][position] = (before[0], start + 1, before[2], before[3])
+            else:
+                if at >= 0:
+                    self._remove_at(at, position, before)
+                if count > 1:
+                    self._insert((before[0], start + 1, before[2], before[3]))
             self._insert(self._item(start))
-            if count > 1:  # the rest of the run keeps the old room, hence the old ratio
-                self._insert((before[0], start + 1, before[2], before[3]))
         return k
 
 

@@ -20,8 +20,10 @@ import numpy as np
 
 from models.result import Status
 from models.types import FloatArray, Instance
+from solver import progress
 from solver.backends import Backend
 from solver.budget import Budget
+from solver.drfh.int_levels import CandidateLevels
 from solver.drfh.int_model import DrfhIntModel
 from solver.lp import LinearProgram
 
@@ -29,6 +31,10 @@ PATTERN_SHARE = 0.5  # of the time left after the LP bisection, for the pattern 
 PATTERN_BUDGET_S = 60.0  # its budget when there is no time limit
 LNS_SHARE = 0.6  # of the time left after the pattern search, for the neighbourhood search
 LNS_BUDGET_S = 60.0  # its budget when there is no time limit
+#: Per-machine MILPs (the climb's level MILPs, leximin steps) are only built up to this many tenant x
+#: machine pairs: beyond it HiGHS neither solves nor even holds them usefully (the Google cluster with
+#: 1,000 tenants has 12.6 million pairs, and one such LP took 25 s to pass and 9.9 GB).
+PER_MACHINE_PAIRS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,7 @@ class IntegerFilling:
     max_min_s: float = 0.0
     max_min_value: float | None = None
     message: str = ""
+    setup_s: float = 0.0  # building the model and the start, before the level search
 
 
 def solve_drfh_int(
@@ -60,23 +67,36 @@ def solve_drfh_int(
     the search stops once f is within that fraction of its proven upper bound (no leximin refinement).
     """
     budget = budget or Budget()
+    entered = time.perf_counter()
     model = DrfhIntModel.build_pairs(instance)
     tasks = np.zeros((len(instance.tenants), model.num_machines)) if start is None else model.canonical(start)
-    started = time.perf_counter()
     search = LevelSearch(model, backend, budget, tasks, level_bound, relative_gap)
+    started = time.perf_counter()
     search.run()
     best_f = model.max_min_value(search.best)
     result = IntegerFilling(
         search.status, search.best, 0, search.solves, search.solve_s, search.proven_bound(),
-        search.status, time.perf_counter() - started, best_f,
+        search.status, time.perf_counter() - started, best_f, setup_s=started - entered,
     )  # fmt: skip
-    if search.status == "feasible":
-        bound = result.first_bound
-        return replace(result, message=f"f within {relative_gap:.2%} of its proven bound {bound:.6g}; "
-                                       "no leximin refinement")  # fmt: skip
     if search.status != "optimal":
-        return replace(result, message="max-min search stopped at the time limit; no leximin refinement")
+        return replace(result, message=_unproven(search, best_f, relative_gap))
+    if model.num_pairs > PER_MACHINE_PAIRS:
+        pairs = f"{model.num_pairs:,} tenant x machine pairs (limit {PER_MACHINE_PAIRS:,})"
+        return replace(result, status="feasible",
+                       message=f"f = {best_f:.6g} is proven optimal; the leximin steps were not tried: {pairs}")
     return _leximin(model, backend, budget, result)
+
+
+def _unproven(search: LevelSearch, f: float, relative_gap: float) -> str:
+    """Why the max-min search stopped before proving f, with f, its proven bound and the gap between them."""
+    bound = search.proven_bound()
+    gap = (bound - f) / bound if bound > 0 else 0.0
+    numbers = f"f = {f:.6g}, proven bound {bound:.6g} (gap {gap:.3%}); no leximin refinement"
+    if search.status == "feasible" and not search.skipped:
+        return f"f within the requested {relative_gap:.2%} of its proven bound: {numbers}"
+    why = search.skipped or "max-min search stopped at the time limit"
+    missed = f"; the requested gap {relative_gap:.2%} was not reached" if gap > relative_gap > 0 else ""
+    return f"{why}: {numbers}{missed}"
 
 
 def _leximin(model: DrfhIntModel, backend: Backend, budget: Budget, result: IntegerFilling) -> IntegerFilling:
@@ -92,7 +112,9 @@ def _leximin(model: DrfhIntModel, backend: Backend, budget: Budget, result: Inte
                                 warm_start=model.start(tasks, step))  # fmt: skip
         result = replace(result, milp_solves=result.milp_solves + 1, solve_s=result.solve_s + outcome.solve_s)
         if outcome.x is None or outcome.status != "optimal":
-            status: Status = "time_limit" if outcome.status in ("time_limit", "feasible") else outcome.status
+            # f is proven and the incumbent verified whatever stopped the step: out of time, or a
+            # solver failure (which is not the allocation's status), it is a feasible answer, not an error.
+            status: Status = "time_limit" if outcome.status in ("time_limit", "feasible") else "feasible"
             result = replace(result, status=status, message=f"leximin step {step} stopped "
                              f"({outcome.message or outcome.status}); exact up to step {step - 1}")  # fmt: skip
             if outcome.x is not None and max_min_value(model.tasks(outcome.x)) >= best_f * (1 - 1e-12):
@@ -111,7 +133,7 @@ class LevelSearch:
     Candidates lie strictly between the start's f and the LP's f. The phases share one budget:
 
     1. :meth:`bisect_relaxations` -- a level is infeasible if the LP relaxation with rounded-up task counts
-       is (cheap, and usually decisive): ``levels[above:]`` are out even fractionally;
+       is (cheap, and usually decisive): the levels from ``ceiling`` up are out even fractionally;
     2. :meth:`lift_by_patterns` -- the pattern search (identical machines aggregated) raises the start
        (``PATTERN_SHARE`` of the time left);
     3. :meth:`lift_by_neighbourhoods` -- re-packs a few machines at a time (``LNS_SHARE`` of what is left);
@@ -128,71 +150,90 @@ class LevelSearch:
         self.best = start
         self.low = self.value(start)
         self.levels = self._candidates(level_bound)
-        self.above = len(self.levels)  # levels[above:] are proven infeasible
-        self.next_level = 0  # levels below next_level are reached by best
+        self.ceiling = math.inf  # the smallest level proven out of reach: every level from it up is
+        self.tried = self.low  # the highest level the climb has reached
         self.solves, self.solve_s = 0, 0.0
         self.status: Status = "optimal"
+        self.skipped = ""  # why the search stopped short of a proof without running out of time
 
-    def _candidates(self, level_bound: float | None) -> FloatArray:
-        instance, low = self.model.instance, self.low
-        high = level_bound if level_bound is not None else 1.0 / float(instance.weights.min()) + 1.0
-        candidates = []
-        for c, cap in zip(self.model.player_step, self.model.player_caps, strict=True):
-            if not math.isfinite(low) or c <= 0:
-                break  # everybody is satisfied already: nothing to search
-            first = math.floor(low / c) + 1
-            last = min(math.floor(high * (1 + 1e-9) / c), cap - 1 if math.isfinite(cap) else math.inf)
-            if last >= first:
-                candidates.append(c * np.arange(first, last + 1))
-        levels = np.unique(np.concatenate(candidates)) if candidates else np.zeros(0)
-        return levels[levels > low * (1 + 1e-12)]
+    def _candidates(self, level_bound: float | None) -> CandidateLevels:
+        """The levels above the start's f and up to the LP's f (ranges per player, never listed).
+
+        Player ``j`` is hungry at level ``k c_j`` only with ``k`` below its cap and within what the cluster
+        holds of its tasks, so ``k`` stops there; without an LP bound, the top of those is the bound.
+        """
+        model = self.model
+        reach = model.class_upper[model.players] @ model.instance.counts.astype(np.float64)
+        most = np.minimum(reach, model.player_caps - 1)
+        step = model.player_step
+        if level_bound is None:
+            level_bound = float((most * step).max(initial=0.0))
+        if not math.isfinite(self.low) or not len(step):
+            most = np.zeros(len(step))  # everybody is satisfied already: nothing to search
+        return CandidateLevels.between(step, most, self.low, level_bound * (1 + 1e-9))
 
     def run(self) -> None:
+        self._tell("start")
         self.bisect_relaxations()
         if self._open():
             self.lift_by_patterns()
         if self._open():
             self.lift_by_neighbourhoods()
         self.climb()
+        self._tell(f"max-min search {self.status}")
 
     def _count(self, seconds: float, solves: int = 1) -> None:
         self.solves += solves
         self.solve_s += seconds
 
+    def _tell(self, step: str) -> None:
+        """The search so far, for ``--verbose`` (every step) and the progress lines (every few seconds)."""
+        f, top = self.value(self.best), self._top()
+        progress.log("drfh-int", f"{step}: f = {f:.6g}, levels up to {top:.6g} still possible")
+        progress.report("drfh-int", f, top, step)
+
     def _level_model(self, level: float) -> LinearProgram:
         return self.model.build_level(self.model.required(level))
 
+    def _level_relaxation(self, level: float) -> LinearProgram:
+        return self.model.build_level_relaxation(self.model.required(level))
+
     def _top(self) -> float:
-        return float(self.levels[self.above - 1]) if self.above > 0 else self.low
+        """The highest level not proven out of reach (the start's f if there is none)."""
+        top = self.levels.below(self.ceiling, self.low)
+        return self.low if top is None else top
+
+    def _next(self, value: float) -> float | None:
+        """The lowest level above ``value`` not proven out of reach."""
+        return self.levels.above(value, self.ceiling)
 
     def _close_enough(self) -> bool:
         return self.relative_gap > 0 and self.value(self.best) >= (1 - self.relative_gap) * self._top()
 
     def _open(self) -> bool:
         """Whether levels above the best f may still be reachable and worth a search."""
-        return (self.status == "optimal" and self.above > 0 and not self._close_enough()
+        return (self.status == "optimal" and not self._close_enough()
                 and self.value(self.best) < self._top() * (1 - 1e-12))  # fmt: skip
 
     def _adopt(self, tasks: FloatArray) -> None:
         if self.value(tasks) > self.value(self.best) * (1 + 1e-12):
             self.best = tasks
-            self.next_level = int(np.searchsorted(self.levels, self.value(tasks), side="right"))
 
     def bisect_relaxations(self) -> None:
-        below = 0
-        while below < self.above:
-            middle = (below + self.above) // 2
-            lp = self._level_model(float(self.levels[middle]))
-            relaxed = self.backend.solve(replace(lp, integrality=np.zeros_like(lp.integrality)),
-                                         self.budget.remaining())  # fmt: skip
+        """Bisect by rank over the levels above the start: the relaxation is monotone in the level."""
+        below = self.low
+        while (count := self.levels.count(below, self.ceiling)) > 0:
+            middle = self.levels.at_rank(below, self.ceiling, int(count) // 2)
+            relaxed = self.backend.solve(self._level_relaxation(middle), self.budget.remaining())
             self._count(relaxed.solve_s)
             if relaxed.status == "infeasible":
-                self.above = middle
+                self.ceiling = middle
             elif relaxed.status == "optimal":
-                below = middle + 1
+                below = middle
             else:
                 self.status = "time_limit"
                 return
+            self._tell(f"LP relaxation at level {middle:.6g} {relaxed.status}")
 
     def lift_by_patterns(self) -> None:
         """On the 100 x 20 benchmark this lifts the heuristic's f half or more of the way to the LP's top."""
@@ -202,36 +243,46 @@ class LevelSearch:
         found = search_patterns(self.model, self.backend, self.best, self._top(), part)
         self._count(found.solve_s, found.solves)
         self._adopt(found.tasks)
+        self._tell("pattern search")
 
     def lift_by_neighbourhoods(self) -> None:
         from solver.drfh.lns import search_neighbourhoods
 
         part = self.budget.part(LNS_SHARE) if self.budget.limited else Budget.of(LNS_BUDGET_S)
-        lifted = search_neighbourhoods(self.model, self.backend, self.best, self.levels[: self.above], part)
+        lifted = search_neighbourhoods(self.model, self.backend, self.best, self._next, part,
+                                       seed=self.backend.settings.seed or 0)  # fmt: skip
         self._count(lifted.solve_s, lifted.repairs)
         self._adopt(self.model.canonical(lifted.tasks))
+        self._tell("neighbourhood search")
 
     def climb(self) -> None:
         """Feasibility MILPs level by level: they prove small instances; near the LP's top on large ones they
-        are hard."""
-        while self.status == "optimal" and self.next_level < self.above:
+        are hard, and above ``PER_MACHINE_PAIRS`` pairs they are not tried (the search ends ``feasible``)."""
+        while self.status == "optimal":
+            level = self._next(max(self.value(self.best), self.tried))
+            if level is None:
+                return  # every level above f is out of reach: f is proven
             if self._close_enough():
                 self.status = "feasible"
                 return
-            outcome = self.backend.solve(self._level_model(float(self.levels[self.next_level])),
-                                         self.budget.remaining())  # fmt: skip
+            if self.model.num_pairs > PER_MACHINE_PAIRS:
+                self.status = "feasible"
+                self.skipped = (f"the level MILPs that would prove f were not tried: {self.model.num_pairs:,} "
+                                f"tenant x machine pairs (limit {PER_MACHINE_PAIRS:,})")  # fmt: skip
+                return
+            outcome = self.backend.solve(self._level_model(level), self.budget.remaining())
             self._count(outcome.solve_s)
             if outcome.status == "infeasible":
-                self.above = self.next_level
+                self.ceiling = level
             elif outcome.x is not None and outcome.status in ("optimal", "feasible"):
                 self.best = self.model.tasks(outcome.x)
-                reached = int(np.searchsorted(self.levels, self.value(self.best), side="right"))
-                self.next_level = max(self.next_level + 1, reached)
+                self.tried = level
             else:
                 self.status = "time_limit"
+            self._tell(f"MILP at level {level:.6g} {outcome.status}")
 
     def proven_bound(self) -> float:
-        """Finished: f itself. Stopped: f cannot reach ``levels[above]``, so the next level down bounds it."""
+        """Finished: f itself. Stopped: f cannot reach ``ceiling``, so the highest level below it bounds f."""
         if self.status == "optimal":
             return self.value(self.best)
-        return float(self.levels[self.above - 1]) if self.above > 0 else self.value(self.best)
+        return max(self._top(), self.value(self.best))

@@ -15,6 +15,7 @@ search a better allocation.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,9 +40,17 @@ class NeighbourhoodSearch:
 
 
 def search_neighbourhoods(
-    model: DrfhIntModel, backend: Backend, start: FloatArray, levels: FloatArray, budget: Budget, seed: int = 0
+    model: DrfhIntModel,
+    backend: Backend,
+    start: FloatArray,
+    next_level: Callable[[float], float | None],
+    budget: Budget,
+    seed: int = 0,
 ) -> NeighbourhoodSearch:
-    """Best allocation found within ``budget`` (a limited one); ``levels`` are f's candidate values, ascending."""
+    """Best allocation found within ``budget`` (a limited one).
+
+    ``next_level(v)`` is the lowest of f's candidate values above ``v`` still worth a try (None: none is).
+    """
     instance = model.instance
     players = model.players
     step = model.player_step
@@ -56,13 +65,13 @@ def search_neighbourhoods(
     # ``work`` is the allocation being repaired: a repair may trade one short tenant's task for another's,
     # which lowers the shortfall but can dip f, so the best allocation by f is kept apart.
     best = work = start
-    target = int(np.searchsorted(levels, value(start) * (1 + 1e-12), side="right"))
+    target = next_level(value(start))
     repairs, solve_s, gained, stale, size = 0, 0.0, 0, 0, SMALLEST
-    while target < len(levels) and not budget.expired():
-        need = required(float(levels[target]))
+    while target is not None and not budget.expired():
+        need = required(target)
         current = shortfall(work, need)
         if current <= 0:
-            target = int(np.searchsorted(levels, value(work) * (1 + 1e-12), side="right"))
+            target = next_level(value(work))
             gained += 1
             continue
         # Draw half the machines by what they could offer the short tenants, in the resources those use:
@@ -82,11 +91,12 @@ def search_neighbourhoods(
         left = budget.left()
         if left <= 0.05:
             break
-        lp, warm = model.build_repair(need, work, free)
+        tenants = model.repair_tenants(need, work, free)
+        lp, warm = model.build_repair(need, work, free, tenants)
         outcome = backend.solve(lp, min(REPAIR_LIMIT_S, left), warm)
         repairs += 1
         solve_s += outcome.solve_s
-        candidate = work if outcome.x is None else model.apply_repair(work, free, outcome.x)
+        candidate = work if outcome.x is None else model.apply_repair(work, free, outcome.x, tenants)
         after = shortfall(candidate, need)
         if count == model.num_machines and outcome.status == "optimal" and after > 0:
             break  # the whole cluster re-packed exactly still falls short: no allocation reaches the target

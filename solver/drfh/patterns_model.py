@@ -68,8 +68,12 @@ class PatternModel:
         columns = np.round(tasks[self.players]).T
         keyed = np.column_stack([self.base.instance.machine_class().astype(np.float64), columns])
         pool = np.column_stack([pattern_class.astype(np.float64), patterns])
-        match = np.all(keyed[:, None, :] == pool[None, :, :], axis=2)  # (machines, patterns)
-        return np.asarray(match.sum(axis=0), dtype=np.float64)
+        # Rows are matched through one sort of both tables (not a machines x patterns x players
+        # comparison, which is 148 GiB on the Google cluster with 1,000 tenants).
+        _, label = np.unique(np.vstack([pool, keyed]), axis=0, return_inverse=True)
+        label = label.reshape(-1)
+        per_label = np.bincount(label[len(pool) :], minlength=int(label.max(initial=-1)) + 1)
+        return np.asarray(per_label[label[: len(pool)]], dtype=np.float64)
 
     def roles(self, low: float, top: float) -> tuple[BoolArray, BoolArray]:
         """(forced, crossing): players that must hold their cap, and those whose cap level is in (low, top]."""

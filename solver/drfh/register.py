@@ -7,16 +7,17 @@ from solver.registry import Method, register
 
 _DRIVERS = "solver.drfh.methods"
 _LP = frozenset({"lp", "duals"})  # progressive filling freezes tenants by their level rows' duals
+_TUNING = frozenset({"workers", "seed"})  # reach the solver (HiGHS threads and random_seed)
 
 register(
     Method("drf", "flat", True, "weighted DRF on the cluster pooled into one server (not placeable in general)",
-           f"{_DRIVERS}:run_drf", LP_BACKENDS, _LP, frozenset({"strategy"}), level="pool",
+           f"{_DRIVERS}:run_drf", LP_BACKENDS, _LP, frozenset({"strategy"}) | _TUNING, level="pool",
            exporter=f"{_DRIVERS}:export_drf"),
     Method("drfh", "flat", True, "DRFH: leximin global dominant shares on heterogeneous servers, divisible tasks",
-           f"{_DRIVERS}:run_drfh", LP_BACKENDS, _LP, frozenset({"strategy"}), level="class",
+           f"{_DRIVERS}:run_drfh", LP_BACKENDS, _LP, frozenset({"strategy"}) | _TUNING, level="class",
            exporter=f"{_DRIVERS}:export_drfh"),
     Method("drfh-int", "flat", True, "DRFH with whole tasks on individual machines: max-min f, then leximin",
-           f"{_DRIVERS}:run_drfh_int", LP_BACKENDS, frozenset({"lp", "milp"}), frozenset({"gap"}),
+           f"{_DRIVERS}:run_drfh_int", LP_BACKENDS, frozenset({"lp", "milp"}), frozenset({"gap"}) | _TUNING,
            exporter=f"{_DRIVERS}:export_drfh_int"),
     Method("first-fit", "flat", False, "First-Fit DRFH: progressive filling, each task on the first machine it fits",
            f"{_DRIVERS}:run_first_fit"),

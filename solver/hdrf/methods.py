@@ -30,8 +30,11 @@ def run_hdrf(instance: Instance, options: SolveOptions, budget: Budget) -> Resul
     from solver.hdrf.water_filling import solve_hdrf
 
     pooled = pooled_placement(instance, options.placement)
-    backend = get_backend(options.backend or "highs", options.algorithm)
+    backend = get_backend(options.backend or "highs", options.algorithm, options.solver_settings())
     filled = solve_hdrf(instance, backend, pooled=pooled, time_limit=budget.remaining())
+    unused = [f"--{name}" for name in ("workers", "seed") if name in options.given()]
+    warnings = (f"the pooled cluster needs no LP solver, so {' and '.join(unused)} had no effect",) if (
+        pooled and unused) else ()  # fmt: skip
     return Result(
         status=filled.status,
         method="hdrf",
@@ -41,6 +44,7 @@ def run_hdrf(instance: Instance, options: SolveOptions, budget: Budget) -> Resul
         message=filled.message,
         extra={"placement": "pooled" if pooled else "servers", "phases": filled.phases,
                "lp_solves": filled.lp_solves, "events": dict(filled.events)},
+        warnings=warnings,
     )  # fmt: skip
 
 

@@ -11,10 +11,10 @@ _SIMULATION = frozenset({"horizon", "duration", "mean", "warmup", "starvation_af
 register(
     Method("hdrf", "hierarchy", True, "static H-DRF: exact event-driven water-filling over the org tree; pooled, "
            "or placeable on heterogeneous servers (--placement)", f"{_DRIVERS}:run_hdrf",
-           LP_BACKENDS, frozenset({"lp"}), frozenset({"placement"}), level="placement"),
+           LP_BACKENDS, frozenset({"lp"}), frozenset({"placement", "workers", "seed"}), level="placement"),
     Method("collapsed", "hierarchy", False, "the tree flattened into leaf weights (each leaf's guarantee), then "
            "weighted DRF", f"{_DRIVERS}:run_collapsed", LP_BACKENDS, frozenset({"lp", "duals"}),
-           frozenset({"placement", "strategy"}), level="placement"),
+           frozenset({"placement", "strategy", "workers", "seed"}), level="placement"),
     Method("naive-hdrf", "hierarchy", False, "naive H-DRF over time (raw subtree sums), simulated",
            f"{_DRIVERS}:run_naive_hdrf", options=frozenset({"seed"}), extra_keys=_SIMULATION),
     Method("dynamic-hdrf", "hierarchy", False, "dynamic H-DRF over time (blocked children ignored), simulated",

@@ -15,6 +15,7 @@ Placement rules return ``(machine, tasks)`` chunks and change nothing; the engin
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -24,10 +25,14 @@ from models.types import BoolArray, FloatArray, Instance, IntArray
 
 def fit_count(free: FloatArray, demand: FloatArray) -> float:
     """How many tasks of ``demand`` fit in ``free`` (``inf`` for a zero demand)."""
-    need = demand > 0
-    if not np.any(need):
+    # Plain floats: with a handful of resources, numpy's per-call overhead is most of the cost (hot path).
+    least = math.inf
+    for room, need in zip(free.tolist(), demand.tolist(), strict=True):
+        if need > 0 and room / need < least:
+            least = room / need
+    if least == math.inf:
         return math.inf
-    return float(max(0.0, math.floor(float(np.min(free[need] / demand[need])) + FIT_EPS)))
+    return float(max(0.0, math.floor(least + FIT_EPS)))
 
 
 class Cluster:
@@ -71,9 +76,9 @@ class Cluster:
             mask &= self.room[:, r] >= demand[r]
         return mask
 
-    def fits_any(self, demands: FloatArray) -> BoolArray:
-        """Per row of ``demands`` (tasks, resources): one task fits some machine."""
-        room = self.room
+    def fits_any(self, demands: FloatArray, machines: IntArray | None = None) -> BoolArray:
+        """Per row of ``demands`` (tasks, resources): one task fits some machine (of ``machines``, if given)."""
+        room = self.room if machines is None else self.room[machines]
         need = np.where(demands > 0, demands, -np.inf)  # a zero demand never blocks a fit
         if room.shape[0] == 1:
             return np.all(need <= room[0][None, :], axis=1)
@@ -123,6 +128,26 @@ class Cluster:
     def give(self, machine: int, demand: FloatArray, n: int) -> None:
         self.free[machine] += n * demand
         self.room[machine] = self.free[machine] + self.slack[machine]
+
+    def take_many(self, machines: Sequence[int], demand: FloatArray, counts: Sequence[int]) -> None:
+        """``take`` on several machines at once (one by one if a machine repeats)."""
+        if len(machines) == 1 or len(set(machines)) < len(machines):
+            for machine, count in zip(machines, counts, strict=True):
+                self.take(machine, demand, count)
+            return
+        rows = np.asarray(machines)
+        self.free[rows] -= np.asarray(counts, dtype=np.float64)[:, None] * demand[None, :]
+        self.room[rows] = self.free[rows] + self.slack[rows]
+
+    def give_many(self, machines: Sequence[int], demand: FloatArray, counts: Sequence[int]) -> None:
+        """``give`` on several machines at once (one by one if a machine repeats)."""
+        if len(machines) == 1 or len(set(machines)) < len(machines):
+            for machine, count in zip(machines, counts, strict=True):
+                self.give(machine, demand, count)
+            return
+        rows = np.asarray(machines)
+        self.free[rows] += np.asarray(counts, dtype=np.float64)[:, None] * demand[None, :]
+        self.room[rows] = self.free[rows] + self.slack[rows]
 
     def reset(self, machine: int) -> None:
         """The machine runs nothing: its free room is its capacity exactly."""

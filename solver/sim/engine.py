@@ -12,6 +12,11 @@ At every event time, in this order:
    served next (:meth:`Policy.next`: a group and at most how many of its tasks) and on which machines
    (:meth:`Policy.place`), until it has nothing more; the engine launches, and records every task.
 
+A task's length is its group's duration, except for tasks reading an input block (``Instance.data``, only
+with tracked machines): a chunk placed on a machine runs that machine's most local pending tasks of the
+group, each for the duration times its locality level's factor (``solver.sim.locality``). Workloads without
+input blocks take none of that path.
+
 Events closer than ``TIME_RTOL`` (``models.tolerance``) are simultaneous. With a ``horizon`` the run stops
 there (backlogs never drain); tasks still running are reported with their ends beyond it.
 
@@ -32,6 +37,7 @@ from models.result import Schedule
 from models.tolerance import TIME_RTOL
 from models.types import BoolArray, FloatArray, Instance, IntArray
 from solver.sim.cluster import Cluster
+from solver.sim.locality import TaskData
 from solver.sim.workload import Workload
 
 #: Standard exponential draws taken from the generator at once (one numpy call per batch, not per task).
@@ -96,6 +102,10 @@ class BasePolicy:
     def place(self, sim: Simulation, group: int, most: int) -> list[tuple[int, int]]:
         return sim.cluster.best_fit(sim.jobs.demand[group], most)
 
+    def counters(self) -> dict[str, Any]:
+        """The policy's own statistics (conflicts, probes, ...), reported in ``Result.extra``."""
+        return {}
+
 
 class Simulation:
     """Mutable state of one run; policies read it and never change it (the engine does)."""
@@ -133,7 +143,8 @@ class Simulation:
         self.arrived: list[int] = []  # the jobs released at the current event time
         self.placed: FloatArray | None = np.zeros((jobs.num_stages, self.cluster.machines)) if snapshot else None
         self.machine_tasks = np.zeros(self.cluster.machines, dtype=np.int64)  # tasks running on every machine
-        self._heap: list[tuple[float, int, int, int, int]] = []  # (end, sequence, group, tasks, machine)
+        # (end, sequence, group, tasks, machines, tasks per machine): one entry per launch
+        self._heap: list[tuple[float, int, int, int, tuple[int, ...], tuple[int, ...]]] = []
         self._timers: list[float] = []
         self._sequence = 0
         self._next_index = np.zeros(jobs.num_stages, dtype=np.int64)
@@ -143,6 +154,12 @@ class Simulation:
         self._rng = np.random.default_rng(seed)
         self._draws = self._rng.standard_exponential(DRAW_BATCH) if jobs.exponential else np.zeros(0)
         self._drawn = 0
+        # Input blocks (``Instance.data``): a task's duration depends on its machine. Only tracked machines
+        # can hold blocks, so a pooled run ignores locality (and the checker expects plain durations there).
+        self.data: TaskData | None = None
+        if instance.data is not None and placement == "servers" and instance.jobs and not jobs.exponential:
+            self.data = TaskData(instance, jobs)
+        self.level_counts = [0, 0, 0]  # tasks launched node-local, rack-local, remote
 
     # --- what policies read -----------------------------------------------------------------------
 
@@ -221,25 +238,28 @@ class Simulation:
     def _end_tasks(self, horizon: float) -> None:
         jobs, heap = self.jobs, self._heap
         while heap and heap[0][0] <= horizon:
-            end, _, g, n, machine = heapq.heappop(heap)
-            self.completions += 1
+            # One entry per launch: its tasks end together on one or more machines (group totals once).
+            end, _, g, n, machines, counts = heapq.heappop(heap)
+            self.completions += len(machines)
             k = int(jobs.stage_job[g])
             tenant = int(jobs.job_tenant[k])
-            amount = n * jobs.demand[g]
+            demand = jobs.demand[g]
+            amount = n * demand
             self.running_ends[g].remove((end, n))
             self.running[g] -= n
             self.free += amount
-            self.cluster.give(machine, jobs.demand[g], n)
             self.usage[k] -= amount
             self.tenant_usage[tenant] -= amount
             self.tenant_running[tenant] -= n
             self.tasks_left[k] -= n
-            if self.placed is not None:
-                self.placed[g, machine] -= n
-            self.machine_tasks[machine] -= n
-            if self.machine_tasks[machine] == 0:
-                self.cluster.reset(machine)  # an empty machine sheds the round-off of its adds and subtracts
-            self.policy.on_finish(self, g, n, machine)
+            self.cluster.give_many(machines, demand, counts)
+            for machine, count in zip(machines, counts, strict=True):
+                if self.placed is not None:
+                    self.placed[g, machine] -= count
+                self.machine_tasks[machine] -= count
+                if self.machine_tasks[machine] == 0:
+                    self.cluster.reset(machine)  # an empty machine sheds the round-off of its adds and subtracts
+                self.policy.on_finish(self, g, count, machine)
             if self.running[g] == 0 and self.unlaunched[g] == 0:
                 self.stage_done[g] = True
                 for c in jobs.children[g]:
@@ -281,6 +301,14 @@ class Simulation:
         self._drawn += 1
         return value
 
+    def _push(self, g: int, end: float, n: int, machines: tuple[int, ...], counts: tuple[int, ...]) -> None:
+        heapq.heappush(self._heap, (end, self._sequence, g, n, machines, counts))
+        self._sequence += 1
+        self.running_ends[g].append((end, n))
+        if self.jobs.exponential:
+            self._rows.append((g, int(self._next_index[g]), n, self.t, end, machines[0]))
+            self._next_index[g] += n
+
     def launch(self, g: int, chunks: list[tuple[int, int]]) -> None:
         """Start the chunks' tasks of group ``g`` now (only the engine and ported policies call this)."""
         jobs, t = self.jobs, self.t
@@ -288,23 +316,26 @@ class Simulation:
         tenant = int(jobs.job_tenant[k])
         demand = jobs.demand[g]
         total = 0
+        if self.data is not None and self.data.has_input[g]:
+            self._launch_located(g, chunks)
+        elif jobs.exponential:  # every task draws its own length: one heap entry per task
+            for machine, count in chunks:
+                for _ in range(count):
+                    self._push(g, t + self._duration(g), 1, (machine,), (1,))
+        else:  # the launch's tasks all end together: one heap entry
+            length = float(jobs.duration[g])
+            machines = tuple(machine for machine, _ in chunks)
+            counts = tuple(count for _, count in chunks)
+            self._push(g, t + length, sum(counts), machines, counts)
+            for machine, count in chunks:
+                self._rows.append((g, int(self._next_index[g]), count, t, t + length, machine))
+                self._next_index[g] += count
         for machine, count in chunks:
-            if jobs.exponential:  # every task draws its own length
-                pieces = [(1, self._duration(g)) for _ in range(count)]
-            else:
-                pieces = [(count, float(jobs.duration[g]))]
-            for n, length in pieces:
-                end = t + length
-                heapq.heappush(self._heap, (end, self._sequence, g, n, machine))
-                self._sequence += 1
-                self.running_ends[g].append((end, n))
-                self._rows.append((g, int(self._next_index[g]), n, t, end, machine))
-                self._next_index[g] += n
-            self.cluster.take(machine, demand, count)
             self.machine_tasks[machine] += count
             if self.placed is not None:
                 self.placed[g, machine] += count
             total += count
+        self.cluster.take_many([m for m, _ in chunks], demand, [c for _, c in chunks])
         amount = total * demand
         self.unlaunched[g] -= total
         self.running[g] += total
@@ -314,6 +345,21 @@ class Simulation:
         self.tenant_running[tenant] += total
         self.first_start[k] = min(self.first_start[k], t)
         self.launches += 1
+
+    def _launch_located(self, g: int, chunks: list[tuple[int, int]]) -> None:
+        """Tasks reading input blocks: each chunk runs the machine's most local pending tasks, each for the
+        stage's duration times its level's factor; one heap entry per (machine, level)."""
+        assert self.data is not None
+        base, t = float(self.jobs.duration[g]), self.t
+        for machine, count in chunks:
+            by_level: dict[int, int] = {}
+            for task, level in self.data.take(g, machine, count):
+                end = t + base * self.data.factors[level]
+                self._rows.append((g, task, 1, t, end, machine))
+                by_level[level] = by_level.get(level, 0) + 1
+                self.level_counts[level] += 1
+            for level, n in sorted(by_level.items()):
+                self._push(g, t + base * self.data.factors[level], n, (machine,), (n,))
 
     # --- results ----------------------------------------------------------------------------------
 
@@ -334,5 +380,8 @@ class Simulation:
         return Schedule(jobs.stage_job[g], jobs.stage_local[g], index, np.repeat(data[:, 3], n),
                         np.repeat(data[:, 4], n), None, *placement)  # fmt: skip
 
-    def counters(self) -> dict[str, int]:
-        return {"events": self.events, "launches": self.launches}
+    def counters(self) -> dict[str, Any]:
+        counters: dict[str, Any] = {"events": self.events, "launches": self.launches}
+        if self.data is not None:
+            counters["locality"] = dict(zip(("node", "rack", "remote"), self.level_counts, strict=True))
+        return counters

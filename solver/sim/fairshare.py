@@ -11,13 +11,14 @@ always feasible, and the schedule is a warm start for the exact methods.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from models.result import Schedule
 from models.types import FloatArray, Instance
-from solver.sim.engine import Simulation
+from solver.sim.engine import Observer, Simulation
 from solver.sim.policies.dag import DrfStrict
 from solver.sim.shares import drf_shares
 from solver.sim.workload import Workload
@@ -51,10 +52,14 @@ class FairShare:
         return ("drf-strict",) * int(self.completion.size)
 
 
-def fair_completion_times(instance: Instance, placement: str = "pooled", jobs: Workload | None = None) -> FairShare:
-    """``T_k`` of every job: its completion under ``drf-strict`` on ``placement`` (module docstring)."""
+def fair_completion_times(instance: Instance, placement: str = "pooled", jobs: Workload | None = None,
+                          observers: Sequence[Observer] = ()) -> FairShare:  # fmt: skip
+    """``T_k`` of every job: its completion under ``drf-strict`` on ``placement`` (module docstring).
+
+    ``observers`` watch the run (an observer may stop it by raising, e.g. at a time limit).
+    """
     jobs = jobs or Workload.of_jobs(instance, placement)
-    sim = Simulation(instance, jobs, DrfStrict(jobs), placement).run()
+    sim = Simulation(instance, jobs, DrfStrict(jobs), placement, observers=observers).run()
     work = jobs.work()
     share = np.zeros_like(work)
     finished = sim.completion

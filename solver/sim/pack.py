@@ -6,6 +6,7 @@ Used for Carbyne's plans (forward: the job's due date on its share; reverse: the
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from collections.abc import Sequence
@@ -79,16 +80,25 @@ def pack(  # noqa: C901  (one tight loop kept whole: it runs hundreds of thousan
     heapq.heapify(heap)
     launches: list[list[tuple[float, int]]] = [[] for _ in range(n_stages)]
     order = sorted(range(n_stages), key=lambda g: (-priority[g], g))
+    rank = [0] * n_stages
+    for position, g in enumerate(order):
+        rank[g] = position
     done = [False] * n_stages
+    # Ranks (positions in `order`) of the stages that can launch: nothing missing, tasks left. Walking it
+    # in rank order visits exactly the stages a scan of `order` would act on, without the finished ones.
+    ready: list[int] = []
 
     def complete(g: int) -> None:
         done[g] = True
         for c in children[g]:
             missing[c] -= 1
+            if missing[c] == 0 and unlaunched[c] > 0:
+                bisect.insort(ready, rank[c])
 
     for g in topological_order(parents, children):  # stages with nothing left are complete from the start
         if unlaunched[g] == 0 and active[g] == 0 and missing[g] == 0 and not done[g]:
             complete(g)
+    ready[:] = sorted({rank[g] for g in range(n_stages) if unlaunched[g] > 0 and missing[g] == 0})
     t = 0.0
     makespan = 0.0
     tol = [EPS * max(1.0, float(c)) for c in capacity]
@@ -96,9 +106,13 @@ def pack(  # noqa: C901  (one tight loop kept whole: it runs hundreds of thousan
         progressed = True
         while progressed:  # launch in priority order until nothing fits (zero-duration stages cascade)
             progressed = False
-            for g in order:
-                if unlaunched[g] == 0 or missing[g] > 0:
-                    continue
+            last = -1
+            while True:
+                i = bisect.bisect_right(ready, last)
+                if i >= len(ready):
+                    break
+                last = ready[i]
+                g = order[last]
                 n = unlaunched[g]
                 if positive[g]:  # as fit_count(free + tol, demand[g])
                     most = min((free[r] + tol[r]) / d for r, d in positive[g])
@@ -106,6 +120,8 @@ def pack(  # noqa: C901  (one tight loop kept whole: it runs hundreds of thousan
                 if n <= 0:
                     continue
                 unlaunched[g] -= n
+                if unlaunched[g] == 0:
+                    del ready[i]
                 launches[g].append((t, n))
                 end = t + dur[g]
                 makespan = max(makespan, end)

@@ -8,6 +8,9 @@ _DRIVER = "solver.sim.run:run_simulation"
 _COMMON = frozenset({"placement", "seed"})
 _BACKLOG = frozenset({"horizon", "duration", "mean", "warmup", "starvation_after", "samples", "reference"})
 _DAG = frozenset({"altruism", "reverse_order", "horizon"})
+_SAMPLING = frozenset({"rtt", "horizon"})
+_SHARED_STATE = frozenset({"t_job", "t_task", "t_job_service", "t_task_service", "detection", "horizon"})
+_LOCALITY = frozenset({"slots", "horizon"})
 
 
 def _policy(name: str, family: str, summary: str, options: frozenset[str] = frozenset(),
@@ -35,4 +38,16 @@ register_policy(
     _policy("drf-strict", "online", "every job held to its DRF share (the fair-share schedule, T_k)", extra=_DAG),
     _policy("tetris", "online", "Tetris: packing by alignment score", extra=_DAG),
     _policy("sjf", "online", "shortest remaining critical path first", extra=_DAG),
+    _policy("random", "online", "Sparrow's baseline: every task queued at a uniformly random machine",
+            extra=_SAMPLING),
+    _policy("sparrow", "online", "Sparrow: per-task or batch sampling of machine queues (probes=d), late binding "
+            "by default", extra=_SAMPLING | {"probes", "batch", "late_binding"}),
+    _policy("omega", "online", "Omega: k schedulers on shared state, optimistic commits retried on conflict "
+            "(schedulers=k, decision times t_job + t_task per task)", extra=_SHARED_STATE | {"schedulers"}),
+    _policy("monolithic", "online", "one scheduler, decisions serialised (t_job + t_task per task; zero times: "
+            "the ideal centralised list scheduler)", extra=_SHARED_STATE),
+    _policy("fair", "locality", "Hadoop fair sharing, naive: furthest below share takes a free slot, local task "
+            "if it has one", extra=_LOCALITY),
+    _policy("delay", "locality", "delay scheduling: a job without a local task is skipped d1 times (node), "
+            "then d2 more (rack)", extra=_LOCALITY | frozenset({"d1", "d2"})),
 )

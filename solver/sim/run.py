@@ -28,6 +28,9 @@ from solver.sim.engine import BasePolicy, Simulation
 from solver.sim.policies.dag import HEURISTICS, make_policy
 from solver.sim.policies.flat import FLAT_POLICIES, make_flat_policy
 from solver.sim.policies.hierarchy import POLICIES as HIERARCHY_POLICIES
+from solver.sim.policies.locality import LOCALITY_POLICIES, make_locality_policy
+from solver.sim.policies.omega import OMEGA_POLICIES, make_omega_policy
+from solver.sim.policies.sparrow import SPARROW_POLICIES, make_sparrow_policy
 from solver.sim.workload import Workload
 
 #: Time bins of the shares series and of Jain's index and the time below fair share.
@@ -43,6 +46,12 @@ def build_policy(name: str, jobs: Workload, options: SolveOptions) -> BasePolicy
         return make_policy(name, jobs, extra)
     if name in FLAT_POLICIES:
         return make_flat_policy(name, options.slots)
+    if name in LOCALITY_POLICIES:
+        return make_locality_policy(name, extra)
+    if name in SPARROW_POLICIES:
+        return make_sparrow_policy(name, extra)
+    if name in OMEGA_POLICIES:
+        return make_omega_policy(name, extra)
     raise OptionError(f"{name} runs on tenants' backlogs (a hierarchy or tenants, no jobs)", "policy")
 
 
@@ -62,8 +71,10 @@ def run_simulation(instance: Instance, policy: str, options: SolveOptions, budge
                      seed=options.seed or 0).run()  # fmt: skip
     solve_s = time.perf_counter() - started
     schedule = sim.schedule()
+    counters = scheduler.counters()
     extra: dict[str, Any] = {"policy": policy, "placement": placement, **sim.counters(),
-                             "objective_name": "avg-jct" if len(instance.jobs) > 1 else "makespan"}  # fmt: skip
+                             "objective_name": "avg-jct" if len(instance.jobs) > 1 else "makespan",
+                             **counters, "policy_counters": list(counters)}  # fmt: skip
     unfinished = sim.unfinished()
     if unfinished.size:
         extra["unfinished_jobs"] = [instance.jobs[k].name for k in unfinished.tolist()]
@@ -97,7 +108,7 @@ def _timeline(instance: Instance, schedule: Any, trace: TraceData | None, unfini
 def _backlog(instance: Instance, policy: str, options: SolveOptions) -> Result:
     if not instance.tenants:
         raise InstanceError("nothing to simulate: the instance has neither jobs nor tenants (give --trace)", "jobs")
-    if policy in HEURISTICS:
+    if policy in (*HEURISTICS, *SPARROW_POLICIES, *OMEGA_POLICIES):
         raise OptionError(f"{policy} schedules DAG jobs; this instance has tenants only (give --trace or jobs)",
                           "policy")  # fmt: skip
     extra = dict(options.extra)

@@ -4,24 +4,28 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 from models.metrics import late_jobs
 from models.result import Result, Schedule
 from models.types import Instance
-from solver.sim.engine import Simulation
+from solver.sim.engine import Observer, Simulation
 from solver.sim.fairshare import FairShare, fair_completion_times
 from solver.sim.policies.dag import Carbyne, make_policy
 from solver.sim.workload import Workload
 
 
 def run_policy(instance: Instance, name: str, extra: dict[str, Any] | None = None, jobs: Workload | None = None,
-               placement: str = "pooled") -> tuple[Schedule, dict[str, Any]]:  # fmt: skip
-    """Simulate DAG policy ``name``; returns the schedule (without fair completion times) and statistics."""
+               placement: str = "pooled",
+               observers: Sequence[Observer] = ()) -> tuple[Schedule, dict[str, Any]]:  # fmt: skip
+    """Simulate DAG policy ``name``; returns the schedule (without fair completion times) and statistics.
+
+    ``observers`` watch the run (one may stop it by raising, e.g. at a time limit)."""
     jobs = jobs or Workload.of_jobs(instance, placement)
     policy = make_policy(name, jobs, dict(extra or {}))
-    sim = Simulation(instance, jobs, policy, placement).run()
+    sim = Simulation(instance, jobs, policy, placement, observers=observers).run()
     info: dict[str, Any] = dict(sim.counters())
     if isinstance(policy, Carbyne):
         info["plans"] = policy.plans

@@ -12,6 +12,7 @@ numbered globally, jobs in instance order; every group belongs to one job and on
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -89,6 +90,12 @@ class Workload:
         names = [job.tenant or job.name for job in instance.jobs]
         tenants = tuple(dict.fromkeys(names))
         index = {name: t for t, name in enumerate(tenants)}
+        # Queues the instance also declares as tenants take their weight and running-task cap from there
+        # (a trace replayed on a flat instance); any other queue has weight 1 and no cap.
+        declared = {tenant.name: tenant for tenant in instance.tenants}
+        tenant_weight = np.array([declared[n].weight if n in declared else 1.0 for n in tenants])
+        tenant_cap = np.array([math.floor(declared[n].tasks) if n in declared and math.isfinite(declared[n].tasks)
+                               else np.inf for n in tenants])  # fmt: skip
         return Workload(
             stage_job=np.repeat(np.arange(len(instance.jobs)), counts),
             stage_local=np.concatenate([np.arange(c) for c in counts]).astype(np.int64),
@@ -102,8 +109,8 @@ class Workload:
             weight=np.array([j.weight for j in instance.jobs], dtype=np.float64),
             job_tenant=np.array([index[name] for name in names], dtype=np.int64),
             tenants=tenants,
-            tenant_weight=np.ones(len(tenants)),
-            tenant_cap=np.full(len(tenants), np.inf),
+            tenant_weight=tenant_weight,
+            tenant_cap=tenant_cap,
             capacity=np.asarray(instance.total_capacity, dtype=np.float64),
             tail=tail,
             depth=depth,

@@ -63,9 +63,10 @@ optimum; its machines are relabelled by first task to match the symmetry domains
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -73,6 +74,9 @@ import numpy as np
 from models.dag import adjacency, longest_paths
 from models.result import SCHEDULE_OBJECTIVES, Result, Schedule, Status
 from models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
+from solver import progress
+from solver.spacetime.bounds import job_lower_bounds, objective_lower_bound, stage_work
+from solver.spacetime.fair import NO_FAIR_SHARE, FairMode, fair_share, share_deadline
 from solver.spacetime.lns import LNS_MAX_TASKS, LnsStats, improve
 from solver.spacetime.model import placement_fits
 from solver.spacetime.warmstart import (
@@ -81,6 +85,7 @@ from solver.spacetime.warmstart import (
     justify,
     more_priority_rules,
     priority_rules,
+    schedule_starts,
     serial_sgs,
 )
 
@@ -107,6 +112,12 @@ LARGE_HINT_HEURISTICS = ("sjf",)
 #: heuristic is started only if this estimate fits in a quarter of the time left, so the warm start
 #: cannot eat the budget.
 HEURISTIC_S_PER_TASK = {"carbyne": 3e-3, "sjf": 2e-4, "drf-dag": 5e-4, "tetris": 5e-4, "drf-strict": 2e-4}
+#: Under a time limit, the share of the time left that the list schedules after the first may take together
+#: (one still running then gives up): on 36,000 tasks each takes seconds.
+LIST_SHARE = 0.3
+#: Under a time limit, the share of the time left that the simulated heuristics may take together (each one
+#: still running then is stopped).
+HEURISTICS_SHARE = 0.3
 #: Forward-backward justification of the list schedules is run up to this many tasks.
 JUSTIFY_MAX_TASKS = 5_000
 
@@ -344,6 +355,13 @@ class _Problem:
         return _Problem(instance, flat, scaled, objective, alpha, placement, fair_real, deadline, fits,
                         np.rint(head).astype(np.int64), np.rint(tail).astype(np.int64), tuple(notes))  # fmt: skip
 
+    def with_fair(self, completion: FloatArray, enforce: bool) -> _Problem:
+        """This problem with fair completion times ``T_k`` (per job): deadlines when ``enforce``, else only
+        reported on the schedule."""
+        real, ticks = _fair_ticks(self.instance, dict(zip([job.name for job in self.instance.jobs],
+                                                          completion.tolist(), strict=True)), self.scaled.tick)
+        return replace(self, fair_real=real, deadline=ticks if enforce else None)
+
     @property
     def num_tasks(self) -> int:
         return int(self.flat.task_stage.size)
@@ -427,37 +445,47 @@ def _list_schedules(problem: _Problem, deadline: Deadline) -> dict[str, tuple[In
             flat.edges)  # fmt: skip
     capacity = scaled.machine_capacity.astype(np.float64)
     found: dict[str, tuple[IntArray, IntArray]] = {}
+    until = deadline.until(LIST_SHARE)
     for rule, priority in rules.items():
         if deadline.left() <= 0:
             break
-        schedule = serial_sgs(*args, priority, capacity, problem.fits)
+        # The first one may take all the time left: without it there may be no answer at all.
+        stop = deadline.end if not found else None if np.isinf(until) else until
+        schedule = serial_sgs(*args, priority, capacity, problem.fits, stop)
         if schedule is None:
             continue
         found[rule] = schedule
         if problem.num_tasks <= JUSTIFY_MAX_TASKS and deadline.left() > 0:
-            better = justify(*args, capacity, problem.fits, schedule[0])
+            better = justify(*args, capacity, problem.fits, schedule[0], deadline=None if np.isinf(until) else until)
             if better is not None:
                 found[f"{rule}+justified"] = better
     return found
 
 
-def _heuristic_schedules(problem: _Problem, deadline: Deadline) -> dict[str, tuple[IntArray, IntArray]]:
-    """The event-driven heuristics' schedules in ticks, each started only if it fits the time left."""
+def _heuristic_schedules(problem: _Problem, deadline: Deadline,
+                         skip: tuple[str, ...] = ()) -> dict[str, tuple[IntArray, IntArray]]:  # fmt: skip
+    """The event-driven heuristics' schedules in ticks (but ``skip``), each started only if it fits the time
+    left."""
     if not problem.exact:
         return {}
     names = WARM_HEURISTICS if problem.num_tasks <= HEURISTIC_HINT_TASKS else LARGE_HINT_HEURISTICS
     found: dict[str, tuple[IntArray, IntArray]] = {}
-    for name in names:
+    until = deadline.until(HEURISTICS_SHARE)  # together; the estimates below are rough on a loaded machine
+    for name in (n for n in names if n not in skip):
         if HEURISTIC_S_PER_TASK[name] * problem.num_tasks > deadline.left() / 4:
             continue
-        found.update(heuristic_starts(problem.instance, problem.scaled.tick, problem.placement, (name,)))
+        found.update(heuristic_starts(problem.instance, problem.scaled.tick, problem.placement, (name,),
+                                      None if np.isinf(until) else until))  # fmt: skip
     return found
 
 
-def _warm_start(problem: _Problem, deadline: Deadline) -> _Hint | None:
-    """The best tick-feasible warm start by the objective (``None`` if none is feasible)."""
+def _warm_start(problem: _Problem, deadline: Deadline,
+                witness: dict[str, tuple[IntArray, IntArray]] | None = None) -> _Hint | None:  # fmt: skip
+    """The best tick-feasible warm start by the objective (``None`` if none is feasible); ``witness`` holds
+    the fair-share schedule when it was computed (then not simulated again)."""
     found = _list_schedules(problem, deadline)
-    found.update(_heuristic_schedules(problem, deadline))
+    found.update(_heuristic_schedules(problem, deadline, tuple(witness or ())))
+    found.update(witness or {})
     best: _Hint | None = None
     for rule, (start, machine) in found.items():
         # Heuristic schedules come from real time: checked in ticks before they may set a horizon.
@@ -514,6 +542,7 @@ class SpacetimeCp:
         self.job_coef = np.zeros(0, dtype=np.int64)
         self.makespan_coef = 0
         self.factor, self.offset, self.coef_exact = 1.0, 0.0, True
+        self._relaxation: tuple[FloatArray, FloatArray, FloatArray] | None = None
 
     def build(self) -> SpacetimeCp:
         self.variables()
@@ -537,10 +566,11 @@ class SpacetimeCp:
                 continue
             lo = int(self.earliest[tasks[0]]) + d
             self.stage_end.append(self.model.new_int_var(lo, max(lo, int(self.latest[tasks[-1]]) + d), f"e{stage}"))
-        job_length = np.zeros(len(p.instance.jobs), dtype=np.int64)
-        np.maximum.at(job_length, p.flat.stage_job, p.tail)
+        # A job ends no earlier than its critical path or its pooled work after its release (whole ticks).
+        release, critical, work = self.relaxation()
+        earliest_end = np.ceil(job_lower_bounds(release, critical, work) * (1 - 1e-12)).astype(np.int64)
         for k in range(len(p.instance.jobs)):
-            lo = int(p.scaled.release[k] + job_length[k])
+            lo = int(earliest_end[k])
             hi = self.horizon if p.deadline is None else min(self.horizon, int(p.deadline[k]))
             self.completion.append(self.model.new_int_var(lo, max(lo, hi), f"C{k}"))
         self.makespan = self.model.new_int_var(0, self.horizon, "M")
@@ -580,13 +610,28 @@ class SpacetimeCp:
     def exact(self) -> bool:
         return self.problem.exact and self.coef_exact
 
-    def precedence_bound(self) -> int:
-        """A lower bound on the integer objective: every job at release + critical path, no resources."""
+    def relaxation(self) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """Releases, critical paths and pooled work per resource of every job, in ticks (for the bounds of
+        ``solver.spacetime.bounds``)."""
+        if self._relaxation is not None:
+            return self._relaxation
         p = self.problem
         job_length = np.zeros(len(p.instance.jobs), dtype=np.int64)
         np.maximum.at(job_length, p.flat.stage_job, p.tail)
-        low = p.scaled.release + job_length
-        return int(self.job_coef @ low + self.makespan_coef * low.max(initial=0))
+        capacity = p.scaled.machine_capacity.sum(axis=0).astype(np.float64)
+        work = stage_work(p.flat.stage_job, len(p.instance.jobs), p.flat.stage_tasks.astype(np.float64),
+                          p.scaled.duration.astype(np.float64), p.scaled.demand.astype(np.float64),
+                          capacity)  # fmt: skip
+        self._relaxation = (p.scaled.release.astype(np.float64), job_length.astype(np.float64), work)
+        return self._relaxation
+
+    def precedence_bound(self) -> int:
+        """A lower bound on the integer objective: every job's critical path and pooled work, and SRPT per
+        resource (``solver.spacetime.bounds``); floored, since the objective is a whole number."""
+        release, critical, work = self.relaxation()
+        value = objective_lower_bound(release, critical, work, self.job_coef.astype(np.float64),
+                                      float(self.makespan_coef))  # fmt: skip
+        return math.floor(value * (1 - 1e-12))
 
     def integer_value(self, start: IntArray) -> int:
         """The model's objective (integer units) of a tick schedule."""
@@ -669,8 +714,33 @@ def _linearization(problem: _Problem) -> int | None:
     return 0 if problem.objective == "makespan" else None
 
 
-def _full_solve(cp: SpacetimeCp, until: float, workers: int, seed: int, below: int | None = None) -> tuple[Any, Any]:
-    """CP-SAT on the whole model until ``until`` (optionally only objectives ``< below``): solver, status."""
+def _progress_callback(cp: SpacetimeCp) -> Any:
+    """A CP-SAT solution callback that reports each incumbent and, through ``on_bound``, each better bound
+    (in real units) to :mod:`solver.progress`, which keeps at most one line every few seconds."""
+    from ortools.sat.python import cp_model
+
+    class Watch(cp_model.CpSolverSolutionCallback):
+        incumbent: float | None = None
+        bound: float | None = None
+
+        def on_solution_callback(self) -> None:
+            self.incumbent = cp.real(self.objective_value)
+            self.bound = cp.real(self.best_objective_bound)
+            progress.report("spacetime-cp", self.incumbent, self.bound)
+
+        def on_bound(self, bound: float) -> None:
+            self.bound = cp.real(bound)
+            progress.report("spacetime-cp", self.incumbent, self.bound)
+
+    return Watch()
+
+
+def _full_solve(cp: SpacetimeCp, until: float, workers: int, seed: int, below: int | None = None,
+                verbose: bool = False) -> tuple[Any, Any]:  # fmt: skip
+    """CP-SAT on the whole model until ``until`` (optionally only objectives ``< below``): solver, status.
+
+    ``verbose`` streams CP-SAT's search log (to the process's stdout, which the CLI sends to stderr).
+    """
     from ortools.sat.python import cp_model
 
     model = cp.model
@@ -682,10 +752,15 @@ def _full_solve(cp: SpacetimeCp, until: float, workers: int, seed: int, below: i
         solver.parameters.max_time_in_seconds = max(until - time.perf_counter(), 0.01)
     solver.parameters.num_workers = max(1, int(workers))
     solver.parameters.random_seed = int(seed)
+    solver.parameters.log_search_progress = verbose
     level = _linearization(cp.problem)
     if level is not None:
         solver.parameters.linearization_level = level
-    return solver, solver.solve(model)
+    if progress.active() is None:
+        return solver, solver.solve(model)
+    watch = _progress_callback(cp)
+    solver.best_bound_callback = watch.on_bound
+    return solver, solver.solve(model, watch)
 
 
 def _read(cp: SpacetimeCp, solved: tuple[Any, Any], outcome: _Outcome, source: str, restricted: bool = False) -> str:
@@ -715,33 +790,43 @@ def _lns_applies(cp: SpacetimeCp, deadline: Deadline, hint: _Hint | None) -> boo
     return deadline.end is not None and hint is not None and p.placement == "pooled" and p.num_tasks <= LNS_MAX_TASKS
 
 
-def _search(cp: SpacetimeCp, hint: _Hint | None, deadline: Deadline, workers: int, seed: int) -> _Outcome:
+def _search(cp: SpacetimeCp, hint: _Hint | None, deadline: Deadline, workers: int, seed: int,
+            verbose: bool = False) -> _Outcome:  # fmt: skip
     """Under a time limit (pooled, small enough): LNS from the warm start, then a full solve restricted to
     better objectives, which proves the incumbent optimal when it is infeasible. Otherwise one full solve."""
     outcome = _Outcome()
     started = time.perf_counter()
+    outcome.raise_bound(cp.precedence_bound())
     if hint is not None:
         outcome.offer(hint.start, hint.machine, cp.integer_value(hint.start), hint.rule)
-        outcome.raise_bound(cp.precedence_bound())
         if outcome.proven:  # the warm start meets the critical path: nothing to search
             outcome.solve_s = time.perf_counter() - started
             return outcome
     if not _lns_applies(cp, deadline, hint):
-        outcome.status = _read(cp, _full_solve(cp, deadline.until(1.0), workers, seed), outcome, "cp-sat")
+        outcome.status = _read(cp, _full_solve(cp, deadline.until(1.0), workers, seed, verbose=verbose), outcome,
+                               "cp-sat")  # fmt: skip
         outcome.solve_s = time.perf_counter() - started
         return outcome
     assert outcome.start is not None and outcome.value is not None
     p = cp.problem
+    bound = None if outcome.bound is None else cp.real(outcome.bound)
+
+    def step(value: int) -> None:
+        progress.report("spacetime-cp LNS", cp.real(value), bound)
+
+    progress.log("spacetime-cp", f"warm start {hint.rule if hint else '-'}: {cp.real(outcome.value):.6g}; LNS")
     start, value, outcome.lns = improve(cp.model, [v.index for v in cp.start], p.task_duration,
                                         p.scaled.demand[p.flat.task_stage], p.scaled.capacity, outcome.start,
                                         outcome.value, deadline.until(LNS_SHARE), seed, workers,
-                                        _linearization(p))  # fmt: skip
+                                        _linearization(p), step)  # fmt: skip
     outcome.offer(start, None, value, "lns")
     if outcome.lns.proven:
         outcome.raise_bound(value)
     if not outcome.proven:
         cp.hint(outcome.start, None)
-        solved = _full_solve(cp, deadline.until(1.0), workers, seed, below=outcome.value)
+        progress.log("spacetime-cp", f"LNS: {outcome.lns.steps} steps, {outcome.lns.improved} improving; "
+                     f"full solve below {cp.real(outcome.value):.6g}")  # fmt: skip
+        solved = _full_solve(cp, deadline.until(1.0), workers, seed, below=outcome.value, verbose=verbose)
         outcome.status = _read(cp, solved, outcome, "cp-sat", restricted=True)
     outcome.solve_s = time.perf_counter() - started
     return outcome
@@ -783,6 +868,8 @@ def solve_spacetime_cp(
     workers: int = 2,
     seed: int = 0,
     placement: str = "pooled",
+    fair: FairMode = "off",
+    verbose: bool = False,
 ) -> Result:
     """Pack all tasks of all DAG jobs in space and time with CP-SAT (see the module docstring).
 
@@ -798,13 +885,20 @@ def solve_spacetime_cp(
     alpha : float
         Weight of the average JCT in ``mix``, in [0, 1].
     fair_completion : mapping job name -> T_k, optional
-        Deadlines ``C_k <= T_k`` (e.g. each job's completion under its DRF fair share).
+        Deadlines ``C_k <= T_k`` given explicitly (they take precedence over ``fair``).
+    fair : {'off', 'cap', 'report'}
+        Without ``fair_completion``: ``cap`` computes every job's fair completion time ``T_k`` (the
+        ``drf-strict`` schedule, :mod:`solver.spacetime.fair`) within the time limit and enforces
+        ``C_k <= T_k`` (that schedule is also a warm start); ``report`` computes it with a part of the time
+        and reports it beside each job without enforcing it; ``off`` does neither.
     workers : int
         CP-SAT search workers for every solve (at least 1).
     seed : int
         CP-SAT random seed and the neighbourhood search's, for reproducible runs.
     placement : {'pooled', 'servers'}
         The pooled cluster, or every task on one machine it fits (exact per machine).
+    verbose : bool
+        Stream CP-SAT's search log and the phases (warm start, LNS, proof) to the log.
 
     Returns
     -------
@@ -820,7 +914,22 @@ def solve_spacetime_cp(
     if not np.all(problem.fits.any(axis=1)):
         return _infeasible("after conservative rounding some task fits no machine; the unrounded instance may be "
                            "feasible", started, placement)  # fmt: skip
-    hint = _warm_start(problem, deadline)
+    notes = list(problem.notes)
+    witness: dict[str, tuple[IntArray, IntArray]] = {}
+    if fair_completion is None and fair != "off":
+        unit = None if problem.scaled.time_exact else problem.scaled.tick
+        share = fair_share(instance, placement, unit, share_deadline(fair, deadline.end))
+        if share is None and fair == "cap":
+            return Result("time_limit", "spacetime-cp", "cpsat", build_s=time.perf_counter() - started,
+                          message=NO_FAIR_SHARE, extra={"placement": placement, "fair_cap": True})  # fmt: skip
+        if share is None:
+            notes.append("T_k not reported: the fair-share schedule did not finish in its part of the time limit")
+        else:
+            problem = problem.with_fair(share.completion, enforce=fair == "cap")
+            starts = schedule_starts(instance, share.schedule, problem.scaled.tick)
+            if starts is not None:
+                witness["drf-strict"] = starts
+    hint = _warm_start(problem, deadline, witness)
     horizon = _horizon(problem, hint)
     window = _windows(problem, horizon)
     if np.any(window[1] < window[0]):
@@ -830,8 +939,7 @@ def solve_spacetime_cp(
     if hint is not None:
         cp.hint(hint.start, hint.machine)
     build_s = time.perf_counter() - started
-    outcome = _search(cp, hint, deadline, workers, seed)
-    notes = list(problem.notes)
+    outcome = _search(cp, hint, deadline, workers, seed, verbose)
     if not cp.coef_exact:
         notes.append("objective coefficients rounded to 1e-6")
     if hint is not None and outcome.source == hint.rule and not outcome.proven:
@@ -850,6 +958,7 @@ def solve_spacetime_cp(
         schedule=_schedule(problem, outcome),
         extra={
             "placement": placement,
+            "fair_cap": problem.deadline is not None,
             "objective_name": problem.objective,
             "alpha": alpha,
             "tick": problem.scaled.tick,

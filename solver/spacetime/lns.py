@@ -25,6 +25,7 @@ kept task's machine), and only models small enough to clone every step (``LNS_MA
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,12 +114,14 @@ def improve(
     seed: int,
     workers: int = 1,
     linearization: int | None = None,
+    on_step: Callable[[int], None] | None = None,
 ) -> tuple[IntArray, int, LnsStats]:
     """Improve ``incumbent`` (task starts, objective ``value`` in the model's integer units) until ``until``.
 
     ``model`` is the full CP model (``ortools.sat.python.cp_model.CpModel``, not changed), ``start_index``
     the proto index of every task's start variable; ``linearization`` CP-SAT's ``linearization_level`` for
-    the sub-solves (None: its default). Returns the best starts, their value and statistics.
+    the sub-solves (None: its default); ``on_step`` is told the incumbent's value after every step (progress
+    lines). Returns the best starts, their value and statistics.
     """
     from ortools.sat.python import cp_model
 
@@ -162,6 +165,8 @@ def improve(
             if found <= value:
                 incumbent = np.asarray(solver.response_proto.solution, dtype=np.int64)[index]
                 value = found
+        if on_step is not None:
+            on_step(value)
         if code == cp_model.OPTIMAL and freed.all():
             stats.proven = True  # every task was free: the whole model, solved to optimality
             break

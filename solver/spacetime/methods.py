@@ -19,8 +19,10 @@ def job_placement(options: SolveOptions) -> str:
 
 
 def run_spacetime_cp(instance: Instance, options: SolveOptions, budget: Budget) -> Result:
-    """CP-SAT space-time packing; ``extra['fair_completion']`` (job name -> T_k) sets explicit deadlines."""
+    """CP-SAT space-time packing, every job capped at its fair completion time ``T_k`` unless ``--no-fair-cap``
+    (then ``T_k`` is only reported); ``extra['fair_completion']`` (job name -> T_k) sets explicit deadlines."""
     from solver.spacetime.cp import solve_spacetime_cp
+    from solver.spacetime.fair import fair_mode
 
     return solve_spacetime_cp(
         instance,
@@ -31,6 +33,8 @@ def run_spacetime_cp(instance: Instance, options: SolveOptions, budget: Budget) 
         workers=options.workers or 2,
         seed=options.seed or 0,
         placement=job_placement(options),
+        fair=fair_mode(options.fair_cap),
+        verbose=options.verbose,
     )
 
 
@@ -50,6 +54,7 @@ def run_spacetime(instance: Instance, options: SolveOptions, budget: Budget) -> 
         placement=job_placement(options),
         algorithm=options.algorithm,
         servers_model=str(options.extra.get("servers_model", "auto")),
+        settings=options.solver_settings(),
     )
 
 

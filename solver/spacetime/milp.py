@@ -38,8 +38,10 @@ machine; for the per-machine model identical machines are relabelled by load to 
 Fair caps ``C_k <= T_k``: ``fair_completion`` given explicitly (job name -> T_k), else, unless
 ``fair_cap=False``, the fair completion times of :func:`solver.sim.fairshare.fair_completion_times`: each job's
 completion in the ``drf-strict`` schedule on the same placement, with durations and releases rounded up to
-slots as the MILP sees them. That schedule meets every cap, so the caps never make the MILP infeasible, and it
-is one of the warm starts.
+slots as the MILP sees them (:mod:`solver.spacetime.fair`). That schedule meets every cap, so the caps never
+make the MILP infeasible, and it is one of the warm starts. It is simulated within the time limit; if it does
+not finish, the result is a ``time_limit`` with no schedule. Under ``fair_cap=False`` it is computed with a part
+of the time and reported beside each job, not enforced.
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ import numpy as np
 
 from models.result import Result, Schedule, Status
 from models.types import FloatArray, Instance, InstanceError, IntArray
-from solver.backends import Backend, SolveOutcome, get_backend
+from solver.backends import Backend, SolveOutcome, SolverSettings, get_backend
+from solver.spacetime.fair import NO_FAIR_SHARE, fair_mode, fair_share, share_deadline
 from solver.spacetime.model import (
     FIT_TOL,
     SlotData,
@@ -63,55 +66,54 @@ from solver.spacetime.model import (
     build_assignment,
     build_spacetime,
     completion_upper,
+    model_size,
     objective_coefficients,
     objective_in_slots,
     order_machines_by_load,
 )
-from solver.spacetime.warmstart import heuristic_starts, priority_rules, serial_sgs
+from solver.spacetime.warmstart import heuristic_starts, priority_rules, schedule_starts, serial_sgs
 
 SERVERS_MODELS = ("auto", "class", "machine")
 #: Seconds below which the per-machine MILP is not started after the relaxation (it could not even load).
 MIN_PHASE_S = 0.5
 #: ``servers_model='auto'`` under a time limit: share of the remaining time the class relaxation may use.
 RELAXATION_SHARE = 0.5
+#: Most nonzeros (estimated by ``model_size``) of a MILP spacetime builds: about 24 bytes each in the builder
+#: and as much again in the solver; a 60-query TPC-H mix asked for ~10^8 and ran out of memory.
+MAX_NONZEROS = 10_000_000
+#: Seconds per nonzero to build a MILP and load it into HiGHS, which watches no clock meanwhile (measured on
+#: 14-48 million nonzeros at load 6 on 2 cores: 2.6-4.1 microseconds, 58-124 s); under a time limit a MILP
+#: that cannot be loaded in the time left is not started.
+LOAD_S_PER_NONZERO = 4e-6
+#: Under a time limit, MILPs with more nonzeros than this are solved without presolve (see ``_solve_phase``).
+PRESOLVE_MAX_NONZEROS = 500_000
+#: Under a time limit, the share of the time left after building a MILP that its solver is given.
+SOLVER_SHARE = 0.85
+#: Under a time limit, the share of the time left that the simulated warm-start heuristics may take together.
+HEURISTIC_SHARE = 0.25
 
 
-def _heuristics(instance: Instance, data: SlotData) -> dict[str, tuple[IntArray, IntArray]]:
-    """Start slots and machines (flat order) of the list schedules and, on whole slots, the DAG heuristics.
+def _heuristics(instance: Instance, data: SlotData, deadline: float | None = None, end: float | None = None
+                ) -> dict[str, tuple[IntArray, IntArray]]:  # fmt: skip
+    """Start slots and machines (flat order) of the list schedules and, on whole slots, the DAG heuristics
+    (those still running at ``deadline`` are stopped; the first list schedule only at ``end``).
 
     Every one is feasible per machine (the pool is one machine), so each bounds the optimum of either
     placement and warm-starts either model.
     """
-    found: dict[str, tuple[IntArray, IntArray] | None] = {
-        rule: serial_sgs(data.stage_job, data.tasks, data.duration, data.demand, data.release, data.edges,
-                         priority, data.machine_capacity, data.fits[:, data.machine_unit])
-        for rule, priority in priority_rules(data.stage_job, data.tail, data.release, data.weight).items()
-    }  # fmt: skip
+    found: dict[str, tuple[IntArray, IntArray] | None] = {}
+    for rule, priority in priority_rules(data.stage_job, data.tail, data.release, data.weight).items():
+        # The first list schedule may take all the time left (``end``): without it there may be no answer.
+        found[rule] = serial_sgs(data.stage_job, data.tasks, data.duration, data.demand, data.release, data.edges,
+                                 priority, data.machine_capacity, data.fits[:, data.machine_unit],
+                                 deadline if any(found.values()) else end)  # fmt: skip
     if data.exact:  # the heuristics run in real time: on whole slots their schedules are slotted ones
-        found.update(heuristic_starts(instance, data.slot, data.placement))
+        found.update(heuristic_starts(instance, data.slot, data.placement, deadline=deadline))
     return {rule: value for rule, value in found.items() if value is not None}
 
 
-def _fair_baseline(instance: Instance, data: SlotData) -> tuple[FloatArray, str]:
-    """``T_k`` from the ``drf-strict`` schedule of the instance as the MILP sees it (durations and releases
-    rounded up to whole slots), so that the schedule is a witness in slots too."""
-    from solver.sim.fairshare import fair_completion_times
-
-    seen = instance if data.exact else slotted(instance, data.slot)
-    fair = fair_completion_times(seen, data.placement)
-    return fair.completion, "fair caps C_k <= T_k from the drf-strict schedule (solver.sim.fairshare)"
-
-
-def slotted(instance: Instance, slot: float) -> Instance:
-    """The instance with every duration and release rounded up to a whole number of slots."""
-
-    def up(value: float) -> float:
-        return math.ceil(value / slot - 1e-9) * slot
-
-    jobs = tuple(replace(job, release=up(job.release),
-                         stages=tuple(replace(stage, duration=up(stage.duration)) for stage in job.stages))
-                 for job in instance.jobs)  # fmt: skip
-    return replace(instance, jobs=jobs)
+class _NoFairShare(Exception):
+    """The fair-share schedule that sets the caps did not finish within the time limit."""
 
 
 def _fair_array(instance: Instance, fair: Any) -> FloatArray | None:
@@ -174,8 +176,18 @@ def _solve_phase(
             notes.append(f"heuristic start violates the model by {violation:.3g}; not used")
             warm = None
     use_warm = warm is not None and "warm_start" in solver.capabilities()
-    outcome = solver.solve(model.lp, time_limit=_remaining(deadline), warm_start=warm if use_warm else None,
-                           algorithm=algorithm)  # fmt: skip
+    limit = _remaining(deadline)
+    # The solver overruns its own limit (HiGHS's presolve passes do not watch the clock: one took 15 s on a
+    # 365,000-row MILP given 20 s, which then ran 29 s), and the schedule is read and verified after it: keep
+    # a margin, and under a limit skip presolve on large models (2 s over instead).
+    given = None if limit is None else SOLVER_SHARE * limit
+    if limit is not None and solver.name == "highs" and model.lp.matrix.nnz > PRESOLVE_MAX_NONZEROS:
+        session = solver.session(model.lp, given, algorithm, presolve=False)
+        if use_warm and warm is not None:
+            session.set_start(warm)
+        outcome = session.solve()
+    else:
+        outcome = solver.solve(model.lp, time_limit=given, warm_start=warm if use_warm else None, algorithm=algorithm)
     phase = _Phase(model, outcome, use_warm)
     if outcome.x is not None:
         phase.starts, phase.units = model.task_starts(outcome.x)
@@ -246,6 +258,7 @@ def solve_spacetime(
     placement: str = "pooled",
     algorithm: str | None = None,
     servers_model: str = "auto",
+    settings: SolverSettings | None = None,
 ) -> Result:
     """Pack all tasks of all DAG jobs in space and time with the time-indexed MILP.
 
@@ -265,7 +278,8 @@ def solve_spacetime(
     fair_completion : mapping job name -> T_k or array (jobs,), optional
         Deadlines ``C_k <= T_k``; when omitted the fair-share baseline is used.
     fair_cap : bool
-        ``False`` ignores every fair completion time (``--no-fair-cap``).
+        ``False`` (``--no-fair-cap``) enforces no fair completion time; the fair-share ``T_k`` are then
+        computed with a part of the time limit and reported beside each job only.
     placement : {'pooled', 'servers'}
         One pooled cluster, or every task on one machine it fits (module docstring).
     algorithm : str, optional
@@ -273,6 +287,8 @@ def solve_spacetime(
     servers_model : {'auto', 'class', 'machine'}
         With ``placement='servers'``: relaxation then per-machine if needed, relaxation only, or
         per-machine only (module docstring).
+    settings : SolverSettings, optional
+        Threads, seed and log of the MILP solver (``--workers``, ``--seed``, ``--verbose``).
 
     Returns
     -------
@@ -285,11 +301,16 @@ def solve_spacetime(
     """
     if servers_model not in SERVERS_MODELS:
         raise ValueError(f"servers_model must be one of {', '.join(SERVERS_MODELS)}, not {servers_model!r}")
-    run = _SpacetimeRun(instance, backend, objective, time_limit, alpha, placement, algorithm, servers_model)
+    run = _SpacetimeRun(instance, backend, objective, time_limit, alpha, placement, algorithm, servers_model,
+                        settings)  # fmt: skip
     try:
         run.fair_caps(fair_completion, fair_cap)
+    except _NoFairShare:
+        return run.result("time_limit", NO_FAIR_SHARE, build_s=time.perf_counter() - run.started)
+    try:
         run.heuristics()
         upper = run.completion_bounds()
+        run.check_size(upper)
         run.solve_models(upper)
     except WindowError as error:
         reason = f"no schedule meets the fair caps (--no-fair-cap drops them): {error}"
@@ -302,7 +323,8 @@ class _SpacetimeRun:
     """The steps of :func:`solve_spacetime`, sharing its state (module docstring: steps 1-4)."""
 
     def __init__(self, instance: Instance, backend: str, objective: str | None, time_limit: float | None,
-                 alpha: float, placement: str, algorithm: str | None, servers_model: str) -> None:  # fmt: skip
+                 alpha: float, placement: str, algorithm: str | None, servers_model: str,
+                 settings: SolverSettings | None = None) -> None:  # fmt: skip
         self.started = time.perf_counter()
         self.instance, self.backend, self.alpha, self.placement = instance, backend, alpha, placement
         self.algorithm, self.servers_model = algorithm, servers_model
@@ -316,7 +338,9 @@ class _SpacetimeRun:
         if not self.data.exact:
             self.notes.append(f"durations/releases rounded up to slots of {self.data.slot:g}: optimal for the "
                               "slotted problem only")  # fmt: skip
-        self.fair: FloatArray | None = None
+        self.fair: FloatArray | None = None  # enforced T_k
+        self.reported: FloatArray | None = None  # T_k on the schedule (enforced or not)
+        self.witness: tuple[IntArray, IntArray] | None = None  # the fair-share schedule in slots
         self.cap: IntArray | None = None
         self.extra: dict[str, Any] = {"objective_name": self.objective, "alpha": alpha, "slot": self.data.slot,
                                       "placement": placement}  # fmt: skip
@@ -324,9 +348,10 @@ class _SpacetimeRun:
             self.extra["servers_model"] = servers_model
         self.candidates: dict[str, tuple[float, IntArray, IntArray]] = {}
         self.best: str | None = None
-        self.solver = get_backend(backend)
+        self.solver = get_backend(backend, None, settings)
         self.solve_s = 0.0
         self.phase: _Phase | None = None
+        self.size = 0  # estimated nonzeros of the MILP
         self.status: Status = "error"
         self.bound: float | None = None
         self.solver_objective: float | None = None
@@ -337,12 +362,30 @@ class _SpacetimeRun:
         return Result(status, "spacetime", self.backend, message=joined, extra=self.extra, **fields)
 
     def fair_caps(self, fair_completion: Mapping[str, float] | FloatArray | None, fair_cap: bool) -> None:
-        """``C_k <= T_k`` as slot caps: explicit ``T_k``, else the fair-share baseline, unless ``fair_cap`` is off."""
-        if fair_cap:
-            if fair_completion is None:
-                fair_completion, note = _fair_baseline(self.instance, self.data)
-                self.notes.append(note)
+        """``C_k <= T_k`` as slot caps: explicit ``T_k``, else the fair-share baseline of
+        :mod:`solver.spacetime.fair` on the instance as the MILP sees it (durations and releases rounded up
+        to whole slots, so that its schedule is a witness in slots too); with ``fair_cap`` off the baseline
+        is only reported. Raises ``_NoFairShare`` when capped and the baseline did not finish in time."""
+        if fair_cap and fair_completion is not None:
             self.fair = _fair_array(self.instance, fair_completion)
+        elif fair_completion is None:
+            mode = fair_mode(fair_cap)
+            share = fair_share(self.instance, self.data.placement, None if self.data.exact else self.data.slot,
+                               share_deadline(mode, self.deadline))  # fmt: skip
+            if share is None and fair_cap:
+                raise _NoFairShare
+            if share is None:
+                self.notes.append("T_k not reported: the fair-share schedule did not finish in its part of the "
+                                  "time limit")  # fmt: skip
+            else:
+                # The fair-share schedule meets every cap: a warm start that always exists.
+                self.witness = schedule_starts(self.instance, share.schedule, self.data.slot)
+                if fair_cap:
+                    self.fair = share.completion
+                    self.notes.append("fair caps C_k <= T_k from the drf-strict schedule (solver.spacetime.fair)")
+                else:
+                    self.reported = share.completion
+        self.reported = self.fair if self.fair is not None else self.reported
         self.extra["fair_cap"] = self.fair is not None
         if self.fair is not None:
             fair, big = self.fair, self.data.sum_horizon() + 1
@@ -352,7 +395,13 @@ class _SpacetimeRun:
 
     def heuristics(self) -> None:
         """Step 1: heuristic schedules (per machine) that meet the caps; the best is the warm start."""
-        for rule, (starts, machine) in _heuristics(self.instance, self.data).items():
+        until = None
+        if self.deadline is not None:  # the simulated heuristics do not watch a clock: stop them at a share
+            until = time.perf_counter() + HEURISTIC_SHARE * max(self.deadline - time.perf_counter(), 0.0)
+        found = _heuristics(self.instance, self.data, until, self.deadline)
+        if self.witness is not None:
+            found["drf-strict"] = self.witness
+        for rule, (starts, machine) in found.items():
             completion = self.data.completions(starts)
             if self.cap is None or np.all(completion <= self.cap):
                 self.candidates[rule] = (objective_in_slots(self.data, completion, self.a, self.b), starts, machine)
@@ -373,6 +422,17 @@ class _SpacetimeRun:
             upper = np.full(data.num_jobs, data.sum_horizon(), dtype=np.int64)
         return upper if self.cap is None else np.minimum(upper, self.cap)
 
+    def check_size(self, upper: IntArray) -> None:
+        """Refuse, naming the limit, a MILP that would not fit in memory (it is never built)."""
+        size = self.size = model_size(self.data, upper)
+        if size > MAX_NONZEROS:
+            bounds = (f"completion bounds from the {self.best} warm start" if self.best is not None else
+                      "no warm start finished in time to bound the completions; more time may help")  # fmt: skip
+            raise InstanceError(f"the time-indexed MILP would hold about {size:,} nonzeros (slots of "
+                                f"{self.data.slot:g}, {bounds}); spacetime builds at most MAX_NONZEROS = "
+                                f"{MAX_NONZEROS:,}; use spacetime-cp, a coarser time.slot, or fewer tasks",
+                                "jobs")  # fmt: skip
+
     def _phase(self, upper: IntArray, deadline: float | None) -> _Phase:
         phase = _solve_phase(self.data, self.objective, self.alpha, upper, self._start(), self.solver, deadline,
                              self.algorithm, self.instance.name, self.notes)  # fmt: skip
@@ -382,6 +442,14 @@ class _SpacetimeRun:
     def solve_models(self, upper: IntArray) -> None:
         """Step 3: build and solve; per-server placement may need machines, or a second, per-machine model."""
         data, deadline = self.data, self.deadline
+        load_s = LOAD_S_PER_NONZERO * self.size
+        if deadline is not None and deadline - time.perf_counter() < max(MIN_PHASE_S, load_s):
+            # Building and loading the MILP alone would outlast the limit (HiGHS does not watch the clock
+            # while it takes a model in): keep the best warm start instead.
+            self.status = "time_limit"
+            self.notes.append(f"the MILP (about {self.size:,} nonzeros, ~{load_s:.2g} s to build and load) was not "
+                              "started in the time left")  # fmt: skip
+            return
         first_deadline = deadline
         if deadline is not None and self.servers_model == "auto" and not data.units_are_machines:
             # Keep time for the per-machine MILP in case the relaxation's time-table fits no machines.
@@ -443,26 +511,26 @@ class _SpacetimeRun:
         placed = (data.machine_class[machine], data.machine_number[machine]) if self.servers else (None, None)
         index = np.arange(stage.size) - data.first_task[stage]
         return Schedule(data.stage_job[stage], data.stage_local[stage], index, begin,
-                        begin + data.real_duration[stage], self.fair, *placed)  # fmt: skip
+                        begin + data.real_duration[stage], self.reported, *placed)  # fmt: skip
 
     def finish(self) -> Result:
         """Step 4b: the schedule in real times and the result."""
-        assert self.phase is not None
+        phase = self.phase
         status, bound, extra_bound = self.status, self.bound, None
         if not self.data.exact:
             status = "feasible" if status == "optimal" else status
             extra_bound, bound = bound, None
         total = time.perf_counter() - self.started
-        result = self.result(status, self.phase.outcome.message, bound=bound, build_s=max(total - self.solve_s, 0.0),
-                             solve_s=self.solve_s, solver_objective=self.solver_objective,
-                             schedule=self._schedule())  # fmt: skip
+        result = self.result(status, phase.outcome.message if phase is not None else "", bound=bound,
+                             build_s=max(total - self.solve_s, 0.0), solve_s=self.solve_s,
+                             solver_objective=self.solver_objective, schedule=self._schedule())  # fmt: skip
         extra = {
             **result.extra,
-            **self.phase.model.stats(),
-            "horizon": self.phase.model.horizon * self.data.slot,
+            **(phase.model.stats() if phase is not None else {}),
+            "horizon": phase.model.horizon * self.data.slot if phase is not None else None,
             "heuristic": self.best,
             "heuristic_objective": self.candidates[self.best][0] if self.best is not None else None,
-            "warm_start": self.phase.warm,
+            "warm_start": phase.warm if phase is not None else None,
         }
         if extra_bound is not None:
             extra["slotted_bound"] = extra_bound

@@ -10,12 +10,14 @@ _OBJECTIVE = frozenset({"objective", "alpha", "placement"})
 _HEURISTIC_EXTRA = frozenset({"altruism", "reverse_order", "fair_completion", "fair_margin", "attach_fair"})
 
 register(
-    Method("spacetime-cp", "jobs", True, "DAG jobs packed in space and time with CP-SAT, pooled or per machine",
+    Method("spacetime-cp", "jobs", True, "DAG jobs packed in space and time with CP-SAT, pooled or per machine, "
+           "C_k <= T_k unless --no-fair-cap",
            f"{_DRIVERS}:run_spacetime_cp", ("cpsat",), frozenset({"cp"}),
-           _OBJECTIVE | {"workers", "seed"}, frozenset({"fair_completion"}), kind="schedule"),
+           _OBJECTIVE | {"workers", "seed", "fair_cap"}, frozenset({"fair_completion"}), kind="schedule"),
     Method("spacetime", "jobs", True, "DAG jobs as a time-indexed MILP (start counts per stage and slot), "
            "C_k <= T_k unless --no-fair-cap", f"{_DRIVERS}:run_spacetime", LP_BACKENDS,
-           frozenset({"lp", "milp"}), _OBJECTIVE | {"fair_cap"}, frozenset({"fair_completion", "servers_model"}),
+           frozenset({"lp", "milp"}), _OBJECTIVE | {"fair_cap", "workers", "seed"},
+           frozenset({"fair_completion", "servers_model"}),
            kind="schedule"),
     Method("carbyne", "jobs", False, "Carbyne: DRF shares, reverse packing, leftovers given away",
            f"{_DRIVERS}:run_carbyne", options=_OBJECTIVE | {"seed"}, extra_keys=_HEURISTIC_EXTRA, kind="schedule"),

@@ -8,7 +8,8 @@
 * :func:`priority_rules` -- the two stage orders tried: longest remaining critical path first, and whole
   jobs shortest-first (by release + critical path over weight).
 * :func:`heuristic_starts` -- the event-driven heuristics (``carbyne``, ``sjf``, ``drf-dag``, ``tetris``)
-  as start steps and machines, when their starts fall on whole steps.
+  as start steps and machines, when their starts fall on whole steps (:func:`schedule_starts` converts one
+  simulated schedule, such as the fair-share witness of :mod:`solver.spacetime.fair`).
 
 Tasks are numbered flat, stage by stage (global stage order, jobs in instance order), and within a stage by
 start time: the CP model orders the identical tasks of a stage by start, and the MILP does not care.
@@ -16,9 +17,12 @@ start time: the CP model orders the identical tasks of a stage by start, and the
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from models.dag import adjacency, topological_order
+from models.result import Schedule
 from models.types import BoolArray, FloatArray, Instance, IntArray
 
 #: The list heuristic keeps a (steps x machines x resources) usage profile; larger instances skip it.
@@ -37,6 +41,7 @@ def serial_sgs(
     priority: FloatArray,
     capacity: FloatArray,
     fits: BoolArray | None = None,
+    deadline: float | None = None,
 ) -> tuple[IntArray, IntArray] | None:
     """Serial list scheduling on integer steps: start step and machine of every task (flat order).
 
@@ -60,11 +65,13 @@ def serial_sgs(
         Capacity of every machine (one row for the pooled cluster).
     fits : bool array (stages, machines), optional
         Machines one task of a stage may use (default: where its demand fits the capacity).
+    deadline : float, optional
+        A ``time.perf_counter()`` time after which it gives up (tens of thousands of tasks take seconds).
 
     Returns
     -------
     ``(start, machine)`` int arrays in flat task order, or ``None`` if the profile would exceed
-    ``MAX_PROFILE_CELLS`` or a task fits no machine.
+    ``MAX_PROFILE_CELLS``, a task fits no machine or the deadline passed.
     """
     n_machines, n_res = capacity.shape
     limit = capacity * (1 + 1e-9) + 1e-9
@@ -89,6 +96,8 @@ def serial_sgs(
     missing = [len(p) for p in parents]
     eligible = {s for s in range(tasks.size) if not missing[s]}
     while eligible:
+        if deadline is not None and time.perf_counter() > deadline:
+            return None
         stage = min(eligible, key=lambda s: (priority[s], s))
         eligible.remove(stage)
         earliest = max([int(release[stage_job[stage]])] + [int(stage_end[p]) for p in parents[stage]])
@@ -147,33 +156,50 @@ def priority_rules(stage_job: IntArray, tail: IntArray, release: IntArray, weigh
 
 
 def heuristic_starts(
-    instance: Instance, step: float, placement: str = "pooled", names: tuple[str, ...] = WARM_HEURISTICS
+    instance: Instance,
+    step: float,
+    placement: str = "pooled",
+    names: tuple[str, ...] = WARM_HEURISTICS,
+    deadline: float | None = None,
 ) -> dict[str, tuple[IntArray, IntArray]]:
     """Start steps and machines (flat task order) of the event-driven heuristics' schedules.
 
     Only schedules whose starts are whole multiples of ``step`` are returned. Machines are numbered
     globally (classes in order, then the number within the class; ``0`` for the pooled cluster). Their
-    schedules are often better than the list schedules on multi-job mixes (Carbyne, SJF).
+    schedules are often better than the list schedules on multi-job mixes (Carbyne, SJF). A heuristic
+    still running at ``deadline`` (a ``time.perf_counter()`` time) is stopped, and the rest are skipped.
     """
     from solver.sim.runs import run_policy
+    from solver.spacetime.fair import OutOfTime, watched
 
+    found: dict[str, tuple[IntArray, IntArray]] = {}
+    for name in names:
+        try:
+            schedule, _ = run_policy(instance, name, placement=placement, observers=watched(deadline))
+        except OutOfTime:
+            break
+        starts = schedule_starts(instance, schedule, step)
+        if starts is not None:
+            found[name] = starts
+    return found
+
+
+def schedule_starts(instance: Instance, schedule: Schedule, step: float) -> tuple[IntArray, IntArray] | None:
+    """A simulated schedule as start steps and machines in flat task order (None unless every start is a
+    whole multiple of ``step``). Machines are numbered globally, ``0`` for the pooled cluster."""
     counts = [len(job.stages) for job in instance.jobs]
     offset = np.concatenate([[0], np.cumsum(counts)])[:-1].astype(np.int64)
     machine_offset = np.concatenate([[0], np.cumsum(instance.counts)])[:-1]
-    found: dict[str, tuple[IntArray, IntArray]] = {}
-    for name in names:
-        schedule, _ = run_policy(instance, name, placement=placement)
-        steps = schedule.start / step
-        if not np.allclose(steps, np.round(steps), atol=1e-6):
-            continue
-        # Sorted by global stage, then start: position in this order is the flat task number.
-        order = np.lexsort((steps, offset[schedule.job] + schedule.stage))
-        starts = np.round(steps[order]).astype(np.int64)
-        machines = np.zeros_like(starts)
-        if schedule.server is not None and schedule.machine is not None:
-            machines = machine_offset[schedule.server[order]] + schedule.machine[order]
-        found[name] = (starts, machines)
-    return found
+    steps = schedule.start / step
+    if not np.allclose(steps, np.round(steps), atol=1e-6):
+        return None
+    # Sorted by global stage, then start: position in this order is the flat task number.
+    order = np.lexsort((steps, offset[schedule.job] + schedule.stage))
+    starts = np.round(steps[order]).astype(np.int64)
+    machines = np.zeros_like(starts)
+    if schedule.server is not None and schedule.machine is not None:
+        machines = machine_offset[schedule.server[order]] + schedule.machine[order]
+    return starts, machines
 
 
 
@@ -215,6 +241,7 @@ def justify(
     fits: BoolArray | None,
     start: IntArray,
     rounds: int = 3,
+    deadline: float | None = None,
 ) -> tuple[IntArray, IntArray] | None:
     """Forward-backward improvement (justification) of a schedule: the best forward ``(start, machine)``
     found by makespan, or None when no pass improved on ``start``.
@@ -222,7 +249,8 @@ def justify(
     A backward pass schedules the stages on the reversed DAG, latest-finishing first, as late as they can
     go (as early as they can in reversed time); a forward pass then schedules them in the order of their
     backward starts, as early as they can go, releases included. Both are :func:`serial_sgs` passes, so the
-    result is feasible per machine like any of its schedules. Passes repeat while the makespan shrinks.
+    result is feasible per machine like any of its schedules. Passes repeat while the makespan shrinks (and
+    stop at ``deadline``, a ``time.perf_counter()`` time).
     """
     stage_of = np.repeat(np.arange(tasks.size), tasks)
     reverse = edges[:, ::-1].copy()
@@ -234,14 +262,14 @@ def justify(
         finish = np.zeros(tasks.size, dtype=np.int64)
         np.maximum.at(finish, stage_of, current + duration[stage_of])
         backward = serial_sgs(stage_job, tasks, duration, demand, no_release, reverse, -finish.astype(np.float64),
-                              capacity, fits)  # fmt: skip
+                              capacity, fits, deadline)  # fmt: skip
         if backward is None:
             break
         back_end = np.zeros(tasks.size, dtype=np.int64)
         np.maximum.at(back_end, stage_of, backward[0] + duration[stage_of])
         # A stage's real start mirrors its backward end: the later it ends there, the earlier it goes here.
         forward = serial_sgs(stage_job, tasks, duration, demand, release, edges, -back_end.astype(np.float64),
-                             capacity, fits)  # fmt: skip
+                             capacity, fits, deadline)  # fmt: skip
         if forward is None:
             break
         span = int((forward[0] + duration[stage_of]).max(initial=0))

@@ -170,6 +170,11 @@ class Carbyne(CandidatePolicy):
         tol = EPS * np.maximum(1.0, jobs.capacity)
         if np.any(dem[left > 0] > cap[None, :] + tol[None, :]):
             return  # cannot run on its share at all: it lives on leftovers
+        runnable = (left > 0) & (sim.missing[stages] == 0)
+        if not np.any(np.all(sim.usage[k][None, :] + dem[runnable] <= cap[None, :] + tol[None, :], axis=1)):
+            # No runnable task fits within its share now, and none will during this event (its usage only
+            # grows until the next event): `pick` never offers it a guaranteed slot, so urgency is moot.
+            return
         self.plans += 1
         parents = [tuple(p - first for p in jobs.parents[g]) for g in stages]
         running = [(g - first, end - sim.t, n) for g in stages.tolist() for end, n in sim.running_ends[g]]

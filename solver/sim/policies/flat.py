@@ -44,9 +44,14 @@ def _key(value: float) -> float:
 class TenantQueues:
     """Every tenant's runnable groups in arrival order (its head is the first)."""
 
-    def __init__(self, sim: Simulation) -> None:
+    def __init__(self, sim: Simulation, never: BoolArray | None = None) -> None:
+        """``never`` marks groups the policy can never launch (a task larger than every slot): they are left
+        out of the queues, so one of them cannot hold up its tenant's other work forever (the simulation
+        reports their jobs unfinished)."""
         jobs = sim.jobs
         order = np.lexsort((np.arange(jobs.num_stages), jobs.release[jobs.stage_job]))
+        if never is not None:
+            order = order[~never[order]]
         tenant = jobs.job_tenant[jobs.stage_job]
         self.by_tenant: list[list[int]] = [order[tenant[order] == t].tolist() for t in range(jobs.num_tenants)]
         self.cursor = [0] * jobs.num_tenants
@@ -220,14 +225,22 @@ class SlotPolicy(_TenantPolicy):
 
     def start(self, sim: Simulation) -> None:
         super().start(sim)
-        capacity = sim.cluster.capacity
+        jobs, capacity = sim.jobs, sim.cluster.capacity
         slot = sim.instance.capacity.max(axis=0) / self.slots
         has = capacity > 0
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(has, capacity / np.where(slot > 0, slot, 1.0), np.inf)
         self.per_machine = np.where(has.any(axis=1), np.floor(ratio.min(axis=1) * (1 + 1e-12)), 0).astype(np.int64)
         self.slot = slot
-        self.has = has
+        # Which machines a group may use depends only on which resources it needs: one mask per pattern.
+        patterns, self.pattern = np.unique(jobs.demand > 0, axis=0, return_inverse=True)
+        self.pattern = self.pattern.ravel()
+        self.usable = np.all(has[None, :, :] | ~patterns[:, None, :], axis=2)  # (patterns, machines)
+        self.fits_slot = np.all(jobs.demand <= slot[None, :] * (1 + 1e-10), axis=1)
+        self.free_slots = int(self.per_machine.sum())  # slots not taken, over all machines
+        # A task larger than a slot, or needing a resource no machine with slots has, never launches.
+        never = ~self.fits_slot | ~np.any(self.usable[self.pattern] & (self.per_machine > 0)[None, :], axis=1)
+        self.queues = TenantQueues(sim, never)
 
     def keys(self, sim: Simulation) -> FloatArray:
         return np.asarray(sim.tenant_running / sim.jobs.tenant_weight)
@@ -235,18 +248,22 @@ class SlotPolicy(_TenantPolicy):
     def key_after(self, sim: Simulation, tenant: int, group: int, tasks: int) -> float:
         return float(sim.tenant_running[tenant] + tasks) / float(sim.jobs.tenant_weight[tenant])
 
+    def on_finish(self, sim: Simulation, group: int, tasks: int, machine: int) -> None:
+        super().on_finish(sim, group, tasks, machine)
+        self.free_slots += tasks
+
     def _machines(self, sim: Simulation, group: int) -> IntArray:
-        demand = sim.jobs.demand[group]
-        if np.any(demand > self.slot * (1 + 1e-10)):
+        if self.free_slots <= 0 or not self.fits_slot[group]:  # the common case under load: all slots taken
             return np.zeros(0, dtype=np.int64)
-        usable = np.all(self.has | (demand <= 0)[None, :], axis=1) & (sim.machine_tasks < self.per_machine)
-        return np.flatnonzero(usable)
+        return np.flatnonzero(self.usable[self.pattern[group]] & (sim.machine_tasks < self.per_machine))
 
     def admitted(self, sim: Simulation, group: int) -> bool:
         return bool(self._machines(sim, group).size)
 
     def place(self, sim: Simulation, group: int, most: int) -> list[tuple[int, int]]:
-        return [(int(self._machines(sim, group)[0]), 1)]
+        machine = int(self._machines(sim, group)[0])
+        self.free_slots -= 1
+        return [(machine, 1)]
 
 
 class PerServerDrf(BasePolicy):
@@ -293,7 +310,13 @@ class PerServerDrf(BasePolicy):
 
 
 class Fifo(BasePolicy):
-    """``fifo``: arrival order, passing over what does not fit now (module docstring)."""
+    """``fifo``: arrival order, passing over what does not fit now (module docstring).
+
+    Every event rescans the queue from its head, so a long queue of groups that do not fit would make each
+    event cost the queue's length in fit tests. A group found not to fit is marked ``rejected``; since only
+    the machines where tasks ended gained room, at the next event it can fit only there, so all rejected
+    groups are re-tested at once against those machines and the rest are passed over without a test.
+    """
 
     name = "fifo"
     mask: BoolArray | None = None
@@ -303,8 +326,19 @@ class Fifo(BasePolicy):
         self.order = np.lexsort((np.arange(jobs.num_stages), jobs.release[jobs.stage_job])).tolist()
         self.done = 0  # every group before this position is launched out
         self.position = 0
+        self.rejected = np.zeros(jobs.num_stages, dtype=bool)  # did not fit at its last test
+        self.changed: set[int] = set()  # machines where tasks ended since the last event
+
+    def on_finish(self, sim: Simulation, group: int, tasks: int, machine: int) -> None:
+        self.changed.add(machine)
 
     def on_event(self, sim: Simulation) -> None:
+        looked = np.asarray(self.order[self.done:self.position], dtype=np.int64)
+        looked = looked[self.rejected[looked]]
+        if looked.size and self.changed:
+            machines = np.fromiter(self.changed, dtype=np.int64)
+            self.rejected[looked[sim.cluster.fits_any(sim.jobs.demand[looked], machines)]] = False
+        self.changed.clear()
         self.position = self.done
 
     def next(self, sim: Simulation) -> tuple[int, int] | None:
@@ -316,10 +350,11 @@ class Fifo(BasePolicy):
             g = order[self.position]
             if not sim.released[jobs.stage_job[g]]:
                 return None
-            if sim.unlaunched[g] > 0 and sim.missing[g] == 0:
+            if sim.unlaunched[g] > 0 and sim.missing[g] == 0 and not self.rejected[g]:
                 self.mask = sim.cluster.fits(jobs.demand[g])
                 if self.mask.any():
                     return g, int(min(sim.unlaunched[g], 1 << 30))
+                self.rejected[g] = True
             self.position += 1
         return None
 

@@ -1,0 +1,55 @@
+"""Typed ``--option k=v`` settings of the online policies: a value of the wrong kind or out of range is an
+``OptionError`` naming the option (the CLI exits with 2, no traceback), never a stray ``ValueError``."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from solver.registry import OptionError
+
+
+def flag(extra: Mapping[str, Any], key: str, default: bool) -> bool:
+    """A yes/no setting: a bool, or the strings ``true``/``false`` (any case)."""
+    value = extra.get(key, default)
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise OptionError(f"must be true or false, got {value!r}", key)
+
+
+def integer(extra: Mapping[str, Any], key: str, default: int, least: int = 0) -> int:
+    """A whole number at least ``least`` (a float with no fraction is accepted)."""
+    value = extra.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise OptionError(f"must be a whole number, got {value!r}", key)
+    try:
+        number = float(value)
+    except ValueError:
+        raise OptionError(f"must be a whole number, got {value!r}", key) from None
+    if not number.is_integer() or number < least:
+        raise OptionError(f"must be a whole number of at least {least}, got {value!r}", key)
+    return int(number)
+
+
+def duration(extra: Mapping[str, Any], key: str, default: float | None) -> float | None:
+    """A finite non-negative time (``default`` when absent or null)."""
+    value = extra.get(key)
+    if value is None:
+        return default
+    try:
+        number = float(value) if not isinstance(value, bool) else math.nan
+    except (TypeError, ValueError):
+        number = math.nan
+    if not (number >= 0 and math.isfinite(number)):
+        raise OptionError(f"must be a finite non-negative time, got {value!r}", key)
+    return number
+
+
+def choice(extra: Mapping[str, Any], key: str, default: str, allowed: tuple[str, ...]) -> str:
+    value = extra.get(key, default)
+    if value not in allowed:
+        raise OptionError(f"must be one of {', '.join(allowed)}, got {value!r}", key)
+    return str(value)

@@ -1,0 +1,163 @@
+"""The exact yardstick for data locality: CP-SAT with per-machine durations (small instances).
+
+Every task picks one machine it fits; its duration follows from the machine (the stage's duration times
+the factor of its locality level there: ``models.locality``). Machines hold their capacity per resource at
+every instant (one cumulative per machine and resource), stages are barriers, jobs start at their release.
+The objective is the weighted average JCT (``avg-jct``) or the makespan. CP-SAT proves optimality on
+small instances; on larger ones it returns its best schedule and its proven bound.
+
+Durations, releases, demands and capacities must be whole numbers after scaling by ``10^p`` for some
+``p <= MAX_DECIMALS`` (locality factors such as 1.3 times durations such as 10 are); otherwise the model
+would round and optimality would not be exact, so it refuses. This model lives apart from
+``solver.spacetime.cp`` (no fair caps, no warm starts or LNS): it is the yardstick of the locality study.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from models.locality import factors, levels, task_blocks
+from models.result import Schedule
+from models.types import FloatArray, Instance, InstanceError, IntArray
+
+#: Largest power of ten the times and amounts may be scaled by to become whole numbers.
+MAX_DECIMALS = 4
+
+
+@dataclass(frozen=True)
+class LocalityOptimum:
+    """The yardstick's answer: a schedule (real times), its objective, CP-SAT's proven bound and status."""
+
+    schedule: Schedule
+    objective: float
+    bound: float
+    optimal: bool
+    status: str
+    solve_s: float
+
+
+def _whole(values: FloatArray, what: str) -> tuple[IntArray, float]:
+    """``values * 10^p`` as integers for the smallest ``p <= MAX_DECIMALS`` that makes them whole."""
+    for p in range(MAX_DECIMALS + 1):
+        scaled = values * 10**p
+        if np.all(np.abs(scaled - np.round(scaled)) <= 1e-9 * np.maximum(1.0, np.abs(scaled))):
+            return np.round(scaled).astype(np.int64), float(10**p)
+    raise InstanceError(f"{what} are not whole numbers at any scale up to 10^{MAX_DECIMALS}", what)
+
+
+def _barriers(model: Any, instance: Instance, counts: IntArray, start: list[Any], end: list[Any], horizon: int) -> None:
+    """Every task of a stage starts after every task of each parent stage ends."""
+    first = np.concatenate([[0], np.cumsum(counts)])
+    offset = np.concatenate([[0], np.cumsum([len(job.stages) for job in instance.jobs])])
+    for k, job in enumerate(instance.jobs):
+        for s, stage in enumerate(job.stages):
+            g = int(offset[k] + s)
+            for parent in stage.after:
+                p = int(offset[k] + parent)
+                stage_end = model.new_int_var(0, horizon, f"done{p}_{g}")
+                model.add_max_equality(stage_end, end[first[p] : first[p + 1]])
+                for t in range(first[g], first[g + 1]):
+                    model.add(start[t] >= stage_end)
+
+
+def locality_optimum(instance: Instance, objective: str = "avg-jct", time_limit: float = 30.0,
+                     workers: int = 1, seed: int = 0) -> LocalityOptimum:  # fmt: skip
+    """Solve ``instance`` exactly with per-machine durations (module docstring)."""
+    from ortools.sat.python import cp_model
+
+    if objective not in ("avg-jct", "makespan"):
+        raise ValueError(f"objective must be avg-jct or makespan, got {objective!r}")
+    started = time.perf_counter()
+    jobs = instance.jobs
+    stages = [stage for job in jobs for stage in job.stages]
+    stage_job = np.repeat(np.arange(len(jobs)), [len(job.stages) for job in jobs])
+    counts = np.array([stage.tasks for stage in stages], dtype=np.int64)
+    task_stage = np.repeat(np.arange(len(stages)), counts)
+    task_index = np.arange(task_stage.size) - np.repeat(np.cumsum(counts) - counts, counts)
+    machines = int(instance.counts.sum())
+    machine_class = instance.machine_class()
+    capacity = instance.capacity[machine_class]
+    demand = np.array([stage.demand for stage in stages]).reshape(len(stages), -1)
+    # Real duration of every (task, machine): stage duration x locality factor there.
+    blocks, _ = task_blocks(instance)
+    grid_task, grid_machine = np.meshgrid(np.arange(task_stage.size), np.arange(machines), indexing="ij")
+    level = levels(instance, blocks[grid_task], grid_machine)
+    base = np.array([stage.duration for stage in stages])[task_stage]
+    duration = base[:, None] * factors(instance, level)
+    release = np.array([job.release for job in jobs])
+    scale_time = max(_whole(duration.ravel(), "durations")[1], _whole(release, "releases")[1])
+    ticks = np.round(duration * scale_time).astype(np.int64)
+    release_ticks = np.round(release * scale_time).astype(np.int64)
+    amounts, _ = _whole(np.concatenate([demand.ravel(), capacity.ravel()]), "demands and capacities")
+    int_demand = amounts[: demand.size].reshape(demand.shape)
+    int_capacity = amounts[demand.size :].reshape(capacity.shape)
+    fits = np.all(demand[task_stage][:, None, :] <= capacity[None, :, :] + 1e-12, axis=2)
+    if not fits.any(axis=1).all():
+        raise InstanceError("a task fits no machine", "jobs")
+    horizon = int(release_ticks.max(initial=0) + np.where(fits, ticks, 0).max(axis=1).sum())
+
+    model = cp_model.CpModel()
+    start = [model.new_int_var(int(release_ticks[stage_job[g]]), horizon, f"s{t}") for t, g in enumerate(task_stage)]
+    end = [model.new_int_var(0, horizon, f"e{t}") for t in range(task_stage.size)]
+    chosen: list[list[tuple[int, Any]]] = []
+    per_machine: list[list[tuple[Any, int]]] = [[] for _ in range(machines)]  # (interval, task)
+    for t in range(task_stage.size):
+        options = []
+        for m in np.flatnonzero(fits[t]).tolist():
+            literal = model.new_bool_var(f"x{t}_{m}")
+            interval = model.new_optional_fixed_size_interval_var(start[t], int(ticks[t, m]), literal, f"i{t}_{m}")
+            model.add(end[t] == start[t] + int(ticks[t, m])).only_enforce_if(literal)
+            options.append((m, literal))
+            per_machine[m].append((interval, t))
+        model.add_exactly_one([literal for _, literal in options])
+        chosen.append(options)
+    for m, entries in enumerate(per_machine):
+        for r in range(len(instance.resources)):
+            used = [(iv, int(int_demand[task_stage[t], r])) for iv, t in entries if int_demand[task_stage[t], r] > 0]
+            if used:
+                model.add_cumulative([iv for iv, _ in used], [d for _, d in used], int(int_capacity[m, r]))
+    offset = np.concatenate([[0], np.cumsum([len(job.stages) for job in jobs])])
+    _barriers(model, instance, counts, start, end, horizon)
+    completion = [model.new_int_var(0, horizon, f"c{k}") for k in range(len(jobs))]
+    task_job = stage_job[task_stage]
+    for k in range(len(jobs)):
+        model.add_max_equality(completion[k], [end[t] for t in np.flatnonzero(task_job == k).tolist()])
+    weights = np.array([job.weight for job in jobs])
+    int_weights, _ = _whole(weights, "job weights")
+    if objective == "makespan":
+        makespan = model.new_int_var(0, horizon, "makespan")
+        model.add_max_equality(makespan, completion)
+        model.minimize(makespan)
+    else:
+        model.minimize(sum(int(w) * c for w, c in zip(int_weights.tolist(), completion, strict=True)))
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = float(time_limit)
+    solver.parameters.num_workers = workers
+    solver.parameters.random_seed = seed
+    status = solver.solve(model)
+    name = solver.status_name(status)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        raise RuntimeError(f"CP-SAT found no schedule ({name})")
+    begin = np.array([solver.value(v) for v in start], dtype=np.int64)
+    machine = np.array([next(m for m, lit in options if solver.boolean_value(lit)) for options in chosen])
+    finish = begin + ticks[np.arange(task_stage.size), machine]
+    first_machine = np.concatenate([[0], np.cumsum(instance.counts)])[:-1]
+    server = machine_class[machine]
+    schedule = Schedule(stage_job[task_stage], task_stage - offset[stage_job[task_stage]], task_index,
+                        begin / scale_time, finish / scale_time, None, server,
+                        machine - first_machine[server])  # fmt: skip
+    total_weight = float(weights.sum())
+
+    def real(value: float) -> float:
+        if objective == "makespan":
+            return value / scale_time
+        return (value / scale_time - float(int_weights @ release_ticks) / scale_time) / float(int_weights.sum())
+
+    value = real(solver.objective_value)
+    assert total_weight > 0
+    return LocalityOptimum(schedule, value, real(solver.best_objective_bound), status == cp_model.OPTIMAL, name,
+                           time.perf_counter() - started)  # fmt: skip

@@ -1,0 +1,239 @@
+"""Every advertised option works, or is refused before solving (issue 11, item 1).
+
+The matrix is read from ``fairpack methods --json``: every method x backend x algorithm it advertises must
+return a verified answer equal to the default backend's on the tiny-case library (``tests/library.py``),
+and every combination it does not advertise, every unknown algorithm and every option a method does not
+use must be refused at argument time (``OptionError``; exit 2 from the CLI) with a sentence saying why and
+what to use instead. A result with no answer is never verified.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from models.result import Allocation, Result
+from models.types import Instance
+from solver.api import solve
+from solver.backends import ALGORITHMS, BACKEND_NAMES, installed
+from solver.cli import main
+from solver.registry import COMMON_OPTIONS, OptionError, SolveOptions, methods
+
+from library import HIERARCHY_CASES, JOB_CASES, LIBRARY
+
+ROOT = Path(__file__).resolve().parents[1]
+FIG1 = ROOT / "instances" / "drfh_fig1.yaml"
+TWO_JOBS = ROOT / "instances" / "dag_two_jobs.yaml"
+
+#: A value other than the default for every option a method may or may not honour.
+OPTION_VALUES: dict[str, Any] = {"strategy": "plain", "slots": 5, "gap": 0.1, "placement": "pooled",
+                                 "objective": "makespan", "alpha": 0.3, "fair_cap": False, "workers": 1,
+                                 "seed": 1}  # fmt: skip
+#: The library each family is walked on: (name, instance, placement).
+CASES: dict[str, list[tuple[str, Instance, str]]] = {
+    "flat": [(case.name, case.instance, "auto") for case in LIBRARY],
+    "hierarchy": HIERARCHY_CASES,
+    "jobs": JOB_CASES,
+}
+REL = 1e-6
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "solver.cli", *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120, check=False)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def matrix() -> list[dict[str, Any]]:
+    """``fairpack methods --json``, from the command line itself."""
+    done = run_cli("methods", "--json")
+    assert done.returncode == 0, done.stderr
+    entries: list[dict[str, Any]] = json.loads(done.stdout)
+    return [entry for entry in entries if entry["command"] == "solve"]
+
+
+def test_option_values_cover_every_option() -> None:
+    """A new ``SolveOptions`` field must join the walk below (refused where a method does not use it)."""
+    options = {f.name for f in fields(SolveOptions)} - {"backend", "algorithm", "extra"} - COMMON_OPTIONS
+    assert options == set(OPTION_VALUES)
+
+
+def _outcome(result: Result, instance: Instance) -> np.ndarray:
+    """What two answers of one method must share: the sorted weighted shares (leximin: unique), or the
+    objective of a schedule."""
+    if result.allocation is None:
+        return np.array([result.objective])
+    allocation: Allocation = result.allocation
+    return np.sort(allocation.tenant_tasks * instance.dominant_demand / instance.weights)
+
+
+def _solve(name: str, instance: Instance, placement: str, **options: Any) -> Result:
+    spec = methods()[name]
+    if "placement" in spec.options:
+        options["placement"] = placement
+    return solve(instance, name, time_limit=60, **options)
+
+
+def test_every_advertised_combination_gives_the_default_backends_answer(matrix: list[dict[str, Any]]) -> None:
+    walked = 0
+    for entry in matrix:
+        name, exact = entry["name"], entry["exact"]
+        combos = [(b, a) for b, algorithms in entry["backends"].items() if b in installed() for a in algorithms]
+        for case, instance, placement in CASES[entry["family"]]:
+            reference = _solve(name, instance, placement)
+            assert reference.verified, (name, case, reference.violations, reference.message)
+            assert reference.status == ("optimal" if exact else "feasible"), (name, case, reference.message)
+            for backend, algorithm in combos:
+                result = _solve(name, instance, placement, backend=backend, algorithm=algorithm)
+                where = (name, backend, algorithm, case)
+                assert result.verified and result.status == reference.status, (*where, result.status, result.message)
+                assert result.objective == pytest.approx(reference.objective, rel=REL, abs=REL), where
+                assert _outcome(result, instance) == pytest.approx(_outcome(reference, instance), rel=1e-5,
+                                                                   abs=1e-5), where  # fmt: skip
+                walked += 1
+    assert walked >= 200  # the library times every combination, not a sample
+
+
+def test_the_exact_dag_methods_agree(matrix: list[dict[str, Any]]) -> None:
+    """Both exact DAG methods solve the same problem (caps on, then off): the same optimum."""
+    exact = [entry["name"] for entry in matrix if entry["family"] == "jobs" and entry["exact"]]
+    assert sorted(exact) == ["spacetime", "spacetime-cp"]
+    for _, instance, placement in JOB_CASES:
+        for options in ({}, {"fair_cap": False}):
+            values = [_solve(name, instance, placement, **options) for name in exact]
+            assert all(r.status == "optimal" and r.verified for r in values)
+            assert values[0].objective == pytest.approx(values[1].objective, rel=REL)
+
+
+def _refused(name: str, instance: Instance, **options: Any) -> OptionError:
+    with pytest.raises(OptionError) as caught:
+        solve(instance, name, **options)
+    return caught.value
+
+
+def test_every_other_combination_is_refused_with_what_to_use(matrix: list[dict[str, Any]]) -> None:
+    for entry in matrix:
+        name = entry["name"]
+        instance = CASES[entry["family"]][0][1]
+        for backend in BACKEND_NAMES:
+            advertised = entry["backends"].get(backend)
+            for algorithm in (None, *ALGORITHMS[backend], "bogus"):
+                if advertised is not None and (algorithm is None or algorithm in advertised):
+                    continue
+                error = _refused(name, instance, backend=backend, algorithm=algorithm)
+                message = str(error)
+                assert error.option in ("backend", "algorithm"), (name, backend, algorithm, message)
+                if algorithm == "bogus" and backend in entry["backends"]:
+                    assert "choose from" in message, message
+                else:
+                    assert " use " in f" {message}" or "leave --backend out" in message, message
+        if not entry["backends"]:
+            assert "does not apply" in str(_refused(name, instance, algorithm="simplex"))
+
+
+def test_every_option_a_method_does_not_use_is_refused(matrix: list[dict[str, Any]]) -> None:
+    for entry in matrix:
+        instance = CASES[entry["family"]][0][1]
+        for option, value in OPTION_VALUES.items():
+            if option in entry["options"]:
+                continue
+            error = _refused(entry["name"], instance, **{option: value})
+            assert error.option == option.replace("_", "-"), (entry["name"], option, str(error))
+            assert "it applies to" in str(error)
+        assert "does not use" in str(_refused(entry["name"], instance, extra={"no-such-setting": 1}))
+
+
+def test_every_option_a_method_advertises_is_honoured(matrix: list[dict[str, Any]]) -> None:
+    """Each advertised option, given alone, still gives a verified answer (none is refused or breaks it)."""
+    for entry in matrix:
+        _, instance, placement = CASES[entry["family"]][0]
+        for option in sorted(set(entry["options"]) & set(OPTION_VALUES)):
+            options: dict[str, Any] = {option: OPTION_VALUES[option]}
+            if option == "alpha":
+                options["objective"] = "mix"
+            if option != "placement" and "placement" in entry["options"]:
+                options["placement"] = placement
+            result = solve(instance, entry["name"], time_limit=60, **options)
+            assert result.verified, (entry["name"], option, result.message, result.violations)
+
+
+def test_alpha_without_the_mix_objective_is_refused() -> None:
+    instance = JOB_CASES[0][1]
+    error = _refused("spacetime-cp", instance, alpha=0.3)
+    assert error.option == "alpha" and "--objective mix" in str(error)
+    assert _refused("carbyne", instance, alpha=0.3, objective="avg-jct").option == "alpha"
+    assert solve(instance, "carbyne", alpha=0.3, objective="mix").verified
+
+
+def test_servers_model_without_servers_placement_is_refused() -> None:
+    instance = JOB_CASES[0][1]
+    error = _refused("spacetime", instance, extra={"servers_model": "machine"})
+    assert "placement" in str(error)
+
+
+@pytest.mark.parametrize("status", ["optimal", "feasible", "time_limit", "infeasible", "error"])
+def test_a_result_without_an_answer_is_never_verified(status: str, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    import solver.drfh.methods as drivers
+
+    def nothing(instance: Instance, options: SolveOptions, budget: Any) -> Result:
+        return Result(status, "drfh", "highs", verified=True)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(drivers, "run_drfh", nothing)
+    assert main(["solve", str(FIG1), "--method", "drfh", "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["verified"] is False and "tenants" not in data
+    assert main(["solve", str(FIG1), "--method", "drfh"]) == 1
+    assert "verified yes" not in capsys.readouterr().out
+
+
+def test_a_failed_method_is_never_verified_even_with_a_feasible_allocation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What an LP grew before it failed (here nothing: all zero) passes every capacity check, yet is no answer."""
+    import solver.drfh.methods as drivers
+
+    def failed(instance: Instance, options: SolveOptions, budget: Any) -> Result:
+        zero = Allocation(np.zeros((len(instance.tenants), len(instance.servers))), "class")
+        return Result("error", "drfh", "highs", allocation=zero, message="solver failed")
+
+    monkeypatch.setattr(drivers, "run_drfh", failed)
+    from models.io import load_instance
+
+    result = solve(load_instance(FIG1), "drfh")
+    assert result.status == "error" and not result.verified and result.violations == ()
+
+
+# --- from the command line: refusals exit 2 with the reason and what to use, no traceback -------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--method", "drfh", "--backend", "ortools", "--algorithm", "scip"], "use --algorithm glop or pdlp"),
+        (["--method", "drfh", "--backend", "highs", "--algorithm", "bogus"], "choose from simplex, ipm, pdlp"),
+        (["--method", "drfh", "--backend", "ortools", "--algorithm", "bogus"], "choose from glop, pdlp, scip"),
+        (["--method", "first-fit", "--backend", "highs"], "leave --backend out"),
+        (["--method", "first-fit", "--workers", "2"], "it applies to"),
+    ],
+)
+def test_cli_refusals(args: list[str], says: str) -> None:
+    done = run_cli("solve", str(FIG1), *args)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert says in done.stderr and "Traceback" not in done.stderr
+
+
+def test_cli_pdlp_and_scip_answer_as_the_default_does() -> None:
+    reference = json.loads(run_cli("solve", str(FIG1), "--method", "drfh", "--json").stdout)
+    for args in (["--method", "drfh", "--backend", "highs", "--algorithm", "pdlp"],
+                 ["--method", "drfh-int", "--backend", "ortools", "--algorithm", "scip"]):  # fmt: skip
+        done = run_cli("solve", str(FIG1), *args, "--json")
+        assert done.returncode == 0, done.stderr
+        data = json.loads(done.stdout)
+        assert data["status"] == "optimal" and data["verified"] is True
+        assert data["objective"] == pytest.approx(reference["objective"], rel=REL)

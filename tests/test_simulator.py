@@ -1,0 +1,245 @@
+"""The one simulator (``solver.sim``): static equivalence, traces, timelines, unfinished jobs, the CLI.
+
+Hand cases derive every number by hand; the static-equivalence test replays the flat heuristics' one-shot
+allocation as arrivals at time zero, where an online policy must place exactly what the heuristic places.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from models.generators import random_small
+from models.io import load_instance
+from models.timeline import job_table
+from models.traces import read_trace
+from models.types import Instance, InstanceError, Job, ServerClass, Stage
+from solver.api import simulate, solve
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _one_machine(*jobs: Job, cpu: float = 1.0) -> Instance:
+    return Instance(("cpu",), (ServerClass("m", np.array([cpu]), 1),), jobs=tuple(jobs), name="hand")
+
+
+def _job(name: str, release: float, duration: float, cpu: float, tasks: int = 1, tenant: str = "") -> Job:
+    return Job(name, (Stage("s0", tasks, duration, np.array([cpu])),), 1.0, release, tenant or name)
+
+
+# --- static equivalence ------------------------------------------------------------------------------
+
+
+def _as_arrivals(instance: Instance) -> Instance:
+    """Every tenant's tasks as one job released at 0 (an infinite cap: as many as could ever fit); the
+    tenants stay declared, so their weights and caps apply to their queues."""
+    total = instance.total_capacity
+    jobs = []
+    for tenant in instance.tenants:
+        need = tenant.demand > 0
+        most = math.ceil(float(np.min(total[need] / tenant.demand[need]))) + 1
+        tasks = most if math.isinf(tenant.tasks) else int(tenant.tasks)
+        jobs.append(Job(tenant.name, (Stage("s0", tasks, 1.0, tenant.demand),), tenant.weight, 0.0, tenant.name))
+    return Instance(instance.resources, instance.servers, instance.tenants, jobs=tuple(jobs), name=instance.name)
+
+
+@pytest.mark.parametrize("policy", ["first-fit", "best-fit", "slots", "per-server-drf"])
+@pytest.mark.parametrize("seed", range(12))
+def test_online_flat_policies_place_what_the_static_heuristics_place(policy: str, seed: int) -> None:
+    instance = random_small(seed, servers=4, tenants=5, resources=3)
+    static = solve(instance, policy)
+    assert static.allocation is not None and static.allocation.kind == "machine"
+    online = simulate(_as_arrivals(instance), policy)
+    assert online.verified and online.schedule is not None
+    schedule = online.schedule
+    first = np.searchsorted(instance.machine_class(), np.arange(len(instance.servers)))
+    at_zero = schedule.start == 0
+    placed = np.zeros_like(static.allocation.tasks)
+    np.add.at(placed, (schedule.job[at_zero], first[schedule.server[at_zero]] + schedule.machine[at_zero]), 1)
+    np.testing.assert_array_equal(placed, static.allocation.tasks)
+
+
+# --- timelines, by hand -------------------------------------------------------------------------------
+
+
+def test_fifo_queueing_delay_slowdown_and_utilisation_by_hand() -> None:
+    # A holds the only cpu over [0, 2]; B arrives at 1 and waits until 2: delay 1, JCT 2, slowdown 2.
+    instance = _one_machine(_job("a", 0.0, 2.0, 1.0), _job("b", 1.0, 1.0, 1.0))
+    result = simulate(instance, "fifo")
+    assert result.verified and result.status == "feasible"
+    summary = result.extra["summary"]
+    assert summary["makespan"] == pytest.approx(3.0)
+    assert summary["mean_jct"] == pytest.approx(2.0)  # (2 + 2) / 2
+    assert summary["mean_queueing_delay"] == pytest.approx(0.5)  # (0 + 1) / 2
+    assert summary["mean_slowdown"] == pytest.approx(1.5)  # (1 + 2) / 2
+    assert summary["utilisation"]["cpu"] == pytest.approx(1.0)  # busy from 0 to the makespan
+    assert result.schedule is not None
+    table = job_table(instance, result.schedule)
+    np.testing.assert_allclose(table["start"], [0.0, 2.0])
+    np.testing.assert_allclose(table["queueing_delay"], [0.0, 1.0])
+    np.testing.assert_allclose(table["slowdown"], [1.0, 2.0])
+
+
+def test_fifo_passes_over_what_does_not_fit_and_runs_it_when_room_frees() -> None:
+    # a (0.6) runs; b (0.6) does not fit beside it, c (0.4) does: c starts at 0, b when a ends at 2.
+    instance = _one_machine(_job("a", 0.0, 2.0, 0.6), _job("b", 0.0, 1.0, 0.6), _job("c", 0.0, 5.0, 0.4))
+    result = simulate(instance, "fifo")
+    assert result.schedule is not None and result.verified
+    start = dict(zip(result.schedule.job.tolist(), result.schedule.start.tolist(), strict=True))
+    assert start == {0: 0.0, 1: 2.0, 2: 0.0}
+
+
+def test_a_task_that_fits_no_machine_is_refused_up_front_naming_the_stage() -> None:
+    instance = _one_machine(_job("small", 0.0, 1.0, 0.5), _job("huge", 0.0, 1.0, 2.0))
+    with pytest.raises(InstanceError, match="huge"):
+        simulate(instance, "first-fit")
+
+
+def test_a_job_the_policy_never_admits_is_reported_unfinished_and_the_rest_still_runs() -> None:
+    # Ten slots of 0.1 cpu: "big" (0.5) fits the machine but no slot, so slots never runs it.
+    instance = _one_machine(_job("small", 0.0, 1.0, 0.05), _job("big", 0.0, 1.0, 0.5))
+    result = simulate(instance, "slots")
+    assert result.verified and result.schedule is not None
+    assert result.extra["unfinished_jobs"] == ["big"]
+    assert result.extra["summary"]["unfinished"] == 1 and result.extra["summary"]["jobs"] == 2
+    assert "never finished" in result.message
+    assert result.schedule.job.tolist() == [0]
+
+
+# --- traces ---------------------------------------------------------------------------------------------
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def test_a_csv_trace_becomes_jobs_with_stages_and_precedence(tmp_path: Path) -> None:
+    trace = _write(tmp_path / "t.csv", "arrival,duration,tenant,cpu,job,stage,after,tasks\n"
+                   "0,2,alice,0.5,j1,map,,2\n0,1,alice,0.5,j1,reduce,map,1\n1.5,1,bob,0.25,,,,\n")  # fmt: skip
+    data = read_trace(trace, ("cpu",))
+    assert [job.name for job in data.jobs] == ["j1", "row3"]
+    j1 = data.jobs[0]
+    assert [s.name for s in j1.stages] == ["map", "reduce"] and j1.stages[1].after == (0,)
+    assert j1.stages[0].tasks == 2 and j1.tenant == "alice" and data.jobs[1].release == 1.5
+    result = simulate(_one_machine(), "fifo", data)
+    assert result.verified
+    # map's two tasks fill the machine over [0, 2]; bob's 0.25 (arriving at 1.5) waits until 2 and runs
+    # beside reduce (0.5), which runs [2, 3].
+    assert result.schedule is not None
+    table = job_table(_one_machine(*data.jobs), result.schedule)
+    np.testing.assert_allclose(table["completion"], [3.0, 3.0])
+    np.testing.assert_allclose(table["queueing_delay"], [0.0, 0.5])
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("arrival,duration,cpu\n0,1,1\n", "header"),  # no tenant column
+        ("arrival,duration,tenant,gpu\n0,1,a,1\n", "header"),  # a resource the instance lacks
+        ("arrival,duration,tenant,cpu\n0,-1,a,1\n", "duration"),
+        ("arrival,duration,tenant,cpu\nsoon,1,a,1\n", "arrival"),
+        ("arrival,duration,tenant,cpu,job\n0,1,a,1,j\n1,1,a,1,j\n", "arrival"),  # one job, two releases
+    ],
+)
+def test_bad_traces_name_the_file_and_the_column(tmp_path: Path, text: str, where: str) -> None:
+    path = _write(tmp_path / "bad.csv", text)
+    with pytest.raises(InstanceError) as error:
+        read_trace(path, ("cpu",))
+    message = str(error.value)
+    assert "bad.csv" in message and where in message
+
+
+def test_a_parquet_trace_reads_like_its_csv(tmp_path: Path) -> None:
+    pandas = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    csv_path = _write(tmp_path / "t.csv", "arrival,duration,tenant,cpu\n0,2,a,0.5\n1,1,b,0.5\n")
+    parquet = tmp_path / "t.parquet"
+    pandas.read_csv(csv_path).to_parquet(parquet)
+    assert read_trace(parquet, ("cpu",)).jobs == read_trace(csv_path, ("cpu",)).jobs
+
+
+@pytest.mark.data
+def test_the_alibaba_trace_replays_with_its_pods_accounted_for(data_dir: Path) -> None:
+    from models.generators.clusters import alibaba_servers
+
+    pods = data_dir / "alibaba" / "gpu-v2023" / "openb_pod_list_default.csv"
+    servers = alibaba_servers(data_dir)
+    cluster = Instance(("cpu", "mem", "gpu"), servers, name="alibaba-nodes")
+    assert sum(s.count for s in servers) == 1523
+    data = read_trace(pods, cluster.resources)
+    assert len(data.jobs) == 7255 and data.skipped == 897 and int(data.censored.sum()) == 34
+    assert len(data.jobs) + data.skipped == 8152
+    observed = data.observed_delay[~np.isnan(data.observed_delay)]
+    assert observed.mean() == pytest.approx(61.3, abs=0.05)
+    result = simulate(cluster, "first-fit", data)
+    assert result.verified and result.schedule is not None
+    assert result.extra["trace"]["observed_mean_delay"] == pytest.approx(observed.mean())
+    assert result.extra["trace"]["skipped"] == 897
+
+
+# --- the CLI --------------------------------------------------------------------------------------------
+
+
+def _fairpack(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "solver.cli", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300, env={"PYTHONPATH": str(ROOT), "PATH": ""})  # fmt: skip
+
+
+def test_simulate_then_check_round_trips_a_trace_and_catches_tampering(tmp_path: Path) -> None:
+    instance = tmp_path / "one.yaml"
+    instance.write_text("resources: [cpu]\nservers:\n- {name: m, capacity: {cpu: 1}, count: 2}\n")
+    trace = _write(tmp_path / "t.csv", "arrival,duration,tenant,cpu\n0,2,a,1\n0,2,a,1\n0.5,1,b,1\n")
+    out = tmp_path / "r.json"
+    run = _fairpack("simulate", str(instance), "--trace", str(trace), "--policy", "fifo", "-o", str(out),
+                    "--plot", str(tmp_path / "p.png"), cwd=tmp_path)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "queueing delay mean 0.5 " in run.stdout  # row3 (arrival 0.5) waits until 2: (0 + 0 + 1.5) / 3
+    assert "utilisation cpu" in run.stdout and "3 jobs replayed, 0 skipped, 0 censored" in run.stdout
+    assert (tmp_path / "p.png").stat().st_size > 0
+    assert _fairpack("check", str(instance), str(out), "--trace", str(trace), cwd=tmp_path).returncode == 0
+    saved = json.loads(out.read_text())
+    early = next(task for task in saved["tasks"] if task["job"] == "row3")
+    early["start"] -= 0.4  # before its arrival at 0.5
+    early["end"] -= 0.4
+    out.write_text(json.dumps(saved))
+    tampered = _fairpack("check", str(instance), str(out), "--trace", str(trace), cwd=tmp_path)
+    assert tampered.returncode == 1 and "row3" in tampered.stdout + tampered.stderr
+
+
+def test_simulate_refuses_an_unknown_policy_with_exit_2(tmp_path: Path) -> None:
+    run = _fairpack("simulate", str(ROOT / "instances" / "dag_two_jobs.yaml"), "--policy", "bogus", cwd=tmp_path)
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+
+
+def test_generated_arrivals_simulate_under_every_flat_policy() -> None:
+    from models.generators.families import FAMILIES
+
+    instance = FAMILIES["arrivals"].instance({"tenants": 4, "machines": 8, "horizon": 60.0}, 1)
+    assert instance.jobs and all(job.tenant for job in instance.jobs)
+    for policy in ("fifo", "first-fit", "best-fit", "slots", "per-server-drf"):
+        result = simulate(instance, policy)
+        assert result.verified, policy
+        assert result.extra["summary"]["jobs"] == len(instance.jobs)
+
+
+def test_bundled_dag_instance_simulates_under_every_dag_policy() -> None:
+    instance = load_instance(ROOT / "instances" / "dag_two_jobs.yaml")
+    for policy in ("carbyne", "drf-dag", "drf-strict", "tetris", "sjf", "fifo", "first-fit"):
+        result = simulate(instance, policy)
+        assert result.verified and result.schedule is not None, policy
+
+
+def test_a_task_no_slot_can_hold_does_not_block_the_rest_of_its_tenants_queue() -> None:
+    # Both jobs are tenant t's; "big" (0.5 cpu) exceeds every slot (0.1), "small" arrives after it.
+    instance = _one_machine(_job("big", 0.0, 1.0, 0.5, tenant="t"), _job("small", 1.0, 1.0, 0.05, tenant="t"))
+    result = simulate(instance, "slots")
+    assert result.verified and result.schedule is not None
+    assert result.extra["unfinished_jobs"] == ["big"]
+    assert result.schedule.job.tolist() == [1] and result.schedule.start.tolist() == [1.0]
