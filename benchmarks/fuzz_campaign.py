@@ -10,12 +10,16 @@ and of PSPLIB files (the data folder's j30 files when present). Input ``i`` is d
    inputs also go through ``models/`` at that git revision (in a child process), for comparison.
 2. CLI: a sample (mostly inputs that load) through ``solver.cli.main`` in a worker process that runs it
    in-process: ``validate`` and ``solve --method M --time-limit 2`` with methods of the instance's family.
-   Counted by exit code; a traceback (an exception escaping ``main``), an exit 2 whose message names no
-   file, a call over ``--time-limit`` + ``--cli-slack`` seconds and a call killed at ``--cli-hang``
-   seconds are listed with their input (minimised for tracebacks) and a traceback summary. The worker
-   has a memory cap (``--memory-gib``); it is restarted after a hang or a crash.
-
-Solver-side failures found here are reported, not fixed here.
+   Counted by exit code; listed with their input (minimised for crashes) and message: a traceback (an
+   exception escaping ``main``), an internal error (exit 1, ``main`` caught a fault that is not bad
+   input), a solver failure (exit 1: an error or infeasible status, or an answer that does not verify),
+   an exit 2 whose message names no file, a call over ``--time-limit`` + ``--cli-slack`` seconds and a
+   call killed at ``--cli-hang`` seconds. The worker has a memory cap (``--memory-gib``); it is
+   restarted after a hang or a crash.
+3. Subprocesses: every k-th of those calls again as a user runs it, ``python -m solver.cli ...`` in a
+   fresh process with a timeout (``--cli-hang``) and the memory cap, one in four reading the input from
+   standard input (``-``): exit codes, tracebacks on stderr, exit 2 without the file (or ``<stdin>``)
+   named, hangs.
 
     python -m benchmarks.fuzz_campaign --data-dir ../shared/data
 """
@@ -182,6 +186,11 @@ def run_baseline(revision: str, inputs: list[Path], hang_s: int, memory_gib: int
 # ------------------------------------------------------------------------------------------------ CLI
 
 
+def portable(text: str) -> str:
+    """``text`` without this machine's paths: the checkout's prefix dropped, inputs' folders too."""
+    return re.sub(r"\S*/(?=(?:cli-)?(?:input-[0-9]+|probe)[.a-z]+)", "", text.replace(f"{ROOT}/", ""))
+
+
 def _worker(connection: Connection, memory_gib: int) -> None:
     """Run ``solver.cli.main(argv)`` for every argv received; send back what happened."""
     import resource
@@ -207,7 +216,11 @@ def _worker(connection: Connection, memory_gib: int) -> None:
             result["exception"] = type(error).__name__
             result["traceback"] = _summary(error)
         result["seconds"] = time.perf_counter() - started
-        result["stderr"] = err.getvalue().strip().splitlines()[-1:] if err.getvalue().strip() else []
+        lines = [portable(line) for line in err.getvalue().splitlines() if line.strip()]
+        result["stderr"] = ([line for line in lines if line.startswith("fairpack:")] or lines)[-3:]
+        # A solver failure (exit 1) says why on stdout: the status line and the checker's violations.
+        said = [portable(line.strip()) for line in out.getvalue().splitlines()]
+        result["stdout"] = [line for line in said[:1] + [x for x in said if x.startswith("VIOLATION")][:2] if line]
         connection.send(result)
 
 
@@ -243,9 +256,11 @@ class Worker:
             except EOFError:
                 pass
             self.restart()
-            return {"code": None, "exception": "worker died", "traceback": "", "seconds": time.perf_counter() - started}
+            elapsed = time.perf_counter() - started
+            return {"code": None, "exception": "worker died", "traceback": "", "stderr": [], "seconds": elapsed}
         self.restart()
-        return {"code": None, "exception": "hang", "traceback": "", "seconds": time.perf_counter() - started}
+        elapsed = time.perf_counter() - started
+        return {"code": None, "exception": "hang", "traceback": "", "stderr": [], "seconds": elapsed}
 
     def restart(self) -> None:
         self.process.kill()  # the worker this object started
@@ -279,14 +294,73 @@ def cli_calls(path: Path, family: str | None, rng: random.Random, time_limit: fl
     return calls
 
 
+CRASHES = ("traceback", "worker died", "internal error (exit 1)")  # minimised when found
+
+
 def _cli_problem(result: dict[str, Any], path: Path, limit: float) -> str | None:
     if result["code"] is None:
-        return "hang" if result["exception"] == "hang" else "traceback"
-    if result["code"] == 2 and not any(str(path) in line for line in result["stderr"]):
+        return result["exception"] if result["exception"] in ("hang", "worker died") else "traceback"
+    message = " ".join(result["stderr"])
+    if result["code"] == 1:
+        return "internal error (exit 1)" if "internal error" in message else "solver failure (exit 1)"
+    if result["code"] == 2 and portable(str(path)) not in message:  # the worker made its lines portable
         return "exit 2 without the file named"
     if result["seconds"] > limit:
         return "over the time bound"
     return None
+
+
+def subprocess_pass(args: Any, calls: list[tuple[list[str], Path]]) -> dict[str, Any]:
+    """``calls`` through ``python -m solver.cli`` in fresh processes (a quarter of them reading stdin)."""
+    import resource
+
+    def cap_memory() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (args.memory_gib * 2**30,) * 2)
+
+    codes: collections.Counter[str] = collections.Counter()
+    problems: list[dict[str, Any]] = []
+    started = time.perf_counter()
+    for position, (argv, path) in enumerate(calls):
+        piped = position % 4 == 3
+        command = [argv[0], "-" if piped else str(path), *argv[2:]]
+        began = time.perf_counter()
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "solver.cli", *command], input=path.read_bytes() if piped else b"",
+                capture_output=True, timeout=args.cli_hang, preexec_fn=cap_memory, cwd=ROOT,
+            )  # fmt: skip
+            code: int | None = done.returncode
+            err = done.stderr.decode("utf-8", "backslashreplace")
+        except subprocess.TimeoutExpired:  # run() killed the child it started
+            code, err = None, ""
+        seconds = time.perf_counter() - began
+        named = "<stdin>" if piped else str(path)
+        if code is None:
+            problem = "hang"
+        elif "Traceback (most recent call last)" in err:
+            problem = "traceback"
+        elif code not in (0, 1, 2):
+            problem = f"exit {code}"
+        elif code == 1 and "internal error" in err:
+            problem = "internal error (exit 1)"
+        elif code == 2 and named not in err:
+            problem = "exit 2 without the file named"
+        else:
+            problem = ""
+        codes["hang" if code is None else f"exit {code}"] += 1
+        if problem:
+            said = portable(err.strip())
+            argv = ["fairpack", command[0], "-" if piped else "INPUT", *command[2:]]
+            problems.append({"problem": problem, "argv": argv, "input": path.name, "exit": code,
+                             "seconds": round(seconds, 2), "stderr": said[-600:]})  # fmt: skip
+            print(f"subprocess {problem}: {' '.join(argv)} ({path.name}): {said[-200:]}", flush=True)
+    return {
+        "calls": len(calls),
+        "piped": sum(1 for position in range(len(calls)) if position % 4 == 3),
+        "exit_codes": dict(codes),
+        "problems": problems,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
 
 
 # ----------------------------------------------------------------------------------------------- main
@@ -344,9 +418,19 @@ def loader_pass(args: Any, all_seeds: list[Seed], folder: Path) -> dict[str, Any
     }
 
 
+def _crash_kind(result: dict[str, Any]) -> str:
+    """What crashed, for minimising: the escaped exception's type, or the type an internal error names."""
+    if result["code"] is None:
+        return str(result.get("exception"))
+    found = re.search(r"internal error: (\w+)", " ".join(result["stderr"]))
+    return found.group(1) if found and result["code"] == 1 else ""
+
+
 def _signature(problem: str, result: dict[str, Any], argv: list[str]) -> str:
     """What makes two CLI problems the same: the kind, the message or traceback without the file, the call."""
     text = result.get("traceback") or " ".join(result["stderr"])
+    if problem == "solver failure (exit 1)":  # the status line without the instance's name, and the violation
+        text = re.sub(r"^.*?: method ", "method ", " ".join(result.get("stdout", [])))
     text = re.sub(r"/\S*input-[0-9]+[.a-z]+", "FILE", text)[:160]
     return f"{problem}: {text} [{argv[0]}]"
 
@@ -364,12 +448,14 @@ def cli_pass(args: Any, paths: list[Path], valid: list[int], folder: Path) -> di
     limit = args.time_limit + args.cli_slack
     started = time.perf_counter()
     calls = 0
+    made: list[tuple[list[str], Path]] = []
     try:
         for position, number in enumerate(sorted(sample)):
             path = paths[number]
             for argv in cli_calls(path, family_of(path), rng, args.time_limit):
                 result = worker.call(argv, args.cli_hang)
                 calls += 1
+                made.append((argv, path))
                 codes[f"exit {result['code']}" if result["code"] is not None else result["exception"]] += 1
                 problem = _cli_problem(result, path, limit)
                 if problem is None:
@@ -382,15 +468,13 @@ def cli_pass(args: Any, paths: list[Path], valid: list[int], folder: Path) -> di
                         problems[signature]["methods"].append(method)
                     continue
                 data = path.read_bytes()
-                if problem == "traceback":
+                if problem in CRASHES:
                     probe = folder / f"cli-probe{path.suffix}"
+                    kind = _crash_kind(result)
 
-                    def fails(
-                        candidate: bytes, argv: list[str] = argv, result: dict[str, Any] = result, probe: Path = probe
-                    ) -> bool:
+                    def fails(candidate: bytes, argv: list[str] = argv, kind: str = kind, probe: Path = probe) -> bool:
                         probe.write_bytes(candidate)
-                        again = worker.call([argv[0], str(probe), *argv[2:]], args.cli_hang)
-                        return again["code"] is None and again.get("exception") == result["exception"]
+                        return _crash_kind(worker.call([argv[0], str(probe), *argv[2:]], args.cli_hang)) == kind
 
                     data = minimise(data, fails, 40)
                 problems[signature] = {
@@ -403,6 +487,7 @@ def cli_pass(args: Any, paths: list[Path], valid: list[int], folder: Path) -> di
                     "exit": result["code"],
                     "traceback": result.get("traceback", ""),
                     "stderr": result["stderr"],
+                    "stdout": result.get("stdout", []),
                     "input_text": data.decode("utf-8", "backslashreplace")[:3000],
                 }
                 print(f"CLI {signature[:200]}", flush=True)
@@ -410,7 +495,9 @@ def cli_pass(args: Any, paths: list[Path], valid: list[int], folder: Path) -> di
                 print(f"CLI: {position + 1} inputs, {calls} calls, {dict(codes)}", flush=True)
     finally:
         worker.close()
+    step = max(1, len(made) // max(1, args.subprocess_calls))
     return {
+        "subprocess_calls": made[::step][: args.subprocess_calls],
         "inputs": len(sample),
         "calls": calls,
         "exit_codes": dict(codes),
@@ -433,6 +520,7 @@ def main() -> None:
     arguments.add_argument("--cli-slack", type=float, default=10.0, help="seconds over --time-limit allowed")
     arguments.add_argument("--cli-hang", type=float, default=30.0)
     arguments.add_argument("--memory-gib", type=int, default=4)
+    arguments.add_argument("--subprocess-calls", type=int, default=80, help="CLI calls repeated in fresh processes")
     arguments.add_argument("--baseline", default=DEFAULT_BASELINE, help="git revision to compare ('' to skip)")
     args = arguments.parse_args()
     data_dir = Path(args.data_dir)
@@ -447,6 +535,7 @@ def main() -> None:
         if baseline:
             print(f"baseline {args.baseline}: {baseline['counts']}", flush=True)
         cli = cli_pass(args, paths, valid, folder)
+        fresh = subprocess_pass(args, cli.pop("subprocess_calls"))
     payload = {
         "seed": args.seed,
         "inputs": args.inputs,
@@ -455,6 +544,7 @@ def main() -> None:
         "loader": loader,
         "baseline": baseline,
         "cli": cli,
+        "subprocess": fresh,
         "load_average": [load_start, os.getloadavg()],
     }
     save("fuzz_campaign", payload, _markdown(payload), args.out)
@@ -470,7 +560,7 @@ def _markdown(payload: dict[str, Any]) -> str:
         "",
         f"{payload['inputs']:,} inputs (seed {payload['seed']}; {kinds}), "
         f"mutated from {', '.join(payload['seeds'])} by `tests/fuzzing.py`. Load average {start[0]:.2f} at the start, "
-        f"{end[0]:.2f} at the end (2 cores, shared).",
+        f"{end[0]:.2f} at the end ({os.cpu_count()} cores, shared).",
         "",
         "## Loader (`models.io.load_instance`)",
         "",
@@ -508,11 +598,12 @@ def _markdown(payload: dict[str, Any]) -> str:
         "",
     ]
     if not cli["problems"]:
-        lines.append("No tracebacks, hangs or unnamed input errors.")
+        lines.append("No tracebacks, internal errors, solver failures, hangs or unnamed input errors.")
     else:
         lines += ["| problem | times | first call (methods) | exit | s | summary |", "|---|---|---|---|---|---|"]
         for entry in cli["problems"]:
-            summary = (entry["traceback"] or " ".join(entry["stderr"]))[:300].replace("|", "\\|")
+            said = entry["traceback"] or " ".join(entry["stderr"] + entry.get("stdout", []))
+            summary = said[:300].replace("|", "\\|")
             call = f"`{' '.join(entry['argv'])}` ({', '.join(entry['methods'])})"
             lines.append(
                 f"| {entry['problem']} | {entry['count']} | {call} | {entry['exit']} | {entry['seconds']} | {summary} |"
@@ -521,6 +612,22 @@ def _markdown(payload: dict[str, Any]) -> str:
         for entry in cli["problems"]:
             lines += [f"- {entry['problem']}, `{' '.join(entry['argv'])}` (input {entry['input']}):", "", "```",
                       entry["input_text"][:600], "```"]  # fmt: skip
+    fresh = payload["subprocess"]
+    lines += [
+        "",
+        "## CLI in fresh processes (`python -m solver.cli`, as a user runs it)",
+        "",
+        f"{fresh['calls']} of the calls above, {fresh['piped']} of them reading the input from standard input "
+        f"(`-`), in {fresh['seconds']:.0f} s. Outcomes: "
+        + ", ".join(f"{name} {count}" for name, count in sorted(fresh["exit_codes"].items()))
+        + ".",
+        "",
+    ]
+    if not fresh["problems"]:
+        lines.append("No tracebacks, internal errors, hangs or unnamed input errors.")
+    for entry in fresh["problems"]:
+        lines.append(f"- {entry['problem']}: `{' '.join(entry['argv'])}` (exit {entry['exit']}, "
+                     f"{entry['seconds']} s): {entry['stderr'][-300:]}")  # fmt: skip
     return "\n".join(lines)
 
 

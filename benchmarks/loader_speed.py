@@ -1,10 +1,11 @@
 """Load time of large instance files, the loader before and after, in one run.
 
-Three files, written exactly as the CLI writes them:
+Four files, written exactly as the CLI writes them:
 
 * ``fairpack generate tree --tenants 10000 --depth 4 --resources 4 --seed 1`` (10,000-leaf tree);
 * ``fairpack generate google --data-dir DATA --tenants 60 --machines 1500 --distinct --seed 1``;
-* ``fairpack generate google --data-dir DATA --tenants 1000 --seed 1`` (the Google table, 1,000 tenants).
+* ``fairpack generate google --data-dir DATA --tenants 1000 --seed 1`` (the Google table, 1,000 tenants);
+* ``fairpack generate dag --jobs 5000 --seed 1`` (5,000 DAG jobs).
 
 "Before" is ``models/`` at ``--baseline`` (a git revision, extracted with ``git archive``); "after" is
 this checkout's ``models/``. Each is timed in its own fresh Python process (``load_instance`` only, the
@@ -40,11 +41,15 @@ started = time.perf_counter()
 from models.io import load_instance
 imported = time.perf_counter() - started
 path = sys.argv[1]
+if sys.argv[2:] == ["pure"]:  # the new loader without libyaml: PyYAML's pure-Python event parser
+    import yaml
+    yaml.__with_libyaml__ = False
 started = time.perf_counter()
 instance = load_instance(path)
 total = time.perf_counter() - started
 result = {"load_s": total, "import_s": imported, "tenants": len(instance.tenants),
-          "classes": len(instance.servers), "machines": int(instance.counts.sum())}
+          "classes": len(instance.servers), "machines": int(instance.counts.sum()), "jobs": len(instance.jobs),
+          "stages": sum(len(job.stages) for job in instance.jobs)}
 try:  # the split exists only in the new loader
     from models.io import DEFAULT_LIMITS, _parse, instance_from_dict
     data = open(path, "rb").read()
@@ -63,6 +68,7 @@ CASES = [
     ("tree 10,000 leaves", ["tree", "--tenants", "10000", "--depth", "4", "--resources", "4", "--seed", "1"]),
     ("google 1,500 distinct x 60", ["google", "--tenants", "60", "--machines", "1500", "--distinct", "--seed", "1"]),
     ("google table x 1,000", ["google", "--tenants", "1000", "--seed", "1"]),
+    ("dag 5,000 jobs", ["dag", "--jobs", "5000", "--seed", "1"]),
 ]
 
 
@@ -87,11 +93,10 @@ def extract(revision: str, folder: Path) -> None:
         tar.extractall(folder, filter="data")
 
 
-def measure(models_parent: Path, path: Path) -> dict[str, Any]:
+def measure(models_parent: Path, path: Path, pure: bool = False) -> dict[str, Any]:
     environment = {**os.environ, "PYTHONPATH": str(models_parent)}
-    completed = subprocess.run(
-        [sys.executable, "-c", CHILD, str(path)], cwd=models_parent, env=environment, capture_output=True, text=True
-    )
+    command = [sys.executable, "-c", CHILD, str(path), *(["pure"] if pure else [])]
+    completed = subprocess.run(command, cwd=models_parent, env=environment, capture_output=True, text=True)
     if completed.returncode != 0:
         raise RuntimeError(completed.stderr[-2000:])
     result: dict[str, Any] = json.loads(completed.stdout.strip().splitlines()[-1])
@@ -113,10 +118,11 @@ def main() -> None:
         for label, command in CASES:
             path = folder / f"{label.split()[0]}-{len(rows)}.yaml"
             generate(command, args.data_dir, path)
-            runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
+            runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": [], "after_pure": []}
             for _ in range(args.repeats):
                 runs["before"].append(measure(before, path))
                 runs["after"].append(measure(after, path))
+                runs["after_pure"].append(measure(after, path, pure=True))
             first = runs["after"][0]
             row = {
                 "instance": label,
@@ -127,10 +133,13 @@ def main() -> None:
                 "tenants": first["tenants"],
                 "server_classes": first["classes"],
                 "machines": first["machines"],
+                "jobs": first["jobs"],
+                "stages": first["stages"],
                 "before_s": statistics.median(r["load_s"] for r in runs["before"]),
                 "after_s": statistics.median(r["load_s"] for r in runs["after"]),
                 "after_parse_s": statistics.median(r["parse_s"] for r in runs["after"]),
                 "after_build_s": statistics.median(r["build_s"] for r in runs["after"]),
+                "after_pure_s": statistics.median(r["load_s"] for r in runs["after_pure"]),
                 "runs": runs,
             }
             row["speedup"] = row["before_s"] / row["after_s"]
@@ -145,18 +154,22 @@ def main() -> None:
         f"Before: `models/` at `{args.baseline}` (PyYAML's pure-Python `safe_load`, pydantic, per-entity checks). "
         "After: this checkout (YAML 1.2 events from libyaml's C parser"
         f"{'' if yaml.__with_libyaml__ else ' -- NOT available here, pure-Python parser used'}, bulk numpy checks). "
-        f"Median of {args.repeats} runs, each in a fresh process, before and after alternating; imports excluded.",
+        f"Median of {args.repeats} runs, each in a fresh process, before and after alternating; imports excluded. "
+        "'After, pure Python' is the same loader with libyaml switched off (PyYAML installed without it).",
         f"Machine: {os.cpu_count()} cores, load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} at the start, "
         f"{load_after[0]:.2f} at the end (shared machine).",
         "",
-        "| instance | file | tenants | classes (machines) | before s | after s | speed-up | after: parse s | build s |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| instance | file | tenants | classes (machines) | jobs (stages) | before s | after s | speed-up "
+        "| after: parse s | build s | after, pure Python s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         lines.append(
             f"| {row['instance']} | {row['bytes'] / 1e6:.2f} MB | {row['tenants']:,} | "
-            f"{row['server_classes']:,} ({row['machines']:,}) | {row['before_s']:.3f} | {row['after_s']:.3f} | "
-            f"{row['speedup']:.1f}x | {row['after_parse_s']:.3f} | {row['after_build_s']:.3f} |"
+            f"{row['server_classes']:,} ({row['machines']:,}) | {row['jobs']:,} ({row['stages']:,}) | "
+            f"{row['before_s']:.3f} | {row['after_s']:.3f} | "
+            f"{row['speedup']:.1f}x | {row['after_parse_s']:.3f} | {row['after_build_s']:.3f} | "
+            f"{row['after_pure_s']:.3f} |"
         )
     lines += ["", "Commands: " + "; ".join(f"`{row['command']}`" for row in rows) + "."]
     payload = {"baseline": args.baseline, "repeats": args.repeats, "load_average": [load, load_after], "rows": rows}

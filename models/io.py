@@ -906,6 +906,36 @@ def _machine_index(servers: Sequence[ServerClass]) -> tuple[dict[str, int], list
     return {s.name: c for c, s in enumerate(servers)}, first, counts
 
 
+_MACHINE_NUMBER = re.compile(r"[0-9]{1,18}")  # ASCII digits only: int() also reads '١' (and '²' crashes it)
+
+
+def _replica(machine: str, by_name: dict[str, int], counts: list[int], field: str) -> tuple[int, int]:
+    """(server class, machine within it) of a replica named ``server`` (a one-machine class) or ``server/k``.
+
+    A name that reads both ways (a one-machine server ``a/1`` beside machine 1 of server ``a``) is refused."""
+    server, slash, number = machine.rpartition("/")
+    numbered = by_name.get(server) if slash and _MACHINE_NUMBER.fullmatch(number) else None
+    if numbered is not None and int(number) >= counts[numbered]:
+        if machine not in by_name:
+            raise InstanceError(f"unknown machine {machine!r} (server {server!r} has machines 0 to "
+                                f"{counts[numbered] - 1})", field)  # fmt: skip
+        numbered = None
+    whole = by_name.get(machine)
+    if whole is not None and numbered is not None:
+        raise InstanceError(f"machine {machine!r} is ambiguous: the server {machine!r}, or machine {number} of the "
+                            f"server {server!r} (rename one)", field)  # fmt: skip
+    if whole is not None:
+        if counts[whole] != 1:
+            raise InstanceError(f"server {machine!r} has {counts[whole]} machines: name one as {machine}/k", field)
+        return whole, 0
+    if numbered is not None:
+        return numbered, int(number)
+    if slash and server in by_name:
+        raise InstanceError(f"unknown machine {machine!r} (server {server!r} has machines 0 to "
+                            f"{counts[by_name[server]] - 1})", field)  # fmt: skip
+    raise InstanceError(f"unknown machine {machine!r} (no server named {server if slash else machine!r})", field)
+
+
 def _read_data(spec: dict[str, Any], servers: Sequence[ServerClass], limits: Limits) -> DataPlacement | None:
     """``blocks`` (replica machines by name) and ``locality`` (factors) as a ``DataPlacement``."""
     blocks, locality = spec.get("blocks"), spec.get("locality")
@@ -939,22 +969,7 @@ def _read_data(spec: dict[str, Any], servers: Sequence[ServerClass], limits: Lim
             raise InstanceError("a block needs at least one replica machine", field)
         indices = []
         for r, machine in enumerate(machines):
-            server, slash, number = machine.rpartition("/")
-            if not slash:
-                server, number = machine, ""
-            c = by_name.get(server)
-            if c is None:
-                raise InstanceError(f"unknown machine {machine!r} (no server named {server!r})", f"{field}[{r}]")
-            if not number:
-                if counts[c] != 1:
-                    raise InstanceError(f"server {server!r} has {counts[c]} machines: name one as {server}/k",
-                                        f"{field}[{r}]")  # fmt: skip
-                k = 0
-            elif number.isdigit() and int(number) < counts[c]:
-                k = int(number)
-            else:
-                raise InstanceError(f"unknown machine {machine!r} (server {server!r} has machines 0 to "
-                                    f"{counts[c] - 1})", f"{field}[{r}]")  # fmt: skip
+            c, k = _replica(machine, by_name, counts, f"{field}[{r}]")
             indices.append(first[c] + k)
         if len(set(indices)) != len(indices):
             raise InstanceError("a machine holds the same block twice", field)

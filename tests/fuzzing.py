@@ -84,7 +84,7 @@ def seeds(data_dir: Path | None = None, psplib_files: int = 3) -> list[Seed]:
     """The bundled instances, then PSPLIB texts: the first ``psplib_files`` of ``data_dir/psplib/j30`` when
     that folder exists, else ``SMALL_SM``."""
     found = [Seed(path.name, ".yaml", path.read_text()) for path in sorted((ROOT / "instances").glob("*.yaml"))]
-    found += [_with_job_fields(seed) for seed in found if "jobs" in yaml.load(seed.text, Loader=_LOADER)]
+    found += [_with_optional_fields(seed) for seed in found if "jobs" in yaml.load(seed.text, Loader=_LOADER)]
     folder = None if data_dir is None else data_dir / "psplib" / "j30"
     if folder is not None and folder.is_dir():
         files = sorted(folder.glob("*.sm"))[:psplib_files]
@@ -94,12 +94,22 @@ def seeds(data_dir: Path | None = None, psplib_files: int = 3) -> list[Seed]:
     return found
 
 
-def _with_job_fields(seed: Seed) -> Seed:
-    """``seed`` with every job given the optional fields no bundled instance has: a tenant and a deadline."""
+def _with_optional_fields(seed: Seed) -> Seed:
+    """``seed`` with the optional fields no bundled instance has: each job's tenant and deadline, and data
+    placement (server labels, a second rack of two machines, blocks on machines, one input block per
+    task, locality factors)."""
     data = yaml.load(seed.text, Loader=_LOADER)
+    first = data["servers"][0]
+    first["labels"] = {"rack": "r1"}
+    machine = first["name"] if first.get("count", 1) == 1 else f"{first['name']}/0"
+    data["servers"].append({"name": "rack2", "capacity": dict(first["capacity"]), "count": 2, "labels": {"rack": "r2"}})
+    data["blocks"] = {"blk0": [machine, "rack2/1"], "blk1": ["rack2/0"]}
+    data["locality"] = {"rack": 1.5, "remote": 3}
     for k, job in enumerate(data["jobs"]):
         job["tenant"], job["deadline"] = f"queue-{k % 2}", 10.0 * (k + 1)
-    return Seed(seed.name.replace(".yaml", "+tenants.yaml"), ".yaml", yaml.dump(data, Dumper=_DUMPER, sort_keys=False))
+        for stage in job["stages"]:
+            stage["input"] = [f"blk{t % 2}" for t in range(stage.get("tasks", 1))]
+    return Seed(seed.name.replace(".yaml", "+fields.yaml"), ".yaml", yaml.dump(data, Dumper=_DUMPER, sort_keys=False))
 
 
 # --------------------------------------------------------------------------------------------- values
@@ -161,7 +171,10 @@ def _scale_number(data: Any, choose: Choose) -> None:
     if numbers:
         container, key = _pick(choose, numbers)
         factor = _pick(choose, [1e-300, 1e-9, -1, 0, 1e9, 1e300, 10**20, math.nan])
-        value = container[key] * factor
+        try:
+            value = container[key] * factor
+        except OverflowError:  # an integer beyond float range (10**400) times a float: keep the integer's scale
+            value = container[key] * (10**20 if factor > 1 else -1 if factor < 0 else 0)
         container[key] = int(value) if isinstance(value, float) and value.is_integer() and abs(value) < 1e18 else value
 
 
@@ -196,7 +209,8 @@ def _repeat_item(data: Any, choose: Choose) -> None:
 
 def _unknown_key(data: Any, choose: Choose) -> None:
     mappings = [data] + [c[k] for c, k in _nodes(data) if isinstance(c[k], dict)]
-    keys = ["colour", "tasks", "parent", "children", "count", "<<", "weight", "tenant", "deadline"]
+    keys = ["colour", "tasks", "parent", "children", "count", "<<", "weight", "tenant", "deadline", "labels", "input",
+            "blocks", "locality"]  # fmt: skip
     _pick(choose, mappings)[_pick(choose, keys)] = 2
 
 

@@ -61,6 +61,11 @@ def test_default_locality_factors_are_the_papers_up_to_twice_as_long() -> None:
     ("old", "new", "field", "reason"),
     [
         ("b2: [a/1]", "b2: [a/2]", "blocks.b2[0]", "unknown machine 'a/2'"),
+        # Digits int() reads (or chokes on) but a machine number is not written with: refused, never a crash.
+        ("b2: [a/1]", "b2: ['a/\u00b2']", "blocks.b2[0]", "unknown machine 'a/\u00b2'"),
+        ("b2: [a/1]", "b2: ['a/\u0661']", "blocks.b2[0]", "unknown machine 'a/\u0661'"),
+        ("b2: [a/1]", "b2: [a/" + "1" * 5000 + "]", "blocks.b2[0]", "(server 'a' has machines 0 to 1)"),
+        ("b2: [a/1]", "b2: [a/]", "blocks.b2[0]", "unknown machine 'a/' (server 'a' has machines 0 to 1)"),
         ("b2: [a/1]", "b2: [c/0]", "blocks.b2[0]", "no server named 'c'"),
         ("b2: [a/1]", "b2: [a]", "blocks.b2[0]", "has 2 machines"),
         ("b2: [a/1]", "b2: []", "blocks.b2", "at least one replica"),
@@ -84,6 +89,17 @@ def test_bad_data_placement_names_file_and_field(old: str, new: str, field: str,
     assert caught.value.source == "racked.yaml"
     assert caught.value.field == field
     assert reason in caught.value.reason
+
+
+def test_a_machine_name_that_reads_two_ways_is_refused() -> None:
+    """``a/1`` names a one-machine server ``a/1`` and machine 1 of server ``a``: neither is picked silently."""
+    servers = "  - {name: b, capacity: {slot: 2}, labels: {rack: r2}}\n"
+    two_ways = RACKED.replace(servers, servers + "  - {name: a/1, capacity: {slot: 2}}\n")
+    with pytest.raises(InstanceError, match="machine 'a/1' is ambiguous") as caught:
+        _load(two_ways)
+    assert caught.value.field == "blocks.b2[0]"
+    one_way = _load(two_ways.replace("a/1, capacity", "a/x, capacity").replace("b2: [a/1]", "b2: [a/x]"))
+    assert one_way.data is not None and one_way.data.replicas[1] == (3,)  # the server a/x: machine 3
 
 
 def test_an_input_block_needs_a_blocks_section() -> None:
