@@ -23,10 +23,11 @@ from models.generators.locality import hdfs_jobs
 from models.io import parse_instance
 from models.result import Schedule
 from models.tolerance import TIME_ATOL, TIME_RTOL, settled, settled_all, time_tol
-from models.types import Instance
+from models.types import Instance, InstanceError
 from solver.api import simulate, solve
 from solver.registry import policies
 from solver.sim.policies.dag import HEURISTICS
+from solver.spacetime.warmstart import schedule_starts
 
 #: The fuzz campaign's input: durations of 1e15 beside durations of 2 and a release of 0.5.
 MIXED = """
@@ -151,3 +152,20 @@ def test_tasks_below_the_resolution_of_the_schedule_span_are_named() -> None:
     assert not instance_warnings(parse_instance(MIXED.replace("1.0e+15", "1"), "small.yaml"))
     assert not instance_warnings(scaled(parse_instance(MIXED.replace("1.0e+15", "1"), "small.yaml"), 1e-9))
 
+
+@pytest.mark.filterwarnings("error")
+def test_spacetime_refuses_more_slots_than_integers_hold_without_a_warning() -> None:
+    """1e15 in slots of 5e-10 is 2e24 slots: casting it to int64 warned ("invalid value encountered in cast")
+    and printed a size of 9,223,371,916,854,775,825 nonzeros; a slot of 1e-300 made inf slots. Now the
+    span is judged in floats first, and a simulated schedule in such steps is no warm start."""
+    instance = parse_instance(MIXED, "mixed.yaml")
+    for slot in (5e-10, 1e-300):
+        with pytest.raises(InstanceError, match=r"time\.slot: .*MAX_SLOTS = 2\*\*53"):
+            solve(replace(instance, time_slot=slot), "spacetime")
+    tiny = solve(instance, "tetris").schedule
+    assert tiny is not None and schedule_starts(instance, tiny, 1e-300) is None
+    assert schedule_starts(instance, tiny, 0.5) is not None
+    with pytest.raises(InstanceError, match="MAX_NONZEROS") as refused:  # 4e15 slots: whole, and far too many
+        solve(replace(instance, time_slot=0.5), "spacetime")
+    size = int(str(refused.value).split("about ")[1].split(" nonzeros")[0].replace(",", ""))
+    assert 4e15 <= size < 1e17
