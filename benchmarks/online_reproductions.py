@@ -616,12 +616,12 @@ def _cached(cache: dict[str, Any], name: str, setup: dict[str, Any], rerun: bool
     return section
 
 
-def splice(readme: str, text: str) -> str:
-    """``readme`` with the text between the online markers replaced by ``text``."""
-    start, stop = readme.find(BEGIN), readme.find(END)
+def splice(readme: str, text: str, begin: str = BEGIN, end: str = END) -> str:
+    """``readme`` with the text between the markers (the online ones by default) replaced by ``text``."""
+    start, stop = readme.find(begin), readme.find(end)
     if start < 0 or stop < start:
-        raise ValueError(f"the README has no '{BEGIN}' ... '{END}' block to fill")
-    return readme[: start + len(BEGIN)] + "\n" + text.rstrip() + "\n" + readme[stop:]
+        raise ValueError(f"the README has no '{begin}' ... '{end}' block to fill")
+    return readme[: start + len(begin)] + "\n" + text.rstrip() + "\n" + readme[stop:]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -25,6 +25,7 @@ import numpy as np
 
 from models.locality import factors, levels, task_blocks
 from models.result import Result, Schedule, Status
+from models.tolerance import TIME_RTOL
 from models.types import FloatArray, Instance, InstanceError, IntArray
 
 #: Largest power of ten the times and amounts may be scaled by to become whole numbers.
@@ -44,12 +45,17 @@ class LocalityOptimum:
 
 
 def _whole(values: FloatArray, what: str) -> tuple[IntArray, float]:
-    """``values * 10^p`` as integers for the smallest ``p <= MAX_DECIMALS`` that makes them whole."""
+    """``values * 10^p`` as integers for the smallest ``p <= MAX_DECIMALS`` that makes them whole.
+
+    Whole up to float noise *relative to each value* (``TIME_RTOL``, the time rule's): an absolute allowance
+    (``1e-9 max(1, |x|)``) read a release of 1e-9 as 0, and the schedule then started a task before it."""
     for p in range(MAX_DECIMALS + 1):
         scaled = values * 10**p
-        if np.all(np.abs(scaled - np.round(scaled)) <= 1e-9 * np.maximum(1.0, np.abs(scaled))):
+        if np.all(np.abs(scaled - np.round(scaled)) <= TIME_RTOL * np.abs(scaled)):
             return np.round(scaled).astype(np.int64), float(10**p)
-    raise InstanceError(f"{what} are not whole numbers at any scale up to 10^{MAX_DECIMALS}", what)
+    raise InstanceError(f"{what} are not whole multiples of 10^-{MAX_DECIMALS}: locality-cp models them as "
+                        "integers and would round (no longer exact); use spacetime-cp (which ignores locality) or "
+                        "round them", "jobs")  # fmt: skip
 
 
 def _barriers(model: Any, instance: Instance, counts: IntArray, start: list[Any], end: list[Any], horizon: int) -> None:
