@@ -95,9 +95,9 @@ def seeds(data_dir: Path | None = None, psplib_files: int = 3) -> list[Seed]:
 
 
 def _with_optional_fields(seed: Seed) -> Seed:
-    """``seed`` with the optional fields no bundled instance has: each job's tenant and deadline, and data
+    """``seed`` with the optional fields no bundled instance has: each job's tenant, deadline and utility, data
     placement (server labels, a second rack of two machines, blocks on machines, one input block per
-    task, locality factors)."""
+    task, locality factors) and placement options on the first stage."""
     data = yaml.load(seed.text, Loader=_LOADER)
     first = data["servers"][0]
     first["labels"] = {"rack": "r1"}
@@ -107,8 +107,13 @@ def _with_optional_fields(seed: Seed) -> Seed:
     data["locality"] = {"rack": 1.5, "remote": 3}
     for k, job in enumerate(data["jobs"]):
         job["tenant"], job["deadline"] = f"queue-{k % 2}", 10.0 * (k + 1)
+        job["utility"] = [[10.0 * (k + 1), 5], [20.0 * (k + 1), 0]]
         for stage in job["stages"]:
             stage["input"] = [f"blk{t % 2}" for t in range(stage.get("tasks", 1))]
+    # Placement options on the first stage: the second rack preferred, anywhere twice as slow.
+    first_stage = data["jobs"][0]["stages"][0]
+    duration = first_stage.pop("duration")
+    first_stage["options"] = [{"on": {"rack": "r2"}, "duration": duration}, {"duration": 2 * duration}]
     return Seed(seed.name.replace(".yaml", "+fields.yaml"), ".yaml", yaml.dump(data, Dumper=_DUMPER, sort_keys=False))
 
 
@@ -210,7 +215,7 @@ def _repeat_item(data: Any, choose: Choose) -> None:
 def _unknown_key(data: Any, choose: Choose) -> None:
     mappings = [data] + [c[k] for c, k in _nodes(data) if isinstance(c[k], dict)]
     keys = ["colour", "tasks", "parent", "children", "count", "<<", "weight", "tenant", "deadline", "labels", "input",
-            "blocks", "locality"]  # fmt: skip
+            "blocks", "locality", "options", "utility", "on", "same"]  # fmt: skip
     _pick(choose, mappings)[_pick(choose, keys)] = 2
 
 
