@@ -100,3 +100,196 @@ def test_a_selector_whose_machines_are_too_small_is_refused() -> None:
     servers = [dict(CLUSTER[0], capacity={"cpu": 0.5}), *CLUSTER[1:]]
     with pytest.raises(InstanceError, match="fits one task"):
         instance([big], servers)
+
+
+# ------------------------------------------------------------------------------------------ exact
+
+
+def gpu_only(name: str, duration: float, **fields: Any) -> dict[str, Any]:
+    return job(name, options=[{"on": {"gpu": "true"}, "duration": duration}], **fields)
+
+
+def tasks_of(result: Any, name: str) -> list[tuple[float, str, int, int]]:
+    """(start, server, machine, option) of every task of job ``name``."""
+    schedule, inst = result.schedule, result.extra["instance"]
+    rows = np.flatnonzero(schedule.job == [j.name for j in inst.jobs].index(name))
+    return [(float(schedule.start[r]), inst.servers[int(schedule.server[r])].name, int(schedule.machine[r]),
+             int(schedule.option[r])) for r in rows]  # fmt: skip
+
+
+def solved(inst: Instance, method: str, backend: str | None = None, **options: Any) -> Any:
+    from dataclasses import replace
+
+    from solver.api import solve
+
+    result = solve(inst, method, **({"backend": backend} if backend else {}), time_limit=60, **options)
+    assert result.verified, result.violations
+    return replace(result, extra={**result.extra, "instance": inst})
+
+
+#: Hand-derived optima. GPU machine busy 0-1 with B (GPU-only): G (2 on the GPU, 5 elsewhere) waits for it:
+#: B 0-1, G 1-3, JCTs 1 and 3 (avg 2); G first (2, 3: 2.5) or G elsewhere at 0 (1, 5: 3) are worse.
+WAITS = instance([gpu_only("b", 1), job("g", options=GPU_OPTIONS)])
+#: B holds the GPU 0-4; G, released at 1 (2 on the GPU, 3 elsewhere), starts at once elsewhere: JCTs 4 and 3
+#: (avg 3.5); waiting ends G at 6 (avg 4.5), and G first on the GPU pushes B to 3-7 (avg 4.5).
+NO_WAIT = instance([gpu_only("b", 4), job("g", release=1, options=[{"on": {"gpu": "true"}, "duration": 2},
+                                                                      {"duration": 3}])])  # fmt: skip
+#: An MPI job of 2 tasks (2 as a gang in one rack, 3 spread) and two 2-long jobs on 4 one-task machines in two
+#: racks: the gang takes a whole rack at 0, the others the other rack; everything ends at 2 (avg 2).
+GANG = instance([job("m", tasks=2, options=[{"same": "rack", "duration": 2}, {"duration": 3}]),
+                 job("y1", duration=2), job("y2", duration=2)])  # fmt: skip
+#: Utility: B best-effort (utility -JCT) holds the GPU 0-1; G is worth 10 by 3, 0 from 5. B 0-1 then G on the GPU
+#: 1-3: 10 - 1 = 9; G first 0-2 then B 2-3: 10 - 3 = 7; G elsewhere 0-5: 0 - 1 = -1.
+UTILITY = instance([gpu_only("b", 1), job("g", options=GPU_OPTIONS, utility=[[3, 10], [5, 0]])])
+#: Linear decay: G (2 on the GPU, 4 elsewhere) worth 10 at 2 falling to 0 at 6; B (GPU only, 3). G first on the
+#: GPU 0-2 then B 2-5: 10 - 5 = 5; B first, G waits (3-5): 2.5 - 3; G elsewhere 0-4 beside B: 5 - 3 = 2.
+DECAY = instance([gpu_only("b", 3), job("g", options=[{"on": {"gpu": "true"}, "duration": 2}, {"duration": 4}],
+                                         utility=[[2, 10], [6, 0]])])  # fmt: skip
+
+def exact_methods(lp_backend: str) -> list[tuple[str, str | None]]:
+    return [("spacetime-cp", None), ("spacetime", lp_backend)]
+
+
+def test_a_gpu_job_waits_for_the_gpu_machine(lp_backend: str) -> None:
+    for method, backend in exact_methods(lp_backend):
+        result = solved(WAITS, method, backend, objective="avg-jct", fair_cap=False)
+        assert result.status == "optimal" and result.objective == pytest.approx(2.0), method
+        assert tasks_of(result, "g") == [(1.0, "gpu", 0, 0)] and tasks_of(result, "b") == [(0.0, "gpu", 0, 0)]
+
+
+def test_a_gpu_job_that_should_not_wait_starts_slow_elsewhere(lp_backend: str) -> None:
+    for method, backend in exact_methods(lp_backend):
+        result = solved(NO_WAIT, method, backend, objective="avg-jct", fair_cap=False)
+        assert result.status == "optimal" and result.objective == pytest.approx(3.5), method
+        ((start, server, _, option),) = tasks_of(result, "g")
+        assert (start, option) == (1.0, 1) and server != "gpu"
+        assert result.schedule.end[list(result.schedule.job).index(1)] == pytest.approx(4.0)
+
+
+def test_an_mpi_gang_takes_a_whole_rack(lp_backend: str) -> None:
+    labels = {s.name: dict(s.labels)["rack"] for s in GANG.servers}
+    for method, backend in exact_methods(lp_backend):
+        result = solved(GANG, method, backend, objective="avg-jct", fair_cap=False)
+        assert result.status == "optimal" and result.objective == pytest.approx(2.0), method
+        mpi = tasks_of(result, "m")
+        assert {(start, option) for start, _, _, option in mpi} == {(0.0, 0)}
+        assert len({labels[server] for _, server, _, _ in mpi}) == 1  # one rack
+        assert len({(server, machine) for _, server, machine, _ in mpi}) == 2  # both of its machines
+
+
+@pytest.mark.parametrize(("case", "value"), [(UTILITY, 9.0), (DECAY, 5.0)], ids=["step", "linear-decay"])
+def test_utility_objective_numbers(lp_backend: str, case: Instance, value: float) -> None:
+    for method, backend in exact_methods(lp_backend):
+        result = solved(case, method, backend, objective="utility", fair_cap=False)
+        assert result.status == "optimal" and result.objective == pytest.approx(value), method
+        assert result.bound == pytest.approx(value) and result.gap == 0.0
+        from models.view import result_json
+
+        data = result_json(case, result)
+        assert data["utility"] == pytest.approx(value)
+        assert sum(entry["utility"] for entry in data["jobs"].values()) == pytest.approx(value)
+
+
+def test_fair_caps_hold_with_options() -> None:
+    """drf-strict places G where it lands (the first machine a task-by-task option allows): T_g = 5, T_b = 1;
+    the capped optimum is the uncapped one (avg 2), and every job meets its cap."""
+    for method in ("spacetime-cp", "spacetime"):
+        result = solved(WAITS, method, objective="avg-jct")
+        assert result.status == "optimal" and result.objective == pytest.approx(2.0)
+        assert result.extra["fair_cap"] is True
+        assert np.all(result.schedule.fair_completion >= [1.0, 3.0])
+
+
+def test_a_gang_only_stage_cannot_take_a_fair_cap() -> None:
+    from solver.api import solve
+    from solver.registry import OptionError
+
+    only = instance([job("m", tasks=2, options=[{"same": "rack", "duration": 2}]), job("y", duration=2)])
+    with pytest.raises(OptionError, match="no-fair-cap"):
+        solve(only, "spacetime-cp", time_limit=30)
+    assert solve(only, "spacetime-cp", time_limit=30, fair_cap=False).status == "optimal"
+
+
+# ------------------------------------------------------------------------------------------ checker
+
+
+def tampered(result: Any, **changes: Any) -> Any:
+    from dataclasses import replace
+
+    return replace(result.schedule, **changes)
+
+
+def violations(inst: Instance, schedule: Any) -> list[str]:
+    from models.check import verify_schedule
+
+    return verify_schedule(inst, schedule).violations
+
+
+def test_checker_catches_options_on_the_wrong_machine_and_wrong_durations() -> None:
+    result = solved(WAITS, "spacetime-cp", objective="avg-jct", fair_cap=False)
+    schedule = result.schedule
+    g = list(schedule.job).index(1)
+    assert violations(WAITS, schedule) == []
+    # G's GPU option on machine a (not labelled gpu=true).
+    server = schedule.server.copy()
+    server[g] = 1
+    found = violations(WAITS, tampered(result, server=server))
+    assert any("do not hold its selector {'gpu': 'true'}" in v for v in found)
+    # The slow option named, but the GPU option's duration kept.
+    option = schedule.option.copy()
+    option[g] = 1
+    found = violations(WAITS, tampered(result, option=option))
+    assert any("runs 2 but its duration is 5" in v for v in found)
+    # No option at all for a stage that has options; an option for a stage without any.
+    found = violations(WAITS, tampered(result, option=None))
+    assert any("names no option of its stage" in v for v in found)
+    plain = instance([job("p", duration=1)])
+    one = solved(plain, "spacetime-cp", objective="avg-jct", fair_cap=False, placement="servers")
+    found = violations(plain, tampered(one, option=np.zeros(1, dtype=np.int64)))
+    assert any("names option 0, but its stage has none" in v for v in found)
+
+
+def test_checker_catches_split_and_staggered_gangs() -> None:
+    result = solved(GANG, "spacetime-cp", objective="avg-jct", fair_cap=False)
+    schedule = result.schedule
+    mpi = np.flatnonzero(schedule.job == 0)
+    others = np.flatnonzero(schedule.job != 0)
+    # Swap one MPI task with a task on the other rack: the gang spans two racks.
+    server, machine = schedule.server.copy(), schedule.machine.copy()
+    server[[mpi[0], others[0]]] = server[[others[0], mpi[0]]]
+    machine[[mpi[0], others[0]]] = machine[[others[0], mpi[0]]]
+    found = violations(GANG, tampered(result, server=server, machine=machine))
+    assert any("gang tasks on machines with different 'rack' values" in v for v in found)
+    # Stagger the gang's starts (ends follow, so durations stay right).
+    start, end = schedule.start.copy(), schedule.end.copy()
+    start[mpi[1]] += 1
+    end[mpi[1]] += 1
+    found = violations(GANG, tampered(result, start=start, end=end))
+    assert any("gang tasks start at different times" in v for v in found)
+    # One task under the gang option, the other task by task.
+    option = schedule.option.copy()
+    option[mpi[1]] = 1
+    end = schedule.end.copy()
+    end[mpi[1]] = schedule.start[mpi[1]] + 3
+    found = violations(GANG, tampered(result, option=option, end=end))
+    assert any("a gang option runs the whole stage" in v for v in found)
+
+
+def test_check_recomputes_utility_and_never_reads_it_back(tmp_path: Path) -> None:
+    import json
+
+    from solver.cli import main
+
+    path = tmp_path / "decay.yaml"
+    path.write_text(yaml.safe_dump(instance_to_dict(DECAY), sort_keys=False))
+    out = tmp_path / "result.json"
+    assert main(["solve", str(path), "--method", "spacetime-cp", "--objective", "utility", "--no-fair-cap",
+                 "--json", "-o", str(out)]) == 0  # fmt: skip
+    data = json.loads(out.read_text())
+    assert data["objective"] == pytest.approx(5.0) and data["utility"] == pytest.approx(5.0)
+    assert {row["option"] for row in data["tasks"]} == {0}
+    assert main(["check", str(path), str(out)]) == 0
+    data["utility"] = 7.0
+    data["objective"] = 7.0
+    out.write_text(json.dumps(data))
+    assert main(["check", str(path), str(out)]) == 1

@@ -10,6 +10,11 @@ With input blocks (``Instance.data``) and a placement, a task's duration is its 
 of its locality level on its machine (node, rack or remote: ``models.locality``); a schedule without a
 placement has no machines for blocks to be on, and its tasks run their stages' durations.
 
+With placement options (``Stage.options``) every task of such a stage names the option it ran under
+(``Schedule.option``), runs on a machine whose labels hold the option's selector, for the option's duration;
+a stage run under a gang option runs wholly under it, on machines sharing one value of the gang's label, all
+its tasks starting together. Every job's utility (``Job.utility_at``) is recomputed from its completion.
+
 A schedule with a placement (``Schedule.server`` / ``Schedule.machine``, from ``placement='servers'``)
 must in addition put every task on an existing machine (a server class and a number below its count)
 whose capacity holds one task of its stage, and the tasks running on any one machine at any instant
@@ -201,7 +206,7 @@ def verify_schedule(
     # 3. Durations and releases. With input blocks (``Instance.data``) and a placement, a task runs its
     # stage's duration times the factor of its locality level on its machine (``models.locality``).
     d = duration[g]
-    if instance.has_options:
+    if instance.has_options or schedule.option is not None:
         d, found = _option_rules(instance, schedule, rows, g, task_name, tol)
         violations += found
     if instance.data is not None and schedule.server is not None and schedule.machine is not None:
@@ -412,7 +417,8 @@ def _option_rules(
     flat = np.where(named, first[g] + np.where(named, chosen, 0), -1)
     duration = np.where(named, np.array([o.duration for o in options] + [0.0])[flat], base[g])
     if schedule.server is None or schedule.machine is None:
-        violations.append("stages with placement options need a machine for every task (the schedule has none)")
+        if has.any():
+            violations.append("stages with placement options need a machine for every task (the schedule has none)")
         return duration, violations
     counts_class = instance.counts
     server, machine = schedule.server[rows], schedule.machine[rows]

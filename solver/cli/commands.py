@@ -465,7 +465,7 @@ def _add_solve(subcommands: Any, formatter: type[argparse.HelpFormatter]) -> Non
                        help=f"simulated time (naive-hdrf, dynamic-hdrf, hslots; default: {HORIZON:g})")  # fmt: skip
     solve.add_argument("--seed", type=int, help="seed of a solver or a simulation")
     solve.add_argument("--workers", type=positive_int, help="solver threads (CP-SAT workers, HiGHS threads)")
-    solve.add_argument("--objective", choices=["makespan", "avg-jct", "mix"],
+    solve.add_argument("--objective", choices=["makespan", "avg-jct", "mix", "utility"],
                        help="DAG jobs (default makespan for one job, avg-jct for several)")
     solve.add_argument("--alpha", type=fraction, help="mix objective: alpha * avg JCT + (1 - alpha) * makespan "
                        f"(default: {DEFAULTS.alpha:g})")  # fmt: skip

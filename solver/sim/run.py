@@ -37,12 +37,18 @@ from solver.sim.workload import Workload
 TIMELINE_BINS = 100
 
 
-def build_policy(name: str, jobs: Workload, options: SolveOptions) -> BasePolicy:
+def build_policy(name: str, jobs: Workload, options: SolveOptions, instance: Instance | None = None) -> BasePolicy:
     """The policy object for ``name`` (its settings from ``options.extra``)."""
     extra = dict(options.extra)
     if options.seed is not None:
         extra["seed"] = options.seed
+    if jobs.has_options and name not in HEURISTICS:
+        raise OptionError(f"{name} does not understand placement options; the DAG policies place where a task-by-task "
+                          "option allows, and tetrisched, alsched, hard-only, oblivious and jockey choose among "
+                          "them", "policy")  # fmt: skip
     if name in HEURISTICS:
+        if instance is not None:
+            jobs.refuse_gangs(instance, name)
         return make_policy(name, jobs, extra)
     if name in FLAT_POLICIES:
         return make_flat_policy(name, options.slots)
@@ -65,9 +71,12 @@ def run_simulation(instance: Instance, policy: str, options: SolveOptions, budge
         return _backlog(instance, policy, options, deadline)
     if policy in HIERARCHY_POLICIES:
         raise OptionError(f"{policy} simulates tenants' endless backlogs; this instance has jobs", "policy")
+    if instance.has_options and placement == "pooled":
+        raise OptionError("the instance's placement options select machines by label: the pooled cluster has none; "
+                          "use placement servers (the default)", "placement")  # fmt: skip
     started = time.perf_counter()
     jobs = Workload.of_jobs(instance, placement)
-    scheduler = build_policy(policy, jobs, options)
+    scheduler = build_policy(policy, jobs, options, instance)
     horizon = options.extra.get("horizon")
     sim = Simulation(instance, jobs, scheduler, placement, horizon=None if horizon is None else float(horizon),
                      seed=options.seed or 0, deadline=deadline).run()  # fmt: skip

@@ -310,6 +310,18 @@ def _fair_ticks(instance: Instance, fair: Any, tick: float) -> tuple[FloatArray 
     return real, ticks
 
 
+def checked_objective(instance: Instance, objective: str | None, alpha: float) -> str:
+    """The objective to solve (default ``makespan`` for one job, ``avg-jct`` for several), validated."""
+    if not instance.jobs:
+        raise InstanceError("spacetime-cp needs DAG jobs", "jobs")
+    objective = objective or ("makespan" if len(instance.jobs) == 1 else "avg-jct")
+    if objective not in SCHEDULE_OBJECTIVES:
+        raise ValueError(f"unknown objective {objective!r}; choose from {', '.join(SCHEDULE_OBJECTIVES)}")
+    if not 0 <= alpha <= 1:
+        raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+    return objective
+
+
 @dataclass(frozen=True)
 class _Problem:
     """An instance as the CP model sees it: flat tasks, integer ticks and units, windows' ingredients."""
@@ -329,13 +341,7 @@ class _Problem:
 
     @staticmethod
     def of(instance: Instance, objective: str | None, alpha: float, fair: Any, placement: str) -> _Problem:
-        if not instance.jobs:
-            raise InstanceError("spacetime-cp needs DAG jobs", "jobs")
-        objective = objective or ("makespan" if len(instance.jobs) == 1 else "avg-jct")
-        if objective not in SCHEDULE_OBJECTIVES:
-            raise ValueError(f"unknown objective {objective!r}; choose from {', '.join(SCHEDULE_OBJECTIVES)}")
-        if not 0 <= alpha <= 1:
-            raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+        objective = checked_objective(instance, objective, alpha)
         tasks = sum(stage.tasks for job in instance.jobs for stage in job.stages)
         if tasks > MAX_TASKS:
             raise InstanceError(f"{tasks:,} tasks: spacetime-cp models every task as a CP-SAT interval and "
@@ -878,8 +884,9 @@ def solve_spacetime_cp(
     instance : Instance
         Needs ``jobs`` (at most ``MAX_TASKS`` tasks); capacity is the pooled cluster total, or every
         machine's with ``servers``.
-    objective : {'makespan', 'avg-jct', 'mix'}, optional
-        Default ``makespan`` for one job, ``avg-jct`` for several.
+    objective : {'makespan', 'avg-jct', 'mix', 'utility'}, optional
+        Default ``makespan`` for one job, ``avg-jct`` for several. ``utility`` (and any instance with
+        placement options) is solved by the model of :mod:`solver.spacetime.choice_cp`.
     time_limit : float, optional
         Seconds for the whole call: warm start, model build and search; ``None`` means no limit.
     alpha : float
@@ -908,6 +915,11 @@ def solve_spacetime_cp(
         exact), status ``optimal``, ``time_limit`` (incumbent returned), ``infeasible`` or ``error``.
         ``objective``/``verified``/``gap`` are filled by ``solve()``.
     """
+    if instance.has_options or objective == "utility":
+        from solver.spacetime.choice_cp import solve_choice_cp
+
+        return solve_choice_cp(instance, objective, time_limit, alpha, fair_completion, workers, seed, placement, fair,
+                               verbose)  # fmt: skip
     started = time.perf_counter()
     deadline = Deadline.after(time_limit)
     problem = _Problem.of(instance, objective, alpha, fair_completion, placement)

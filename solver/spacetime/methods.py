@@ -12,10 +12,18 @@ from solver.budget import Budget
 from solver.registry import OptionError, SolveOptions
 
 
-def job_placement(options: SolveOptions) -> str:
-    """DAG jobs: the pooled cluster by default (``auto``), or ``servers`` (each task on one machine)."""
+def job_placement(options: SolveOptions, instance: Instance | None = None) -> str:
+    """DAG jobs: the pooled cluster by default (``auto``), or ``servers`` (each task on one machine).
+
+    Placement options select machines by their labels, so an instance with them is placed on machines
+    (``auto``), and ``pooled`` is refused."""
     if options.placement not in ("auto", "pooled", "servers"):
         raise OptionError(f"must be auto, pooled or servers, not {options.placement!r}", "placement")
+    if instance is not None and instance.has_options:
+        if options.placement == "pooled":
+            raise OptionError("the instance's placement options select machines by label: the pooled cluster has "
+                              "none; use placement servers (the default for such instances)", "placement")  # fmt: skip
+        return "servers"
     return "servers" if options.placement == "servers" else "pooled"
 
 
@@ -33,7 +41,7 @@ def run_spacetime_cp(instance: Instance, options: SolveOptions, budget: Budget) 
         fair_completion=options.extra.get("fair_completion"),
         workers=options.workers or 2,
         seed=options.seed or 0,
-        placement=job_placement(options),
+        placement=job_placement(options, instance),
         fair=fair_mode(options.fair_cap),
         verbose=options.verbose,
     )
@@ -52,7 +60,7 @@ def run_spacetime(instance: Instance, options: SolveOptions, budget: Budget) -> 
         alpha=options.alpha,
         fair_completion=options.extra.get("fair_completion"),
         fair_cap=options.fair_cap,
-        placement=job_placement(options),
+        placement=job_placement(options, instance),
         algorithm=options.algorithm,
         servers_model=str(options.extra.get("servers_model", "auto")),
         settings=options.solver_settings(),
@@ -75,7 +83,7 @@ def _dag_heuristic(name: str) -> Callable[[Instance, SolveOptions, Budget], Resu
             extra["seed"] = options.seed
         left = budget.remaining()
         deadline = None if left is None else time.perf_counter() + left
-        result = run_heuristic(instance, name, extra, placement=job_placement(options), deadline=deadline)
+        result = run_heuristic(instance, name, extra, placement=job_placement(options, instance), deadline=deadline)
         if options.objective is None:
             return result
         return replace(result, extra={**result.extra, "objective_name": options.objective, "alpha": options.alpha})
