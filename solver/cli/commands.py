@@ -336,6 +336,7 @@ GENERATE = {
     "google-day": ("google-day", None),
     "sparrow": ("sparrow", None),
     "omega": ("omega", None),
+    "tetrisched": ("soft", None),
 }
 
 

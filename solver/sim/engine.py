@@ -352,7 +352,8 @@ class Simulation:
                                    f"{o} cannot use")  # fmt: skip
         if option is not None and entry.gang[option]:
             groups = {int(entry.group[option, m]) for m, _ in chunks}
-            if len(groups) != 1 or sum(n for _, n in chunks) != self.unlaunched[g]:
+            whole = sum(n for _, n in chunks) == self.unlaunched[g] == self.jobs.count[g]
+            if len(groups) != 1 or not whole:
                 raise RuntimeError(f"policy {self.policy.name} launched gang option {option} of group {g} "
                                    "partly, or over several label groups")  # fmt: skip
         return chosen

@@ -12,6 +12,7 @@ recomputed from it; a run over backlogs returns the placement at the horizon and
 
 from __future__ import annotations
 
+import importlib
 import time
 from typing import Any
 
@@ -22,7 +23,7 @@ from models.timeline import job_table, timeline_summary, utilisation_series
 from models.traces import TraceData
 from models.types import Instance, InstanceError
 from solver.budget import Budget
-from solver.registry import OptionError, SolveOptions
+from solver.registry import OptionError, SolveOptions, get_policy
 from solver.sim.backlog import SimOptions, backlog_result
 from solver.sim.engine import BasePolicy, Simulation
 from solver.sim.policies.dag import HEURISTICS, make_policy
@@ -30,6 +31,7 @@ from solver.sim.policies.flat import FLAT_POLICIES, make_flat_policy
 from solver.sim.policies.hierarchy import POLICIES as HIERARCHY_POLICIES
 from solver.sim.policies.locality import LOCALITY_POLICIES, make_locality_policy
 from solver.sim.policies.omega import OMEGA_POLICIES, make_omega_policy
+from solver.sim.policies.soft import SOFT_POLICIES, make_soft_policy
 from solver.sim.policies.sparrow import SPARROW_POLICIES, make_sparrow_policy
 from solver.sim.workload import Workload
 
@@ -42,6 +44,15 @@ def build_policy(name: str, jobs: Workload, options: SolveOptions, instance: Ins
     extra = dict(options.extra)
     if options.seed is not None:
         extra["seed"] = options.seed
+    if name in SOFT_POLICIES:
+        return make_soft_policy(name, jobs, instance, extra) if instance is not None else _no_instance(name)
+    factory = get_policy(name).factory
+    if factory is not None:
+        if instance is None:
+            return _no_instance(name)
+        module, _, function = factory.partition(":")
+        made: BasePolicy = getattr(importlib.import_module(module), function)(name, jobs, instance, extra)
+        return made
     if jobs.has_options and name not in HEURISTICS:
         raise OptionError(f"{name} does not understand placement options; the DAG policies place where a task-by-task "
                           "option allows, and tetrisched, alsched, hard-only, oblivious and jockey choose among "
@@ -59,6 +70,10 @@ def build_policy(name: str, jobs: Workload, options: SolveOptions, instance: Ins
     if name in OMEGA_POLICIES:
         return make_omega_policy(name, extra)
     raise OptionError(f"{name} runs on tenants' backlogs (a hierarchy or tenants, no jobs)", "policy")
+
+
+def _no_instance(name: str) -> BasePolicy:
+    raise OptionError(f"{name} reads the jobs' deadlines and utilities: build it with the instance", "policy")
 
 
 def run_simulation(instance: Instance, policy: str, options: SolveOptions, budget: Budget,

@@ -23,7 +23,7 @@ The CP-SAT model of a :class:`solver.spacetime.choice_model.ChoiceProblem`, buil
   neither concave nor convex (flat, then falling, then flat) is so modelled exactly. Coefficients are
   scaled to integers like the others (exact when the values and per-tick slopes are decimal with up to
   six places; rounded and then not called proven otherwise). Online plans may add a tie-break towards
-  earlier starts, below the resolution of the utility.
+  earlier completions, below the resolution of the utility.
 * ``hint`` -- a warm start (start tick and alternative per task, jobs present).
 
 :func:`solve_choice_cp` is ``spacetime-cp``'s driver for these instances: the list schedule of
@@ -104,13 +104,19 @@ class ChoiceCp:
         choices = p.choices
         shortest = np.minimum.reduceat(p.alt_ticks, choices.first[:-1])
         longest = np.maximum.reduceat(p.alt_ticks, choices.first[:-1])
+        jobs = len(p.instance.jobs)
+        self.present = [1] * jobs if p.planning is None else [model.new_bool_var(f"p{k}") for k in range(jobs)]
+        job = p.job_of_task
         for t in range(p.num_tasks):
             start = model.new_int_var(int(lo[t]), int(hi[t]), f"s{t}")
             end = model.new_int_var(int(lo[t] + shortest[t]), int(hi[t] + longest[t]), f"e{t}")
             size = model.new_int_var(int(shortest[t]), int(longest[t]), f"d{t}")
             self.start.append(start)
             self.end.append(end)
-            self.task_interval.append(model.new_interval_var(start, size, end, f"i{t}"))
+            present = self.present[int(job[t])]
+            # A task of a job an online plan leaves out holds nothing (its interval is absent).
+            self.task_interval.append(model.new_interval_var(start, size, end, f"i{t}") if isinstance(present, int)
+                                      else model.new_optional_interval_var(start, size, end, present, f"i{t}"))
         for a in range(choices.size):
             t = int(choices.task[a])
             d = int(p.alt_ticks[a])
@@ -123,8 +129,6 @@ class ChoiceCp:
             self.literal.append(literal)
             self.interval.append(model.new_optional_fixed_size_interval_var(self.start[t], d, literal, f"o{a}"))
             model.add(self.end[t] == self.start[t] + d).only_enforce_if(literal)
-        jobs = len(p.instance.jobs)
-        self.present = [1] * jobs if p.planning is None else [model.new_bool_var(f"p{k}") for k in range(jobs)]
 
     def placement(self) -> None:
         """One alternative per present task; gang or task-by-task per stage; identical tasks in start order."""
@@ -299,9 +303,11 @@ class ChoiceCp:
     def _minimise(self, primary: Any) -> None:
         p = self.problem
         if p.planning is not None and p.planning.tiebreak:
-            # Earlier starts break ties: their whole sum stays below one unit of the primary objective.
-            self.big = int(p.num_tasks * (p.horizon + 1) + 1)
-            self.model.minimize(self.big * primary + sum(self.start))
+            # Earlier completions break ties (a job whose value is spent, or a plan that meets a deadline either
+            # way, still finishes as early as it can): their whole sum stays below one unit of the primary.
+            top = max(p.horizon, int(p.planning.absent.max(initial=0))) + int(p.running_end.max(initial=0))
+            self.big = int(len(self.completion) * (top + 1) + 1)
+            self.model.minimize(self.big * primary + sum(self.completion))
         else:
             self.model.minimize(primary)
 
@@ -357,9 +363,12 @@ def _pieces(points: tuple[tuple[float, float], ...], tick: float) -> tuple[IntAr
 
 
 def solve_plan(problem: ChoiceProblem, hints: list[Plan], time_limit: float, workers: int = 1, seed: int = 0,
-               log: bool = False) -> tuple[Plan | None, str, float | None, ChoiceCp]:  # fmt: skip
+               log: bool = False, work_limit: float | None = None) -> tuple[Plan | None, str, float | None,
+                                                                               ChoiceCp]:  # fmt: skip
     """Build and solve ``problem`` with CP-SAT: the best plan (or None), CP-SAT's status name and its proven
-    bound of the real objective (None when not proven exact)."""
+    bound of the real objective (None when not proven exact). ``work_limit`` also stops CP-SAT after that much
+    deterministic time (its own work units, about seconds): the same run then gives the same plan however
+    loaded the machine is, as long as ``time_limit`` (wall clock) does not come first."""
     from ortools.sat.python import cp_model
 
     cp = ChoiceCp(problem).build()
@@ -371,14 +380,15 @@ def solve_plan(problem: ChoiceProblem, hints: list[Plan], time_limit: float, wor
     solver.parameters.num_workers = max(1, int(workers))
     solver.parameters.random_seed = int(seed)
     solver.parameters.log_search_progress = log
+    if work_limit is not None:
+        solver.parameters.max_deterministic_time = max(float(work_limit), 0.001)
     code = solver.solve(cp.model)
     status = solver.status_name(code)
     plan = cp.read(solver) if code in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
-    if plan is not None and best is not None:
-        value, hinted = problem.value(plan.start, plan.alt, plan.present), problem.value(best.start, best.alt,
-                                                                                         best.present)
-        if problem.better(hinted, value):
-            plan = best  # CP-SAT may stop before reaching its own hint
+    usable = _best_hint(problem, [h for h in hints if problem.feasible(h.start, h.alt, h.present)])
+    if usable is not None and (plan is None or problem.better(problem.value(usable.start, usable.alt, usable.present),
+                                                              problem.value(plan.start, plan.alt, plan.present))):
+        plan = usable  # CP-SAT may stop before reaching a feasible hint
     bound = cp.real_bound(solver.best_objective_bound) if status in ("OPTIMAL", "FEASIBLE") else None
     return plan, status, bound, cp
 

@@ -25,13 +25,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from models.types import FloatArray, Instance, InstanceError, IntArray
+from models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
 from solver.spacetime.choices import Choices, Units, task_choices
 from solver.spacetime.cp import (
     MAX_RESOURCE_UNITS,
     FlatTasks,
     _integer_scale,
     _time_unit,
+    _within_capacity,
     checked_objective,
     to_units,
 )
@@ -63,7 +64,7 @@ class Planning:
     floor : (jobs,) ticks before which no job completes (its running tasks' ends)
     latest : (tasks,) latest start tick (the plan-ahead window for tasks that could start now, else none)
     absent : (jobs,) completion tick assumed for a job left out of the plan
-    tiebreak : among plans of equal value, prefer earlier starts (so work starts now rather than later)
+    tiebreak : among plans of equal value, prefer earlier completions (the sum over jobs)
     """
 
     running: Running
@@ -166,6 +167,55 @@ class ChoiceProblem:
         avg = float(flat.weight @ (completion - flat.release) / flat.weight.sum())
         mix = self.alpha * avg + (1 - self.alpha) * makespan
         return {"makespan": makespan, "avg-jct": avg}.get(self.objective, mix)
+
+    def feasible(self, start: IntArray, alt: IntArray, present: IntArray | None = None) -> bool:
+        """Whether a tick plan keeps windows, precedence, gangs, deadlines and every unit's capacity (with the
+        work already running); tasks of jobs not ``present`` are left out."""
+        flat, choices = self.flat, self.choices
+        task_job = self.job_of_task
+        keep = np.ones(self.num_tasks, dtype=bool) if present is None else present[task_job] > 0
+        if start.shape != (self.num_tasks,) or np.any(choices.task[alt] != np.arange(self.num_tasks)):
+            return False
+        floor = self.release[task_job] if self.planning is None else np.maximum(self.release[task_job],
+                                                                                self.planning.earliest)
+        latest = np.full(self.num_tasks, np.iinfo(np.int64).max) if self.planning is None else self.planning.latest
+        if np.any(keep & ((start < floor) | (start > latest))):
+            return False
+        end = start + self.alt_ticks[alt]
+        stage_end = np.zeros(flat.num_stages, dtype=np.int64) if self.planning is None else (
+            self.planning.stage_floor.copy())  # fmt: skip
+        np.maximum.at(stage_end, flat.task_stage[keep], end[keep])
+        first = np.full(flat.num_stages, np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(first, flat.task_stage[keep], start[keep])
+        edges = flat.edges
+        if np.any((first[edges[:, 1]] < stage_end[edges[:, 0]]) & (first[edges[:, 1]] < np.iinfo(np.int64).max)):
+            return False
+        if self.deadline is not None:
+            late = self.completions(start, alt) > self.deadline
+            if present is not None:
+                late &= present > 0
+            if late.any():
+                return False
+        if not self._gangs_hold(start, alt, keep):
+            return False
+        running = self.running_end.size
+        unit = np.concatenate([choices.unit[alt[keep]], self.planning.running.unit if running and self.planning
+                               else np.zeros(0, np.int64)])  # fmt: skip
+        begin = np.concatenate([start[keep], np.zeros(running, dtype=np.int64)])
+        stop = np.concatenate([end[keep], self.running_end])
+        demand = np.vstack([self.demand[flat.task_stage[keep]], self.running_demand])
+        return _within_capacity(begin, stop, demand, unit, self.capacity)
+
+    def _gangs_hold(self, start: IntArray, alt: IntArray, keep: BoolArray) -> bool:
+        """Stages run under a gang option: every task in it, in one group, all starting together."""
+        flat, choices = self.flat, self.choices
+        gang = choices.group[alt] >= 0
+        for g in np.unique(flat.task_stage[gang & keep]).tolist():
+            mine = flat.task_stage == g
+            kinds = {(int(choices.option[a]), int(choices.group[a])) for a in alt[mine].tolist()}
+            if len(kinds) != 1 or np.ptp(start[mine]) != 0 or not np.all(gang[mine]):
+                return False
+        return True
 
     def better(self, a: float, b: float) -> bool:
         """Whether objective value ``a`` is strictly better than ``b``."""
