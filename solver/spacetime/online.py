@@ -117,10 +117,11 @@ class Tetrisched(SoftPolicy):
     def on_event(self, sim: Simulation) -> None:
         pending = bool(np.any(sim.runnable()) or np.any((sim.unlaunched > 0) & sim.released[sim.jobs.stage_job]))
         if self.cycle > 0:
+            on_cycle = abs(sim.t / self.cycle - round(sim.t / self.cycle)) <= 1e-9
             if pending and self.armed <= sim.t:
                 self.armed = (math.floor(sim.t / self.cycle + 1e-9) + 1) * self.cycle
                 sim.wake_at(self.armed)
-            if not self.due_cycle:
+            if not (self.due_cycle or on_cycle):
                 return
             self.due_cycle = False
         if pending and np.any(sim.runnable()):
