@@ -330,7 +330,8 @@ def job_tasks(data: dict[str, Any], name: str) -> list[tuple[float, str, int | N
 ])  # fmt: skip
 def test_waiting_for_a_busy_gpu_online(policy: str, g: list[tuple[float, str, int]], utility: float) -> None:
     _, data = simulated(WAIT_ONLINE, policy)
-    assert job_tasks(data, "g") == g
+    # Plain machines are interchangeable: "a" stands for any machine but the GPU one.
+    assert [(s, "gpu" if server == "gpu" else "a", o) for s, server, o in job_tasks(data, "g")] == g
     assert data["jobs"]["g"]["utility"] == pytest.approx(utility)
     assert data["slo_attainment"] == (1.0 if utility else 0.0)
 
@@ -376,8 +377,8 @@ def test_estimate_errors_are_seeded_and_change_only_beliefs() -> None:
     from models.generators.soft import soft_workload
 
     inst = soft_workload(seed=3, jobs=8, load=1.0)
-    first, a = simulated(inst, "tetrisched", estimate_error=0.5, cycle_limit=0.2)
-    again, b = simulated(inst, "tetrisched", estimate_error=0.5, cycle_limit=0.2)
+    first, a = simulated(inst, "tetrisched", estimate_error=0.5, cycle_limit=0.2, deterministic=True)
+    again, b = simulated(inst, "tetrisched", estimate_error=0.5, cycle_limit=0.2, deterministic=True)
     assert a["tasks"] == b["tasks"]  # seeded beliefs, deterministic per-cycle limit
     # True durations whatever the beliefs: the checker verified them (simulated() asserts it).
     assert {row["end"] - row["start"] for row in a["tasks"]} <= {

@@ -12,7 +12,7 @@ _SAMPLING = frozenset({"rtt", "horizon"})
 _SHARED_STATE = frozenset({"t_job", "t_task", "t_job_service", "t_task_service", "detection", "horizon"})
 _LOCALITY = frozenset({"slots", "horizon"})
 _SOFT = frozenset({"estimate_error", "horizon"})
-_PLANNER = _SOFT | {"cycle", "cycle_limit", "units"}
+_PLANNER = _SOFT | {"cycle", "cycle_limit", "units", "deterministic"}
 
 
 def _policy(name: str, family: str, summary: str, options: frozenset[str] = frozenset(),

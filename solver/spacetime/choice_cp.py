@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -76,11 +77,13 @@ class ChoiceCp:
         self.literal: list[Any] = []  # per alternative (None: the task's only one)
         self.interval: list[Any] = []  # per alternative
         self.task_interval: list[Any] = []
+        self.size: list[Any] = []
         self.present: list[Any] = []  # per job: 1, or a literal when the plan may leave the job out
         self.gang_choice: dict[tuple[int, int, int], Any] = {}  # (stage, option, group) -> literal
         self.stage_end: list[Any] = []
         self.completion: list[Any] = []
         self.utility: list[Any] = []
+        self.pieces: dict[int, list[tuple[Any, int, int, Any]]] = {}  # job -> (literal, low, high, offset)
         self.makespan: Any = None
         self.scale = 1.0  # real objective = scale x integer primary objective + offset
         self.offset = 0.0
@@ -107,12 +110,15 @@ class ChoiceCp:
         jobs = len(p.instance.jobs)
         self.present = [1] * jobs if p.planning is None else [model.new_bool_var(f"p{k}") for k in range(jobs)]
         job = p.job_of_task
+        planned = p.planning is not None  # a left-out job's tasks take no time (their alternatives are all off)
         for t in range(p.num_tasks):
             start = model.new_int_var(int(lo[t]), int(hi[t]), f"s{t}")
-            end = model.new_int_var(int(lo[t] + shortest[t]), int(hi[t] + longest[t]), f"e{t}")
-            size = model.new_int_var(int(shortest[t]), int(longest[t]), f"d{t}")
+            least = 0 if planned else int(shortest[t])
+            end = model.new_int_var(int(lo[t] + least), int(hi[t] + longest[t]), f"e{t}")
+            size = model.new_int_var(least, int(longest[t]), f"d{t}")
             self.start.append(start)
             self.end.append(end)
+            self.size.append(size)
             present = self.present[int(job[t])]
             # A task of a job an online plan leaves out holds nothing (its interval is absent).
             self.task_interval.append(model.new_interval_var(start, size, end, f"i{t}") if isinstance(present, int)
@@ -123,12 +129,16 @@ class ChoiceCp:
             if choices.first[t + 1] - choices.first[t] == 1 and p.planning is None:
                 self.literal.append(None)
                 self.interval.append(model.new_fixed_size_interval_var(self.start[t], d, f"o{a}"))
-                model.add(self.end[t] == self.start[t] + d)
+                model.add(self.size[t] == d)
                 continue
             literal = model.new_bool_var(f"x{a}")
             self.literal.append(literal)
             self.interval.append(model.new_optional_fixed_size_interval_var(self.start[t], d, literal, f"o{a}"))
-            model.add(self.end[t] == self.start[t] + d).only_enforce_if(literal)
+        # A task's length is its chosen alternative's (the interval [start, end) has it as size).
+        for t in range(p.num_tasks):
+            own = range(int(choices.first[t]), int(choices.first[t + 1]))
+            if self.literal[own[0]] is not None:
+                model.add(self.size[t] == sum(int(p.alt_ticks[a]) * self.literal[a] for a in own))
 
     def placement(self) -> None:
         """One alternative per present task; gang or task-by-task per stage; identical tasks in start order."""
@@ -291,11 +301,13 @@ class ChoiceCp:
             model.add(completion <= high).only_enforce_if(literal)
             literals.append(literal)
             value += round(values[j] / unit) * literal
+            offset = None
             if slopes[j] != 0:
                 offset = model.new_int_var(0, high - low, f"x{k}_{j}")
                 model.add(offset == completion - low).only_enforce_if(literal)
                 model.add(offset == 0).only_enforce_if(literal.Not())
                 value += round(slopes[j] / unit) * offset
+            self.pieces.setdefault(k, []).append((literal, low, high, offset))
         model.add_exactly_one(literals)
         self.utility.append(value)
         return value
@@ -328,6 +340,36 @@ class ChoiceCp:
         if p.planning is not None:
             for k, literal in enumerate(self.present):
                 model.add_hint(literal, bool(plan.present[k]))
+        self._hint_derived(plan)
+
+    def _hint_derived(self, plan: Plan) -> None:
+        """Hint what follows from the plan too (ends, stage ends, completions, makespan, utility pieces): a hint
+        that names only the choices leaves CP-SAT to complete the rest, and it may complete them badly."""
+        p, model = self.problem, self.model
+        end = plan.start + p.alt_ticks[plan.alt]
+        if p.planning is not None:
+            end = np.where(plan.present[p.job_of_task] > 0, end, plan.start)
+        for t, value in enumerate(end.tolist()):
+            model.add_hint(self.end[t], int(value))
+            present = p.planning is None or plan.present[int(p.job_of_task[t])] > 0
+            model.add_hint(self.size[t], int(p.alt_ticks[plan.alt[t]]) if present else 0)
+        stage_end = self._stage_floor().copy()
+        np.maximum.at(stage_end, p.flat.task_stage, end)
+        for g, value in enumerate(stage_end.tolist()):
+            model.add_hint(self.stage_end[g], int(value))
+        completion = p.completions(plan.start, plan.alt)
+        if p.planning is not None:
+            completion = np.where(plan.present > 0, completion, np.maximum(p.planning.absent, completion))
+        for k, value in enumerate(completion.tolist()):
+            model.add_hint(self.completion[k], int(value))
+            chosen = False
+            for literal, low, high, offset in self.pieces.get(k, []):
+                inside = not chosen and low <= value <= high
+                chosen |= inside
+                model.add_hint(literal, inside)
+                if offset is not None:
+                    model.add_hint(offset, int(value - low) if inside else 0)
+        model.add_hint(self.makespan, int(completion.max(initial=0)))
 
     def read(self, solver: Any) -> Plan:
         """The plan in the solver's solution."""
@@ -363,12 +405,16 @@ def _pieces(points: tuple[tuple[float, float], ...], tick: float) -> tuple[IntAr
 
 
 def solve_plan(problem: ChoiceProblem, hints: list[Plan], time_limit: float, workers: int = 1, seed: int = 0,
-               log: bool = False, work_limit: float | None = None) -> tuple[Plan | None, str, float | None,
-                                                                               ChoiceCp]:  # fmt: skip
+               log: bool = False, work_limit: float | None = None, quick: bool = False,
+               until: float | None = None) -> tuple[Plan | None, str, float | None, ChoiceCp]:  # fmt: skip
     """Build and solve ``problem`` with CP-SAT: the best plan (or None), CP-SAT's status name and its proven
     bound of the real objective (None when not proven exact). ``work_limit`` also stops CP-SAT after that much
     deterministic time (its own work units, about seconds): the same run then gives the same plan however
-    loaded the machine is, as long as ``time_limit`` (wall clock) does not come first."""
+    loaded the machine is, as long as ``time_limit`` (wall clock) does not come first. ``quick`` skips CP-SAT's
+    presolve, probing and symmetry detection, which on a few thousand alternatives take seconds before the
+    search even starts (it reaches the warm start at once, and proves less). ``until`` (a ``perf_counter``
+    time) ends the solve then instead, however long the model took to build (``time_limit`` is then the least
+    CP-SAT gets)."""
     from ortools.sat.python import cp_model
 
     cp = ChoiceCp(problem).build()
@@ -376,12 +422,17 @@ def solve_plan(problem: ChoiceProblem, hints: list[Plan], time_limit: float, wor
     if best is not None:
         cp.hint(best)
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = max(float(time_limit), 0.01)
+    limit = float(time_limit) if until is None else max(until - time.perf_counter(), float(time_limit))
+    solver.parameters.max_time_in_seconds = max(limit, 0.01)
     solver.parameters.num_workers = max(1, int(workers))
     solver.parameters.random_seed = int(seed)
     solver.parameters.log_search_progress = log
     if work_limit is not None:
         solver.parameters.max_deterministic_time = max(float(work_limit), 0.001)
+    if quick:
+        solver.parameters.cp_model_presolve = False
+        solver.parameters.cp_model_probing_level = 0
+        solver.parameters.symmetry_level = 0
     code = solver.solve(cp.model)
     status = solver.status_name(code)
     plan = cp.read(solver) if code in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
@@ -416,19 +467,20 @@ def plan_schedule(problem: ChoiceProblem, plan: Plan, origin: float = 0.0) -> Sc
                     option=option if np.any(option >= 0) else None)  # fmt: skip
 
 
-def _hints(problem: ChoiceProblem, witness: Schedule | None) -> list[Plan]:
-    """Warm starts: the list schedule (on unfiltered alternatives, translated) and the fair-share witness."""
+def _hints(problem: ChoiceProblem, witness: Schedule | None, warm: Sequence[Schedule] = ()) -> list[Plan]:
+    """Warm starts: the list schedule (on unfiltered alternatives, translated), the fair-share witness and any
+    ``warm`` schedules (e.g. an online policy's on the same instance), where their starts are whole ticks."""
     everyone = np.ones(len(problem.instance.jobs), dtype=np.int64)
     found = []
     loose = problem if problem.units.kind != "machine" else build_problem(
         problem.instance, problem.units, problem.objective, problem.alpha, tick=problem.tick, symmetry=False)
     listed = list_schedule(loose)
     if listed is not None:
-        alt = translate(loose, *listed, problem)
-        if alt is not None:
-            found.append(Plan(listed[0], alt, everyone))
-    if witness is not None:
-        converted = _from_schedule(problem, loose, witness)
+        moved = translate(loose, *listed, problem)
+        if moved is not None:
+            found.append(Plan(moved[0], moved[1], everyone))
+    for schedule in [*([witness] if witness is not None else []), *warm]:
+        converted = _from_schedule(problem, loose, schedule)
         if converted is not None:
             found.append(Plan(converted[0], converted[1], everyone))
     return found
@@ -457,8 +509,7 @@ def _from_schedule(problem: ChoiceProblem, loose: ChoiceProblem, schedule: Sched
             zip(range(problem.num_tasks), machine.tolist(), option.tolist(), strict=True)]  # fmt: skip
     if min(alts, default=0) < 0:
         return None
-    alt = translate(loose, start, np.array(alts, dtype=np.int64), problem)
-    return None if alt is None else (start, alt)
+    return translate(loose, start, np.array(alts, dtype=np.int64), problem)
 
 
 def fair_caps(problem: ChoiceProblem, placement: str, fair_completion: dict[str, float] | None, fair: FairMode,
@@ -487,8 +538,9 @@ def fair_caps(problem: ChoiceProblem, placement: str, fair_completion: dict[str,
 def solve_choice_cp(instance: Instance, objective: str | None = None, time_limit: float | None = None,
                     alpha: float = 0.5, fair_completion: dict[str, float] | None = None, workers: int = 2,
                     seed: int = 0, placement: str = "servers", fair: FairMode = "off",
-                    verbose: bool = False) -> Result:  # fmt: skip
-    """``spacetime-cp`` on an instance whose tasks choose where and how long to run (module docstring)."""
+                    verbose: bool = False, warm: Sequence[Schedule] = ()) -> Result:  # fmt: skip
+    """``spacetime-cp`` on an instance whose tasks choose where and how long to run (module docstring);
+    ``warm`` schedules of the same instance (complete, on machines) are tried as warm starts."""
     started = time.perf_counter()
     deadline = Deadline.after(time_limit)
     units = Units.of(instance, "machine" if placement == "servers" else "pool")
@@ -497,7 +549,7 @@ def solve_choice_cp(instance: Instance, objective: str | None = None, time_limit
     if isinstance(fairness, Result):
         return replace(fairness, method="spacetime-cp", backend="cpsat", build_s=time.perf_counter() - started)
     problem, witness, notes = fairness
-    hints = _hints(problem, witness)
+    hints = _hints(problem, witness, warm)
     build_s = time.perf_counter() - started
     plan, status, bound, cp = solve_plan(problem, hints, deadline.left() if time_limit is not None else 1e9,
                                          workers, seed, verbose)  # fmt: skip

@@ -301,9 +301,9 @@ def solve_choice_milp(instance: Instance, backend: str = "highs", objective: str
     listed = list_schedule(loose)
     warm = None
     if listed is not None:
-        alt = translate(loose, *listed, problem)
-        if alt is not None:
-            warm = milp.start_vector(Plan(listed[0], alt, np.ones(len(instance.jobs), np.int64)), problem)
+        moved = translate(loose, *listed, problem)
+        if moved is not None:
+            warm = milp.start_vector(Plan(moved[0], moved[1], np.ones(len(instance.jobs), np.int64)), problem)
     solver = get_backend(backend, algorithm, settings)
     build_s = time.perf_counter() - started
     left = None if time_limit is None else max(time_limit - build_s, 0.01)

@@ -338,80 +338,91 @@ class _Profile:
         self.usage[unit, start : start + length] += count * demand
 
 
-def _place_plain(problem: ChoiceProblem, profile: _Profile, tasks: IntArray, est: int,
+class _Rooms:
+    """Per unit, how many tasks of one stage's demand still fit at every tick (computed when first asked)."""
+
+    def __init__(self, profile: _Profile, demand: IntArray) -> None:
+        self.profile, self.demand = profile, demand
+        self.cache: dict[int, np.ndarray] = {}
+
+    def __getitem__(self, unit: int) -> np.ndarray:
+        if unit not in self.cache:
+            self.cache[unit] = self.profile.room(unit, self.demand)
+        return self.cache[unit]
+
+
+def _place_plain(problem: ChoiceProblem, rooms: _Rooms, tasks: IntArray, est: int,
                  plain: np.ndarray) -> tuple[list[tuple[int, int]], int] | None:  # fmt: skip
-    """Each task on the plain alternative that ends first: ``[(start, alt)]`` and the stage end (None: no room)."""
+    """Each task on the plain alternative that ends first: ``[(start, alt)]`` and the stage end (None: no room).
+    Changes nothing: the rooms it uses up are private copies."""
     choices, placed, end = problem.choices, [], est
-    demand = problem.demand[problem.flat.task_stage[tasks[0]]]
+    mine: dict[int, np.ndarray] = {}
     for t in tasks.tolist():
         best: tuple[int, int] | None = None
         for a in range(int(choices.first[t]), int(choices.first[t + 1])):
             if not plain[a - int(choices.first[t])]:
                 continue
-            d = int(problem.alt_ticks[a])
-            s = _earliest_run(profile.room(int(choices.unit[a]), demand) >= 1, est, d)
+            d, unit = int(problem.alt_ticks[a]), int(choices.unit[a])
+            room = mine.get(unit, rooms[unit])
+            s = _earliest_run(room >= 1, est, d)
             if s >= 0 and (best is None or s + d < best[0] + int(problem.alt_ticks[best[1]])):
                 best = (s, a)
         if best is None:
             return None
-        profile.take(int(choices.unit[best[1]]), best[0], int(problem.alt_ticks[best[1]]), demand)
+        unit, d = int(choices.unit[best[1]]), int(problem.alt_ticks[best[1]])
+        if unit not in mine:
+            mine[unit] = rooms[unit].copy()
+        mine[unit][best[0] : best[0] + d] -= 1  # one more task of this demand there
         placed.append(best)
-        end = max(end, best[0] + int(problem.alt_ticks[best[1]]))
+        end = max(end, best[0] + d)
     return placed, end
 
 
-def _place_gang(problem: ChoiceProblem, profile: _Profile, tasks: IntArray, est: int,
+def _place_gang(problem: ChoiceProblem, rooms: _Rooms, tasks: IntArray, est: int,
                 alts: IntArray) -> tuple[list[tuple[int, int]], int] | None:  # fmt: skip
     """All tasks at one start on the units of one gang alternative set (one option, one group)."""
     d = int(problem.alt_ticks[alts[0]])
-    demand = problem.demand[problem.flat.task_stage[tasks[0]]]
     units = problem.choices.unit[alts]
-    rooms = np.array([profile.room(int(u), demand) for u in units.tolist()])
+    room = np.array([rooms[int(u)] for u in units.tolist()])
     window = max(d, 1)
-    if rooms.shape[1] < window:
+    if room.shape[1] < window:
         return None
-    held = np.lib.stride_tricks.sliding_window_view(rooms, window, axis=1).min(axis=2)  # (units, starts)
+    held = np.lib.stride_tricks.sliding_window_view(room, window, axis=1).min(axis=2)  # (units, starts)
     total = held.sum(axis=0)
     fits = np.flatnonzero((total >= tasks.size) & (np.arange(total.size) >= est))
     if fits.size == 0:
         return None
     s = int(fits[0])
     placed, left = [], tasks.size
-    for position, u in enumerate(units.tolist()):
+    for position in range(units.size):
         n = int(min(held[position, s], left))
-        if n > 0:
-            profile.take(u, s, d, demand, n)
-            placed += [(s, int(alts[position]))] * n
-            left -= n
+        placed += [(s, int(alts[position]))] * n
+        left -= n
     return placed, s + d
 
 
 def _place_stage(problem: ChoiceProblem, profile: _Profile, tasks: IntArray,
                  est: int) -> list[tuple[int, int]] | None:  # fmt: skip
-    """The stage's tasks placed the best way (task by task, or as a gang in its best group)."""
+    """The stage's tasks placed the best way (task by task, or as a gang in its best group), taken from
+    ``profile``."""
     choices = problem.choices
     own = np.arange(int(choices.first[tasks[0]]), int(choices.first[tasks[0] + 1]))
     gang = choices.group[own]
-    best: tuple[list[tuple[int, int]], int, np.ndarray] | None = None
-    candidates: list[tuple[str, np.ndarray]] = []
+    demand = problem.demand[problem.flat.task_stage[tasks[0]]]
+    rooms = _Rooms(profile, demand)
+    best: tuple[list[tuple[int, int]], int] | None = None
     if np.any(gang < 0):
-        candidates.append(("plain", gang < 0))
+        best = _place_plain(problem, rooms, tasks, est, gang < 0)
     for option, group in sorted({(int(choices.option[a]), int(choices.group[a])) for a in own[gang >= 0].tolist()}):
-        candidates.append(("gang", (choices.option[own] == option) & (gang == group)))
-    for kind, mask in candidates:
-        trial = _Profile(profile.usage.copy(), profile.capacity)
-        if kind == "plain":
-            found = _place_plain(problem, trial, tasks, est, mask)
-        else:
-            found = _place_gang(problem, trial, tasks, est, own[mask])
+        found = _place_gang(problem, rooms, tasks, est, own[(choices.option[own] == option) & (gang == group)])
         if found is not None and (best is None or found[1] < best[1]):
             # Gang alternatives are numbered for the stage's first task: shift them to each task's own.
-            placed = [(s, int(choices.first[t]) + (a - int(choices.first[tasks[0]])) if kind == "gang" else a)
-                      for t, (s, a) in zip(tasks.tolist(), found[0], strict=True)]  # fmt: skip
-            best = (placed, found[1], trial.usage)
+            best = ([(s, int(choices.first[t]) + (a - int(choices.first[tasks[0]])))
+                     for t, (s, a) in zip(tasks.tolist(), found[0], strict=True)], found[1])  # fmt: skip
     if best is None:
         return None
-    profile.usage[...] = best[2]
+    for s, a in best[0]:
+        profile.take(int(choices.unit[a]), s, int(problem.alt_ticks[a]), demand)
     return best[0]
 
 
@@ -447,15 +458,28 @@ def list_schedule(problem: ChoiceProblem) -> tuple[IntArray, IntArray] | None:
     return start, alt
 
 
-def translate(source: ChoiceProblem, start: IntArray, alt: IntArray, target: ChoiceProblem) -> IntArray | None:
-    """The alternatives of ``target`` that run a ``source`` schedule (same tasks, units and options; target's
-    alternatives may be fewer, kept by the machine-symmetry rule: machines are relabelled by first task within
-    their class first). None if some task's placement is not one of target's alternatives."""
+def in_start_order(problem: ChoiceProblem, start: IntArray, alt: IntArray) -> tuple[IntArray, IntArray]:
+    """The same schedule with every stage's tasks renumbered in start order (the models order identical tasks
+    so); a task's alternative moves with it (identical tasks have their alternatives in the same order)."""
+    if not problem.identical_tasks():
+        return start, alt
+    flat, first = problem.flat, problem.choices.first
+    order = np.lexsort((np.arange(start.size), start, flat.task_stage))  # within each stage by start
+    offset = alt - first[:-1]
+    return start[order], first[:-1] + offset[order]
+
+
+def translate(source: ChoiceProblem, start: IntArray, alt: IntArray,
+              target: ChoiceProblem) -> tuple[IntArray, IntArray] | None:  # fmt: skip
+    """The start ticks and alternatives of ``target`` that run a ``source`` schedule (same tasks, units and
+    options; target's alternatives may be fewer, kept by the machine-symmetry rule: tasks are put in start
+    order and machines relabelled by first task within their class first). None if some task's placement is not
+    one of target's alternatives."""
     from solver.spacetime.cp import order_machines_by_first_task
 
+    start, alt = in_start_order(source, start, alt)
     unit = source.choices.unit[alt]
-    if target.units.kind == "machine":
-        del start  # the relabelling follows flat task order, as the symmetry rule does
+    if target.units.kind == "machine":  # the relabelling follows flat task order, as the symmetry rule does
         unit = order_machines_by_first_task(unit, target.units.server)
     option = source.choices.option[alt]
     size, options = target.units.count, int(target.choices.option.max(initial=-1)) + 2
@@ -465,7 +489,7 @@ def translate(source: ChoiceProblem, start: IntArray, alt: IntArray, target: Cho
     position = np.minimum(np.searchsorted(keys[order], wanted), keys.size - 1)
     if keys.size == 0 or not np.all(keys[order][position] == wanted):
         return None
-    return np.asarray(order[position], dtype=np.int64)
+    return start, np.asarray(order[position], dtype=np.int64)
 
 
 def _topological(stages: IntArray, parents: list[list[int]]) -> list[int]:
