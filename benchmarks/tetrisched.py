@@ -151,6 +151,8 @@ def by_error(load: float, seeds: Sequence[int], jobs: int, limit: float,
 def speed(seeds: Sequence[int], jobs: int, limit: float) -> list[dict[str, Any]]:
     """One tetrisched cycle: ``jobs`` pending jobs (all released at 0) on 100 machines (10 racks of 10, 10 GPUs)."""
     rows = []
+    warm = soft_workload(0, jobs, racks=10, per_rack=10, gpu_racks=2, gpus_per_rack=5, load=1e9)
+    simulate(warm, "tetrisched", extra={"horizon": 0.0, "cycle_limit": limit})  # imports and caches, not timed
     for seed in seeds:
         instance = soft_workload(seed, jobs, racks=10, per_rack=10, gpu_racks=2, gpus_per_rack=5, load=1e9)
         result = simulate(instance, "tetrisched", extra={"horizon": 0.0, "cycle_limit": limit})

@@ -411,3 +411,21 @@ def test_policy_refusals() -> None:
     only_gang = instance([job("m", tasks=2, options=[{"same": "rack", "duration": 2}])])
     with pytest.raises(InstanceError, match="runs only as a gang"):
         simulate(only_gang, "sjf")
+
+
+# ------------------------------------------------------------------------------------------ locality
+
+
+@pytest.mark.parametrize("seed", [2, 3])
+def test_spacetime_cp_serves_locality_with_the_same_alternatives_as_the_yardstick(seed: int) -> None:
+    """Per-machine durations from locality are alternatives like placement options: spacetime-cp proves the
+    same optimum as the locality yardstick (solver.spacetime.locality_cp) on its small HDFS instances."""
+    from models.generators.families import FAMILIES
+    from solver.spacetime.locality_cp import locality_optimum
+
+    params = {"jobs": 4, "machines": 4, "racks": 2, "slots": 1, "max_tasks": 3, "interarrival": 3.0}
+    inst = FAMILIES["hdfs"].instance(params, seed)
+    yardstick = locality_optimum(inst, "avg-jct", time_limit=60, workers=1)
+    result = solved(inst, "spacetime-cp", objective="avg-jct", fair_cap=False, placement="servers", workers=1)
+    assert yardstick.optimal and result.status == "optimal" and result.extra["model"] == "choices"
+    assert result.objective == pytest.approx(yardstick.objective)
