@@ -224,7 +224,7 @@ def markdown(data: dict[str, Any], picture: str) -> list[str]:
         lines.append(f"| {policy} | " + " | ".join(f"{_mean(data['errors'], 'slo', policy=policy, error=e):.3f}"
                                                    for e in setup["errors"]) + " |")  # fmt: skip
     fast = data["speed"]
-    lines += ["", f"One `tetrisched` cycle with {fast[0]['jobs']} pending jobs ({fast[0]['tasks']}-"
+    lines += ["", f"One `tetrisched` cycle with {fast[0]['jobs']} pending jobs ({min(r['tasks'] for r in fast)}-"
               f"{max(r['tasks'] for r in fast)} tasks) on {fast[0]['machines']} machines, cycle limit "
               f"{setup['speed_limit']} s: wall {min(r['cycle_s'] for r in fast):.2f}-"
               f"{max(r['cycle_s'] for r in fast):.2f} s (model build, warm start and solve), plan proven optimal in "

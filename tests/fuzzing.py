@@ -100,7 +100,7 @@ def _with_optional_fields(seed: Seed) -> Seed:
     task, locality factors) and placement options on the first stage."""
     data = yaml.load(seed.text, Loader=_LOADER)
     first = data["servers"][0]
-    first["labels"] = {"rack": "r1"}
+    first["labels"] = {**first.get("labels", {}), "rack": "r1"}
     machine = first["name"] if first.get("count", 1) == 1 else f"{first['name']}/0"
     data["servers"].append({"name": "rack2", "capacity": dict(first["capacity"]), "count": 2, "labels": {"rack": "r2"}})
     data["blocks"] = {"blk0": [machine, "rack2/1"], "blk1": ["rack2/0"]}
@@ -110,10 +110,11 @@ def _with_optional_fields(seed: Seed) -> Seed:
         job["utility"] = [[10.0 * (k + 1), 5], [20.0 * (k + 1), 0]]
         for stage in job["stages"]:
             stage["input"] = [f"blk{t % 2}" for t in range(stage.get("tasks", 1))]
-    # Placement options on the first stage: the second rack preferred, anywhere twice as slow.
+    # Placement options on the first stage (unless it has some): the second rack preferred, anywhere twice as slow.
     first_stage = data["jobs"][0]["stages"][0]
-    duration = first_stage.pop("duration")
-    first_stage["options"] = [{"on": {"rack": "r2"}, "duration": duration}, {"duration": 2 * duration}]
+    if "options" not in first_stage:
+        duration = first_stage.pop("duration")
+        first_stage["options"] = [{"on": {"rack": "r2"}, "duration": duration}, {"duration": 2 * duration}]
     return Seed(seed.name.replace(".yaml", "+fields.yaml"), ".yaml", yaml.dump(data, Dumper=_DUMPER, sort_keys=False))
 
 

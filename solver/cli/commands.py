@@ -561,7 +561,7 @@ def add_commands(subcommands: Any) -> None:
     generate.add_argument("--depth", type=int, help="tree: depth of the deepest leaf")
     generate.add_argument("--resources", type=int, help="tree, random, dag: number of resources")
     generate.add_argument("--distinct", action="store_true", help="google: jitter every machine into its own class")
-    generate.add_argument("--jobs", type=int, help="dag, sparrow: number of jobs")
+    generate.add_argument("--jobs", type=int, help="dag, sparrow, tetrisched: number of jobs")
     generate.add_argument("--queries", type=int, help="tpch: number of queries")
     generate.add_argument("--set", help="psplib: j30, j60, j90 or j120 (--seed picks the file)")
     generate.add_argument("--param", action="append", metavar="KEY=VALUE", help="any size parameter of the family")
