@@ -84,7 +84,8 @@ def seeds(data_dir: Path | None = None, psplib_files: int = 3) -> list[Seed]:
     """The bundled instances, then PSPLIB texts: the first ``psplib_files`` of ``data_dir/psplib/j30`` when
     that folder exists, else ``SMALL_SM``."""
     found = [Seed(path.name, ".yaml", path.read_text()) for path in sorted((ROOT / "instances").glob("*.yaml"))]
-    found += [_with_optional_fields(seed) for seed in found if "jobs" in yaml.load(seed.text, Loader=_LOADER)]
+    with_fields = [_with_optional_fields(seed) for seed in found if "jobs" in yaml.load(seed.text, Loader=_LOADER)]
+    found += [seed for seed in with_fields if seed is not None]
     folder = None if data_dir is None else data_dir / "psplib" / "j30"
     if folder is not None and folder.is_dir():
         files = sorted(folder.glob("*.sm"))[:psplib_files]
@@ -94,11 +95,13 @@ def seeds(data_dir: Path | None = None, psplib_files: int = 3) -> list[Seed]:
     return found
 
 
-def _with_optional_fields(seed: Seed) -> Seed:
+def _with_optional_fields(seed: Seed) -> Seed | None:
     """``seed`` with the optional fields no bundled instance has: each job's tenant, deadline and utility, data
     placement (server labels, a second rack of two machines, blocks on machines, one input block per
     task, locality factors) and placement options on the first stage."""
     data = yaml.load(seed.text, Loader=_LOADER)
+    if any("options" in stage for job in data["jobs"] for stage in job["stages"]):
+        return None  # YAML 1.1 (this loader) reads a selector's key `on` as true: such seeds are fuzzed as they are
     first = data["servers"][0]
     first["labels"] = {**first.get("labels", {}), "rack": "r1"}
     machine = first["name"] if first.get("count", 1) == 1 else f"{first['name']}/0"

@@ -554,7 +554,7 @@ def add_commands(subcommands: Any) -> None:
                           help="flat: google, google-like, alibaba, random; hierarchy: tree, hdrf-fig10; DAG jobs: "
                           "dag, tpch, psplib; arrivals over time (fairpack simulate): arrivals, tpch-arrivals, "
                           "google-day, sparrow (short parallel jobs), omega (batch and service jobs), hdfs (data "
-                          "locality)")  # fmt: skip
+                          "locality), tetrisched (soft constraints, gangs, deadlines)")  # fmt: skip
     generate.add_argument("--seed", type=int, default=0, help="seed of the generator (psplib: the file number)")
     generate.add_argument("--tenants", type=int, help="tenants (tree: leaves)")
     generate.add_argument("--machines", type=int, help="machines (tree: servers)")

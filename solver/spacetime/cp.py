@@ -885,9 +885,9 @@ def solve_spacetime_cp(
         Needs ``jobs`` (at most ``MAX_TASKS`` tasks); capacity is the pooled cluster total, or every
         machine's with ``servers``.
     objective : {'makespan', 'avg-jct', 'mix', 'utility'}, optional
-        Default ``makespan`` for one job, ``avg-jct`` for several. ``utility``, any instance with placement
-        options, and tasks reading input blocks on machines (durations per machine from locality) are solved
-        by the model of :mod:`solver.spacetime.choice_cp`.
+        Default ``makespan`` for one job, ``avg-jct`` for several. (``spacetime-cp`` solves ``utility``, any
+        instance with placement options, and tasks reading input blocks on machines with the model of
+        :mod:`solver.spacetime.choice_cp` instead: :func:`solver.spacetime.methods.uses_choices`.)
     time_limit : float, optional
         Seconds for the whole call: warm start, model build and search; ``None`` means no limit.
     alpha : float
@@ -916,12 +916,6 @@ def solve_spacetime_cp(
         exact), status ``optimal``, ``time_limit`` (incumbent returned), ``infeasible`` or ``error``.
         ``objective``/``verified``/``gap`` are filled by ``solve()``.
     """
-    reads_blocks = instance.data is not None and any(stage.input for job in instance.jobs for stage in job.stages)
-    if instance.has_options or objective == "utility" or (placement == "servers" and reads_blocks):
-        from solver.spacetime.choice_cp import solve_choice_cp
-
-        return solve_choice_cp(instance, objective, time_limit, alpha, fair_completion, workers, seed, placement, fair,
-                               verbose)  # fmt: skip
     started = time.perf_counter()
     deadline = Deadline.after(time_limit)
     problem = _Problem.of(instance, objective, alpha, fair_completion, placement)

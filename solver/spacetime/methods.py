@@ -27,12 +27,26 @@ def job_placement(options: SolveOptions, instance: Instance | None = None) -> st
     return "servers" if options.placement == "servers" else "pooled"
 
 
+def uses_choices(instance: Instance, objective: str | None, placement: str) -> bool:
+    """Whether tasks choose where and how long to run (placement options, the utility objective, or input blocks
+    read on machines): then ``spacetime-cp`` solves the model of :mod:`solver.spacetime.choice_cp`."""
+    reads_blocks = instance.data is not None and any(stage.input for job in instance.jobs for stage in job.stages)
+    return instance.has_options or objective == "utility" or (placement == "servers" and reads_blocks)
+
+
 def run_spacetime_cp(instance: Instance, options: SolveOptions, budget: Budget) -> Result:
     """CP-SAT space-time packing, every job capped at its fair completion time ``T_k`` unless ``--no-fair-cap``
     (then ``T_k`` is only reported); ``extra['fair_completion']`` (job name -> T_k) sets explicit deadlines."""
     from solver.spacetime.cp import solve_spacetime_cp
     from solver.spacetime.fair import fair_mode
 
+    placement = job_placement(options, instance)
+    if uses_choices(instance, options.objective, placement):
+        from solver.spacetime.choice_cp import solve_choice_cp
+
+        return solve_choice_cp(instance, options.objective, budget.remaining(), options.alpha,
+                               options.extra.get("fair_completion"), options.workers or 2, options.seed or 0,
+                               placement, fair_mode(options.fair_cap), options.verbose)  # fmt: skip
     return solve_spacetime_cp(
         instance,
         objective=options.objective,
@@ -41,7 +55,7 @@ def run_spacetime_cp(instance: Instance, options: SolveOptions, budget: Budget) 
         fair_completion=options.extra.get("fair_completion"),
         workers=options.workers or 2,
         seed=options.seed or 0,
-        placement=job_placement(options, instance),
+        placement=placement,
         fair=fair_mode(options.fair_cap),
         verbose=options.verbose,
     )
