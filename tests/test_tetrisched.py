@@ -429,3 +429,28 @@ def test_spacetime_cp_serves_locality_with_the_same_alternatives_as_the_yardstic
     result = solved(inst, "spacetime-cp", objective="avg-jct", fair_cap=False, placement="servers", workers=1)
     assert yardstick.optimal and result.status == "optimal" and result.extra["model"] == "choices"
     assert result.objective == pytest.approx(yardstick.objective)
+
+
+def test_tetrisched_without_a_window_is_alsched() -> None:
+    from models.generators.soft import soft_workload
+
+    inst = soft_workload(seed=4, jobs=8, load=1.2)
+    _, window_zero = simulated(inst, "tetrisched", plan_ahead=0, cycle_limit=0.2, deterministic=True)
+    _, alsched = simulated(inst, "alsched", cycle_limit=0.2, deterministic=True)
+    assert window_zero["tasks"] == alsched["tasks"]
+
+
+@pytest.mark.slow
+def test_the_benchmark_runs_quick(tmp_path: Path) -> None:
+    """The benchmark end to end on a smoke set-up: every run verified (it raises otherwise), every curve."""
+    from benchmarks import tetrisched
+
+    data = tetrisched.compute({"seeds": [1], "jobs": 6, "loads": [1.2], "main_load": 1.2, "errors": [0.0, 0.5],
+                               "limit": 0.2, "optimum_limit": 5.0, "speed_jobs": 5, "speed_limit": 0.5})  # fmt: skip
+    assert {row["policy"] for row in data["loads"]} == {*tetrisched.POLICIES, "optimum"}
+    assert [row["window"] for row in data["windows"]] == list(tetrisched.WINDOWS)
+    assert len(data["errors"]) == 2 * len(tetrisched.POLICIES) and len(data["speed"]) == 1
+    best = next(row for row in data["loads"] if row["policy"] == "optimum")
+    assert all(row["utility"] <= best["utility"] + 1e-6 or best["status"] != "optimal" for row in data["loads"])
+    tetrisched.figure(data, tmp_path / "curves.png")
+    assert (tmp_path / "curves.png").stat().st_size > 0
