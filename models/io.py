@@ -107,9 +107,9 @@ DEFAULT_LIMITS = Limits()
 # ------------------------------------------------------------------------------------------------- YAML
 
 
-def _yaml_parser(text: str) -> Any:
-    """An event parser over ``text``: libyaml's (C) when available, else PyYAML's pure-Python one."""
-    if getattr(yaml, "__with_libyaml__", False):
+def _yaml_parser(text: str, fast: bool = True) -> Any:
+    """An event parser over ``text``: libyaml's (C) when available and ``fast``, else PyYAML's pure-Python one."""
+    if fast and getattr(yaml, "__with_libyaml__", False):
         from yaml._yaml import CParser
 
         return CParser(text)
@@ -178,9 +178,9 @@ def _path(stack: Sequence[_Open]) -> str:
     return path
 
 
-def _read_yaml(text: str, limits: Limits) -> Any:  # noqa: C901  (one loop kept whole: it runs once per YAML event)
+def _read_yaml(text: str, limits: Limits, fast: bool = True) -> Any:  # noqa: C901  (one loop: runs once per event)
     """Compose one YAML document into plain Python data, iteratively, under ``limits``."""
-    parser = _yaml_parser(text)
+    parser = _yaml_parser(text, fast)
     get_event = parser.get_event
     scalar_event, alias_event = yaml.ScalarEvent, yaml.AliasEvent
     mapping_start, sequence_start = yaml.MappingStartEvent, yaml.SequenceStartEvent
@@ -1075,6 +1075,9 @@ def _read_bytes(path: Path, limits: Limits) -> bytes:
     return data
 
 
+_LIBYAML_DEPTH = "exceeded maximum nesting depth"
+
+
 def _parse(data: bytes, kind: str, limits: Limits) -> Any:
     if kind == "json":
         return _read_json(data, limits)
@@ -1083,7 +1086,15 @@ def _parse(data: bytes, kind: str, limits: Limits) -> Any:
     except UnicodeDecodeError as error:
         raise InstanceError(f"not UTF-8 text: byte {data[error.start]:#04x} at offset {error.start}") from None
     try:
-        return _read_yaml(text, limits)
+        try:
+            return _read_yaml(text, limits)
+        except yaml.YAMLError as error:
+            if _LIBYAML_DEPTH not in str(error):
+                raise
+        # The libyaml bundled with PyYAML 6.0.4 stops at 1,000 nested flow collections while its scanner
+        # looks ahead, before our own limit (with the field path) is reached. The pure-Python parser looks
+        # ahead without a limit, so it reaches ours and names the field; only such deep input pays its cost.
+        return _read_yaml(text, limits, fast=False)
     except yaml.YAMLError as error:
         raise InstanceError("not valid YAML: " + " ".join(str(error).split())) from None
 
