@@ -24,10 +24,10 @@ resource, preemptive, every task node-local -- a relaxation, as no factor is bel
 floor under the mean response time and the makespan (so a ceiling over throughput); on small instances the
 exact optimum.
 
-6. **The same gap as a ``fairpack bench`` sweep** (``benchmarks/sweeps/delay.toml``: 20 small HDFS instances,
-   remote factor 2 and 3, fifo, fair and delay D = 1, 2, 5 against ``spacetime-cp`` per machine without fair caps,
-   ``locality-cp`` beside it as a cross-check), run task by task in this
-   process (one CP-SAT worker) and resumable: its table is ``delay_sweep.parquet``.
+6. **The same gap as a ``fairpack bench`` sweep** (``benchmarks/sweeps/delay.toml``: 20 small HDFS instances
+   on 6 machines in 3 racks, remote factor 2 and 3, fifo, fair and delay D = 1, 2, 5 against ``spacetime-cp``
+   per machine without fair caps, ``locality-cp`` beside it as a cross-check), run task by task in this process
+   (one CP-SAT worker) and resumable: its table is ``delay_sweep.parquet``.
 
 Every run is verified by ``models.check`` (durations per machine from locality included). The machine is
 shared: the load is saved beside the figures. ``--quick`` runs smaller sizes. The figure
@@ -405,7 +405,8 @@ def readme_block(payload: dict[str, Any], figure: str) -> str:
     ]
     if payload.get("sweep"):
         lines += ["", "**Gap to the exact yardstick** (`fairpack bench run benchmarks/sweeps/delay.toml`: "
-                  "4 jobs of 1-3 maps on 4 one-slot machines on 2 racks, 10 seeds per remote factor; "
+                  "4 jobs of 1-3 maps on 6 one-slot machines on 3 racks, so some machines are remote, 10 seeds per "
+                  "remote factor; "
                   "`spacetime-cp --placement servers --no-fair-cap` solves the same arrivals offline, every task "
                   "choosing its machine and so its duration, and `locality-cp` must prove the same optimum; table "
                   "`benchmarks/results/delay_sweep.parquet`):", "", *sweep_table(payload["sweep"])]

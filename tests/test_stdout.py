@@ -32,7 +32,7 @@ COMBOS = [
     (name, backend, algorithm, placement)
     for name, spec in sorted(methods().items())
     for backend, algorithm in [(None, None), *((b, a) for b in spec.backends for a in spec.algorithms(b))]
-    for placement in (("pooled", "servers") if spec.family == "jobs" else (None,))
+    for placement in (("pooled", "servers") if "placement" in spec.options else (None,))
     if backend is None or backend in installed()
 ]
 Capture = pytest.CaptureFixture[str]
