@@ -13,10 +13,14 @@ import hashlib
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from models.result import Schedule
 from models.types import Instance, Job, ServerClass, Stage, Tenant
 from solver.api import simulate
+from solver.sim.cluster import Cluster
+from solver.sim.policies.flat import best_fitness_machine, best_fitness_run
 
 #: (seed, policy) -> sha256 prefix of the schedule recorded before the speed work.
 PINNED: dict[tuple[int, str], str] = {
@@ -102,3 +106,27 @@ def test_flat_schedules_are_those_recorded_before_the_speed_work(policy: str, se
     result = simulate(arrivals(seed), policy, **({"slots": 2} if policy == "slots" else {}))
     assert result.verified and result.schedule is not None
     assert fingerprint(result.schedule) == PINNED[(seed, policy)]
+
+
+@settings(derandomize=True, max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), most=st.integers(1, 40))
+def test_a_best_fit_run_places_each_task_where_one_by_one_best_fit_would(seed: int, most: int) -> None:
+    instance = arrivals(seed)
+    rng = np.random.default_rng(seed)
+    batch, single = Cluster(instance, "servers"), Cluster(instance, "servers")
+    for cluster in (batch, single):  # the same partly used machines in both
+        used = np.random.default_rng(seed).uniform(0, 0.8, cluster.free.shape) * cluster.capacity
+        used *= seed % 2  # every other case on empty machines: identical ones tie
+        for machine in range(cluster.machines):
+            cluster.take(machine, used[machine], 1)
+    demand = instance.jobs[int(rng.integers(len(instance.jobs)))].stages[0].demand
+    inverse = batch.inverse_total
+    expected = []
+    for _ in range(most):
+        fitting = single.fits(demand)
+        if not fitting.any():
+            break
+        machine = best_fitness_machine(single.free, fitting, demand, inverse)
+        expected.append((machine, 1))
+        single.take(machine, demand, 1)
+    assert best_fitness_run(batch, batch.fits(demand), demand, inverse, most) == expected
