@@ -164,10 +164,17 @@ class _TenantPolicy(BasePolicy):
         if not heap:
             return most
         top = (heap[0][0], heap[0][1])
-        count = 1
-        while count < most and (_key(self.key_after(sim, tenant, group, count)), tenant) < top:
-            count += 1
-        return count
+        # The first count in [1, most) whose key no longer comes first (else most), by bisection: a key only
+        # grows with the count (every step of ``key_after`` and ``_key`` is monotone), so this is the count
+        # the one-by-one scan finds, with log(most) keys instead of most.
+        low, high = 1, most
+        while low < high:
+            middle = (low + high) // 2
+            if (_key(self.key_after(sim, tenant, group, middle)), tenant) < top:
+                low = middle + 1
+            else:
+                high = middle
+        return low
 
     def next(self, sim: Simulation) -> tuple[int, int] | None:
         jobs = sim.jobs
@@ -202,12 +209,22 @@ class DrfhOnline(_TenantPolicy):
         # launches would (only the chosen machine's fitness changes between them).
         self.batch = True
 
+    def start(self, sim: Simulation) -> None:
+        super().start(sim)
+        # Plain floats for ``key_after``, asked several times per launch (numpy's per-call cost dominates there).
+        self.demand_rows: list[list[float]] = sim.jobs.demand.tolist()
+        self.inverse_row: list[float] = self.inverse.tolist()
+        self.weights: list[float] = sim.jobs.tenant_weight.tolist()
+
     def keys(self, sim: Simulation) -> FloatArray:
         return np.asarray((sim.tenant_usage * self.inverse).max(axis=1) / sim.jobs.tenant_weight)
 
     def key_after(self, sim: Simulation, tenant: int, group: int, tasks: int) -> float:
-        usage = sim.tenant_usage[tenant] + tasks * sim.jobs.demand[group]
-        return float((usage * self.inverse).max()) / float(sim.jobs.tenant_weight[tenant])
+        # The same operations as ``keys`` (so the same floats), one resource at a time.
+        usage = sim.tenant_usage[tenant].tolist()
+        share = max((used + tasks * need) * inverse
+                    for used, need, inverse in zip(usage, self.demand_rows[group], self.inverse_row, strict=True))
+        return share / self.weights[tenant]
 
     def place(self, sim: Simulation, group: int, most: int) -> list[tuple[int, int]]:
         demand = sim.jobs.demand[group]
