@@ -164,7 +164,8 @@ def main() -> None:
              "1-minute load when the row started.",
              "Each row is one `solver.api.simulate` call (simulation, schedule, timeline, verification) in a "
              "fresh process; the Google day's task stream is synthetic on the real Google 2011 machines.",
-             f"Before: the same row run with {args.baseline_label} just before it (same load).", "",
+             *([f"Before: the same row run with {args.baseline_label} just before it (same load)."]
+               if args.baseline else []), "",
              "| workload | policy | tasks | simulate (s) | us/task | verified | peak MB | load | when | before (s) | "
              "speed-up |", "|---|---|---:|---:|---:|---|---:|---|---|---:|---:|"]  # fmt: skip
     for row in rows:
