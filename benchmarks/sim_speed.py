@@ -10,6 +10,10 @@
 Every figure is the whole ``solver.api.simulate`` call (simulation, schedule, timeline, independent
 verification) measured in its own process, so imports and earlier runs do not count; generation is timed
 apart. The machine is shared: the load is saved beside every figure.
+
+``--baseline DIR`` (a source tree of another revision, e.g. ``git archive main | tar -x -C DIR``) runs every
+row with that code first and then with this one, back to back, so a before/after ratio is measured under the
+same load. Rows of the workloads not in ``--only`` are kept from the saved results (with their own load).
 """
 
 from __future__ import annotations
@@ -19,9 +23,12 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from benchmarks._common import load_line, machine_state, parser, save
+
+KINDS = ("alibaba", "tpch", "google")
 
 
 def _load() -> str:
@@ -58,11 +65,17 @@ print(json.dumps({"tasks": tasks, "generate_s": generate_s, "simulate_s": wall, 
 """
 
 
-def _child(kind: str, size: int, policy: str, data_dir: str, timeout: float) -> dict[str, Any]:
+def _child(kind: str, size: int, policy: str, data_dir: str, timeout: float, code: str | None = None) -> dict[str, Any]:
+    """One run in a fresh process, with this checkout's code or (``code``) the source tree of another revision."""
     load = _load()
+    env = dict(os.environ)
+    if code is not None:
+        env["PYTHONPATH"] = os.pathsep.join([code, *filter(None, [env.get("PYTHONPATH")])])
     try:
-        done = subprocess.run([sys.executable, "-c", CHILD, kind, str(size), policy, data_dir], capture_output=True,
-                              text=True, timeout=timeout, check=False)  # fmt: skip
+        # The child's first import path is its working directory: the baseline's tree for the baseline.
+        done = subprocess.run([sys.executable, "-c", CHILD, kind, str(size), policy, str(Path(data_dir).resolve())],
+                              capture_output=True, text=True, timeout=timeout, check=False, env=env,
+                              cwd=code)  # fmt: skip
     except subprocess.TimeoutExpired:
         return {"kind": kind, "size": size, "policy": policy, "status": f"killed after {timeout:.0f} s", "load": load}
     if done.returncode != 0:
@@ -70,25 +83,55 @@ def _child(kind: str, size: int, policy: str, data_dir: str, timeout: float) -> 
                 "message": done.stderr.strip().splitlines()[-1:] }  # fmt: skip
     row = {"kind": kind, "size": size, "policy": policy, **json.loads(done.stdout.strip().splitlines()[-1])}
     row["load"] = load
+    row["when"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     row["us_per_task"] = 1e6 * row["simulate_s"] / max(row["tasks"], 1)
-    print(f"{kind} {size} {policy}: {row['tasks']:,} tasks, {row['simulate_s']:.2f} s "
+    print(f"{kind} {size} {policy}{' (baseline)' if code else ''}: {row['tasks']:,} tasks, {row['simulate_s']:.2f} s "
           f"({row['us_per_task']:.0f} us/task), verified {row['verified']}, load {load}", flush=True)
     return row
 
 
-def _ladder(kind: str, sizes: list[int], policy: str, data_dir: str, cap: float) -> list[dict[str, Any]]:
-    """Sizes smallest first; stop once the per-task time projects the next size past ``cap`` seconds."""
+def _projected(previous: dict[str, Any] | None, size: int, cap: float) -> float | None:
+    """The time ``size`` would take at ``previous``'s per-task time, if that is past ``cap`` seconds."""
+    if previous is None or "us_per_task" not in previous:
+        return None
+    projected = float(previous["us_per_task"] * 1e-6 * previous["tasks"] * size / previous["size"])
+    return projected if projected > cap else None
+
+
+def _ladder(kind: str, sizes: list[int], policy: str, data_dir: str, cap: float,
+            baseline: str | None = None) -> list[dict[str, Any]]:  # fmt: skip
+    """Sizes smallest first; stop once the per-task time projects the next size past ``cap`` seconds (each
+    code separately: the baseline's rows are kept under the key ``before``)."""
     rows: list[dict[str, Any]] = []
     for size in sizes:
-        if rows and "us_per_task" in rows[-1]:
-            projected = rows[-1]["us_per_task"] * 1e-6 * rows[-1]["tasks"] * size / rows[-1]["size"]
-            if projected > cap:
-                rows.append({"kind": kind, "size": size, "policy": policy, "status": "skipped",
-                             "projected_s": projected, "load": _load()})  # fmt: skip
-                print(f"{kind} {size} {policy}: skipped, projected {projected:.0f} s (linear in tasks)", flush=True)
-                continue
-        rows.append(_child(kind, size, policy, data_dir, timeout=3 * cap))
+        before = None
+        if baseline is not None:
+            projected = _projected(rows[-1].get("before") if rows else None, size, cap)
+            before = ({"status": "skipped", "projected_s": projected, "load": _load()} if projected is not None
+                      else _child(kind, size, policy, data_dir, 3 * cap, baseline))  # fmt: skip
+        projected = _projected(rows[-1] if rows else None, size, cap)
+        if projected is not None:
+            row = {"kind": kind, "size": size, "policy": policy, "status": "skipped", "projected_s": projected,
+                   "load": _load()}  # fmt: skip
+            print(f"{kind} {size} {policy}: skipped, projected {projected:.0f} s (linear in tasks)", flush=True)
+        else:
+            row = _child(kind, size, policy, data_dir, timeout=3 * cap)
+        if before is not None:
+            row["before"] = before
+        rows.append(row)
     return rows
+
+
+def _before(row: dict[str, Any]) -> str:
+    """The baseline's figure of a row and the speed-up (blank without a baseline)."""
+    before = row.get("before")
+    if before is None:
+        return " | "
+    if "simulate_s" not in before:
+        note = f"projected {before['projected_s']:.0f} s" if "projected_s" in before else before.get("status", "")
+        return f"{note} | "
+    speedup = f"{before['simulate_s'] / row['simulate_s']:.1f}x" if "simulate_s" in row else ""
+    return f"{before['simulate_s']:.2f} (load {before['load']}) | {speedup}"
 
 
 def main() -> None:
@@ -97,34 +140,44 @@ def main() -> None:
     parse.add_argument("--tpch-queries", type=int, nargs="+", default=[10, 40, 200],
                        help="TPC-H mix sizes (queries; 200 queries of 2g is about 175,000 tasks)")
     parse.add_argument("--google-tasks", type=int, nargs="+", default=[100_000, 1_000_000])
-    parse.add_argument("--only", choices=["alibaba", "tpch", "google"], nargs="+",
-                       default=["alibaba", "tpch", "google"])  # fmt: skip
+    parse.add_argument("--only", choices=KINDS, nargs="+", default=list(KINDS))
+    parse.add_argument("--baseline", default=None, help="source tree of another revision, run before every row")
+    parse.add_argument("--baseline-label", default="baseline", help="what the baseline is (for the table)")
     args = parse.parse_args()
     started = time.perf_counter()
     rows: list[dict[str, Any]] = []
     if "alibaba" in args.only:
         for policy in ("fifo", "first-fit", "best-fit", "slots", "per-server-drf"):
-            rows.append(_child("alibaba", 0, policy, args.data_dir, timeout=3 * args.cap))
+            rows += _ladder("alibaba", [0], policy, args.data_dir, args.cap, args.baseline)
     if "tpch" in args.only:
         for policy in ("sjf", "drf-dag", "carbyne"):
-            rows += _ladder("tpch", args.tpch_queries, policy, args.data_dir, args.cap)
+            rows += _ladder("tpch", args.tpch_queries, policy, args.data_dir, args.cap, args.baseline)
     if "google" in args.only:
         for policy in ("first-fit", "best-fit"):
-            rows += _ladder("google", args.google_tasks, policy, args.data_dir, args.cap)
-    lines = ["# Simulator speed", "", f"{load_line()} Total {time.perf_counter() - started:.0f} s; the last column is "
-             "the 1-minute load when the row started.",
+            rows += _ladder("google", args.google_tasks, policy, args.data_dir, args.cap, args.baseline)
+    saved = Path(args.out) / "sim_speed.json"
+    kept = json.loads(saved.read_text())["rows"] if saved.exists() else []
+    rows = sorted([*rows, *(row for row in kept if row["kind"] not in args.only)],
+                  key=lambda row: KINDS.index(row["kind"]))  # the table's order, whatever ran this time
+    lines = ["# Simulator speed", "", f"{load_line()} Total {time.perf_counter() - started:.0f} s for the rows "
+             f"run now ({', '.join(args.only)}); the other rows are kept from earlier runs. The load column is the "
+             "1-minute load when the row started.",
              "Each row is one `solver.api.simulate` call (simulation, schedule, timeline, verification) in a "
-             "fresh process; the Google day's task stream is synthetic on the real Google 2011 machines.", "",
-             "| workload | policy | tasks | simulate (s) | us/task | verified | peak MB | load |",
-             "|---|---|---:|---:|---:|---|---:|---|"]  # fmt: skip
+             "fresh process; the Google day's task stream is synthetic on the real Google 2011 machines.",
+             *([f"Before: the same row run with {args.baseline_label} just before it (same load)."]
+               if args.baseline else []), "",
+             "| workload | policy | tasks | simulate (s) | us/task | verified | peak MB | load | when | before (s) | "
+             "speed-up |", "|---|---|---:|---:|---:|---|---:|---|---|---:|---:|"]  # fmt: skip
     for row in rows:
+        when = row.get("when", "earlier")
         if "simulate_s" in row:
             lines.append(f"| {row['kind']} {row['size'] or ''} | {row['policy']} | {row['tasks']:,} | "
                          f"{row['simulate_s']:.2f} | {row['us_per_task']:.0f} | {row['verified']} | "
-                         f"{row['peak_rss_mb']:.0f} | {row['load']} |")  # fmt: skip
+                         f"{row['peak_rss_mb']:.0f} | {row['load']} | {when} | {_before(row)} |")  # fmt: skip
         else:
             note = f"projected {row['projected_s']:.0f} s" if "projected_s" in row else row["status"]
-            lines.append(f"| {row['kind']} {row['size']} | {row['policy']} | - | {note} | | | | {row['load']} |")
+            lines.append(f"| {row['kind']} {row['size']} | {row['policy']} | - | {note} | | | | {row['load']} | "
+                         f"{when} | {_before(row)} |")  # fmt: skip
     save("sim_speed", {"machine": machine_state(), "rows": rows}, "\n".join(lines), args.out)
 
 

@@ -116,6 +116,9 @@ def job_table(instance: Instance, schedule: Schedule) -> dict[str, FloatArray]:
     completion = job_completion(instance, schedule)
     critical = np.zeros(len(instance.jobs))
     for k, job in enumerate(instance.jobs):
+        if len(job.stages) == 1:  # the common case of a long trace: no graph to walk (the same float)
+            critical[k] = job.stages[0].duration
+            continue
         parents = [stage.after for stage in job.stages]
         children: list[list[int]] = [[] for _ in job.stages]
         for child, ps in enumerate(parents):

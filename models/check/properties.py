@@ -10,7 +10,6 @@ import math
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import linprog
 
 from models.check.report import (
     ABS_TOL,
@@ -248,6 +247,10 @@ def _pareto_divisible(instance: Instance, allocation: Allocation, tol: float) ->
         [np.concatenate([np.zeros(n_pairs), lower]), np.concatenate([np.full(n_pairs, np.inf), upper])]
     )
     cost = np.concatenate([np.zeros(n_pairs), -share])
+    # Imported here: scipy.optimize costs 1-3 s to import, paid by every run that verifies (a simulation
+    # included) although only this Pareto check solves an LP.
+    from scipy.optimize import linprog
+
     result = linprog(
         cost,
         A_ub=a_ub if a_ub.shape[0] else None,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -200,8 +201,9 @@ class Workload:
             exponential=exponential,
         )
 
-    @property
+    @cached_property
     def has_options(self) -> bool:
+        # Cached: the engine asks at every launch, and the scan is over every group (a million on a Google day).
         return any(entry is not None for entry in self.options)
 
     def gang_only(self) -> list[int]:

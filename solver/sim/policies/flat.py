@@ -29,6 +29,7 @@ import heapq
 import numpy as np
 
 from models.types import BoolArray, FloatArray, IntArray
+from solver.sim.cluster import Cluster
 from solver.sim.engine import BasePolicy, Simulation
 
 FLAT_POLICIES = ("first-fit", "best-fit", "slots", "per-server-drf", "fifo")
@@ -90,6 +91,10 @@ class _TenantPolicy(BasePolicy):
         self.inverse = np.divide(1.0, jobs.capacity, out=np.zeros_like(jobs.capacity), where=jobs.capacity > 0)
         self.blocked = np.ones(jobs.num_tenants, dtype=bool)
         self.waiting = np.full((jobs.num_tenants, jobs.capacity.size), np.inf)  # a blocked tenant's head demand
+        # The rows of ``waiting`` that are -inf (to rank again) and finite (blocked on a demand), kept beside
+        # it so an event looks at those tenants only, not at every tenant (the per-event cost on a long trace).
+        self.woken: set[int] = set()
+        self.stuck: set[int] = set()
         self.version = [0] * jobs.num_tenants
         self.heap: list[tuple[float, int, int]] = []
         self.changed: set[int] = set()
@@ -111,21 +116,31 @@ class _TenantPolicy(BasePolicy):
 
     def on_finish(self, sim: Simulation, group: int, tasks: int, machine: int) -> None:
         self.changed.add(machine)
-        tenant = int(sim.jobs.job_tenant[sim.jobs.stage_job[group]])
-        self.waiting[tenant] = -np.inf  # its key dropped: rank it again
+        self._wake(int(sim.jobs.job_tenant[sim.jobs.stage_job[group]]))  # its key dropped: rank it again
+
+    def _wake(self, tenant: int) -> None:
+        self.waiting[tenant] = -np.inf
+        self.woken.add(tenant)
+        self.stuck.discard(tenant)
 
     def on_event(self, sim: Simulation) -> None:
         jobs = sim.jobs
         for k in sim.arrived:
-            self.waiting[jobs.job_tenant[k]] = -np.inf
-        if self.changed:
-            grown = sim.cluster.room[sorted(self.changed)].max(axis=0)
-            self.changed.clear()
-            self.waiting[np.all(self.waiting <= grown[None, :], axis=1)] = -np.inf
-        wake = np.flatnonzero(np.isneginf(self.waiting[:, 0]) & (sim.tenant_running < jobs.tenant_cap))
-        if wake.size:
-            keys = self.keys(sim)
-            for tenant in wake.tolist():
+            self._wake(int(jobs.job_tenant[k]))
+        if self.changed and self.stuck:
+            changed = sorted(self.changed)
+            grown = sim.cluster.room[changed[0]] if len(changed) == 1 else sim.cluster.room[changed].max(axis=0)
+            stuck = sorted(self.stuck)
+            for tenant in np.asarray(stuck)[np.all(self.waiting[stuck] <= grown[None, :], axis=1)].tolist():
+                self._wake(tenant)
+        self.changed.clear()
+        running, cap = sim.tenant_running, jobs.tenant_cap
+        wake = sorted(t for t in self.woken if running[t] < cap[t])
+        if wake:
+            # A few tenants: their keys one by one (the same floats as ``keys``, which computes them all).
+            keys = self.keys(sim) if len(wake) > 8 else {t: self.key_after(sim, t, 0, 0) for t in wake}
+            for tenant in wake:
+                self.woken.discard(tenant)
                 self.waiting[tenant] = np.inf
                 self._push(tenant, float(keys[tenant]))
         self.last = -1
@@ -149,10 +164,17 @@ class _TenantPolicy(BasePolicy):
         if not heap:
             return most
         top = (heap[0][0], heap[0][1])
-        count = 1
-        while count < most and (_key(self.key_after(sim, tenant, group, count)), tenant) < top:
-            count += 1
-        return count
+        # The first count in [1, most) whose key no longer comes first (else most), by bisection: a key only
+        # grows with the count (every step of ``key_after`` and ``_key`` is monotone), so this is the count
+        # the one-by-one scan finds, with log(most) keys instead of most.
+        low, high = 1, most
+        while low < high:
+            middle = (low + high) // 2
+            if (_key(self.key_after(sim, tenant, group, middle)), tenant) < top:
+                low = middle + 1
+            else:
+                high = middle
+        return low
 
     def next(self, sim: Simulation) -> tuple[int, int] | None:
         jobs = sim.jobs
@@ -170,6 +192,11 @@ class _TenantPolicy(BasePolicy):
                 return g, self._run_length(sim, tenant, g)
             self.blocked[tenant] = True
             self.waiting[tenant] = jobs.demand[g] if g >= 0 else np.inf
+            self.woken.discard(tenant)
+            if g >= 0:
+                self.stuck.add(tenant)
+            else:
+                self.stuck.discard(tenant)
         return None
 
 
@@ -178,20 +205,32 @@ class DrfhOnline(_TenantPolicy):
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.batch = name == "first-fit"
+        # Best-Fit batches too: ``best_fitness_run`` places a run's tasks one by one exactly as separate
+        # launches would (only the chosen machine's fitness changes between them).
+        self.batch = True
+
+    def start(self, sim: Simulation) -> None:
+        super().start(sim)
+        # Plain floats for ``key_after``, asked several times per launch (numpy's per-call cost dominates there).
+        self.demand_rows: list[list[float]] = sim.jobs.demand.tolist()
+        self.inverse_row: list[float] = self.inverse.tolist()
+        self.weights: list[float] = sim.jobs.tenant_weight.tolist()
 
     def keys(self, sim: Simulation) -> FloatArray:
         return np.asarray((sim.tenant_usage * self.inverse).max(axis=1) / sim.jobs.tenant_weight)
 
     def key_after(self, sim: Simulation, tenant: int, group: int, tasks: int) -> float:
-        usage = sim.tenant_usage[tenant] + tasks * sim.jobs.demand[group]
-        return float((usage * self.inverse).max()) / float(sim.jobs.tenant_weight[tenant])
+        # The same operations as ``keys`` (so the same floats), one resource at a time.
+        usage = sim.tenant_usage[tenant].tolist()
+        share = max((used + tasks * need) * inverse
+                    for used, need, inverse in zip(usage, self.demand_rows[group], self.inverse_row, strict=True))
+        return share / self.weights[tenant]
 
     def place(self, sim: Simulation, group: int, most: int) -> list[tuple[int, int]]:
         demand = sim.jobs.demand[group]
         if self.name == "first-fit":
             return sim.cluster.first_fit(demand, most, self.mask)
-        return [(best_fitness_machine(sim.cluster.free, self.mask, demand, self.inverse), 1)]
+        return best_fitness_run(sim.cluster, self.mask, demand, self.inverse, most)
 
 
 def best_fitness_machine(free: FloatArray, fitting: BoolArray, demand: FloatArray, inverse_total: FloatArray) -> int:
@@ -211,6 +250,61 @@ def best_fitness_machine(free: FloatArray, fitting: BoolArray, demand: FloatArra
         fitness += np.abs(relative[r] / top - ratio)
     best = fitness.min()
     return int(candidates[np.flatnonzero(fitness <= best + TIE * (1.0 + abs(best)))[0]])
+
+
+def best_fitness_run(cluster: Cluster, fitting: BoolArray, demand: FloatArray, inverse_total: FloatArray,
+                     most: int) -> list[tuple[int, int]]:  # fmt: skip
+    """Up to ``most`` tasks of ``demand``, each on the machine :func:`best_fitness_machine` would choose after
+    the tasks before it: one ``(machine, 1)`` chunk per task, in order (a machine may come back).
+
+    Taking a task changes the free room, the fit and the fitness of its machine only, so the fitness of
+    every machine is computed once (the same arithmetic as :func:`best_fitness_machine`, so the same
+    floats) and then only the chosen machine's is recomputed, on its room less the tasks put there so far
+    (subtracted one at a time, as the cluster will).
+    """
+    relative = demand * inverse_total
+    star = int(np.argmax(relative))
+    top = float(relative[star])
+    others = [r for r in np.flatnonzero(inverse_total > 0).tolist() if r != star]
+    plain = top <= 0 or not others  # no fitness to compare: the first machine that fits
+    fitness = np.full(fitting.size, np.inf)
+    candidates = np.flatnonzero(fitting)
+    if plain:
+        fitness[candidates] = 0.0
+    else:
+        room = cluster.free[candidates]
+        base = room[:, star] * inverse_total[star]
+        score = np.zeros(candidates.size)
+        for r in others:  # one column at a time: few resources, many machines
+            ratio = np.divide(room[:, r] * inverse_total[r], base, out=np.zeros(candidates.size), where=base > 0)
+            score += np.abs(relative[r] / top - ratio)
+        fitness[candidates] = score
+    # Per task, plain floats: numpy's per-call cost on a row of a few resources is most of the time.
+    need, wanted = np.flatnonzero(demand > 0).tolist(), demand.tolist()
+    inverse, targets = inverse_total.tolist(), [float(relative[r]) / top for r in others] if not plain else []
+    taken: dict[int, list[float]] = {}  # free room of the machines used so far, after their tasks
+    chunks: list[tuple[int, int]] = []
+    while len(chunks) < most:
+        best = float(fitness.min())
+        if best == np.inf:
+            break
+        machine = int(np.argmax(fitness <= best + TIE * (1.0 + abs(best))))  # the first within the tie
+        chunks.append((machine, 1))
+        row = taken.get(machine)
+        if row is None:
+            row = cluster.free[machine].tolist()
+        row = [room - amount for room, amount in zip(row, wanted, strict=True)]
+        taken[machine] = row
+        slack = cluster.slack[machine]
+        if not all(row[r] + float(slack[r]) >= wanted[r] for r in need):
+            fitness[machine] = np.inf
+        elif not plain:
+            base = row[star] * inverse[star]
+            value = 0.0
+            for r, target in zip(others, targets, strict=True):
+                value += abs(target - (row[r] * inverse[r] / base if base > 0 else 0.0))
+            fitness[machine] = value
+    return chunks
 
 
 class SlotPolicy(_TenantPolicy):
