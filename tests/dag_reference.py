@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from models.dag import topological_order
+from models.tolerance import settled
 from models.types import FloatArray, IntArray
 from solver.sim.engine import Simulation
 from solver.sim.pack import EPS, Packed
@@ -106,7 +107,7 @@ class ReferenceCarbyne(CandidatePolicy):
         else:
             self.reverse_hits += 1
         for local, launches in enumerate(backward.launches):
-            must = sum(n for start, n in launches if start + dur[local] >= forward - EPS * max(1.0, forward))
+            must = sum(n for start, n in launches if start + dur[local] >= settled(forward))
             self.urgent[first + local] = must
 
     def pick(self, sim: Simulation, candidates: IntArray) -> tuple[int, int] | None:
@@ -274,8 +275,7 @@ def reference_pack(  # noqa: C901  (one tight loop kept whole: it runs hundreds 
         if not heap:
             break
         t = heap[0][0]
-        horizon = t + EPS * max(1.0, t)
-        while heap and heap[0][0] <= horizon:
+        while heap and settled(heap[0][0]) <= t:  # the simulator's time rule (models.tolerance)
             _, g, n = heapq.heappop(heap)
             active[g] -= n
             free = [f + n * d for f, d in zip(free, need[g], strict=True)]

@@ -15,6 +15,13 @@ must in addition put every task on an existing machine (a server class and a num
 whose capacity holds one task of its stage, and the tasks running on any one machine at any instant
 together use no more of any resource than that machine has. Pooled capacity is still checked (it is
 implied, but its messages are the ones a pooled reader expects).
+
+Times are compared by the one rule of ``models.tolerance``, the simulator's own: a time ``a`` is no later
+than ``b`` when ``settled(a) <= b`` (``a`` minus ``time_tol(a)``, relative to ``|a|`` with an absolute
+floor). A task may start once ``settled`` of its release and of its parent stages' last end is at most its
+start; a task ending at ``e`` stops using its machine at ``settled(e)`` (so a task may start at another's
+end, and a simulator that counts both as one event is judged by the rule it used); a task runs its duration
+within ``time_tol`` of its end. Capacities keep their own relative tolerance (``tol``).
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ from models.locality import factors as locality_factors
 from models.locality import global_machines, task_blocks
 from models.locality import levels as locality_levels
 from models.result import Schedule, job_completion, objective_value, schedule_objectives
-from models.tolerance import CHECK_RTOL
+from models.tolerance import CHECK_RTOL, settled_all, time_tols
 from models.types import FloatArray, Instance, IntArray
 
 
@@ -106,8 +113,8 @@ def verify_schedule(
         Deadlines to check ``C_k <= T_k`` against (``inf`` = none); defaults to
         ``schedule.fair_completion``.
     tol : float
-        Times may be off by ``tol * max(1, |t|)``; resource use may exceed a capacity ``C`` by
-        ``max(tol * C, ABS_TOL)``.
+        Resource use may exceed a capacity ``C`` by ``max(tol * C, ABS_TOL)``. Times follow the one time
+        rule of ``models.tolerance`` (see the module docstring), whatever ``tol`` is.
     require_placement : bool
         The schedule claims per-server placement (``placement='servers'``): a schedule without one
         is a violation. A schedule that carries a placement is checked per machine either way.
@@ -196,7 +203,7 @@ def verify_schedule(
         blocks, _ = task_blocks(instance)
         machine_of = global_machines(instance, schedule.server[rows], schedule.machine[rows])
         d = d * locality_factors(instance, locality_levels(instance, blocks[task_id], machine_of))
-    wrong = np.abs((e - b) - d) > tol * np.maximum(1.0, d)
+    wrong = np.abs((e - b) - d) > time_tols(np.maximum(np.abs(b), np.abs(e)))
     violations += truncate(
         "duration",
         [
@@ -205,7 +212,7 @@ def verify_schedule(
         ],
     )
     r_job = release[stage_job[g]]
-    early = b < r_job - tol * np.maximum(1.0, np.abs(r_job))
+    early = b < settled_all(r_job)
     violations += truncate(
         "release",
         [
@@ -226,7 +233,7 @@ def verify_schedule(
         edge = np.array(parents, dtype=np.int64)
         parent_end, child_start = stage_last[edge[:, 0]], stage_first[edge[:, 1]]
         present = np.isfinite(parent_end) & np.isfinite(child_start)
-        broken = present & (child_start < parent_end - tol * np.maximum(1.0, np.abs(parent_end)))
+        broken = present & (child_start < settled_all(np.where(present, parent_end, 0.0)))
         violations += truncate(
             "precedence",
             [
@@ -237,7 +244,7 @@ def verify_schedule(
         )
 
     # 5. Pooled capacity.
-    sweep = _sweep(b, e, demand[g], np.zeros(rows.size, dtype=np.int64), tol)
+    sweep = _sweep(b, e, demand[g], np.zeros(rows.size, dtype=np.int64))
     peak = np.maximum(sweep[3].max(axis=0), 0.0) if rows.size else np.zeros(n_res)
     violations += truncate(
         "capacity",
@@ -258,7 +265,7 @@ def verify_schedule(
     numbers = schedule_objectives(instance, completion)
     fair = _fair_array(instance, fair_completion if fair_completion is not None else schedule.fair_completion)
     if fair is not None:
-        late = completion > fair + tol * np.maximum(1.0, np.abs(np.where(np.isfinite(fair), fair, 0.0)))
+        late = settled_all(completion) > fair
         violations += truncate(
             "fair-completion",
             [
@@ -277,20 +284,22 @@ def verify_schedule(
 
 
 def _sweep(
-    start: FloatArray, end: FloatArray, demand: FloatArray, unit: IntArray, tol: float
+    start: FloatArray, end: FloatArray, demand: FloatArray, unit: IntArray
 ) -> tuple[FloatArray, FloatArray, IntArray, FloatArray]:
     """Usage right after every event on every unit (the pool, or one machine), by an event sweep.
 
-    Start (+demand) and end (-demand) events are sorted by unit, then time; at equal times ends come
-    first, so a task may start exactly when another ends (times within ``tol`` count as equal). Returns
+    Start (+demand) and end (-demand) events are sorted by unit, then time; a task's end counts at
+    ``settled(end)`` (the time rule of ``models.tolerance``, never before its start), and at equal times
+    ends come first, so a task may start when another ends, as the simulator decides it. Returns
     ``(usage, time, unit, peak)``: usage, time and unit of every sorted event, and the peak per unit.
     """
     n_units = int(unit.max(initial=-1)) + 1
-    times = np.concatenate([start, end])
+    # A task shorter than the resolution is an instant: its end is not moved before its start (a negative
+    # usage in between would hide an overload).
+    times = np.concatenate([start, np.maximum(settled_all(end), start)])
     kind = np.concatenate([np.ones(start.size), np.zeros(start.size)])  # 0 = end, sorted before 1 = start
     units = np.concatenate([unit, unit])
-    rounded = np.round(times / max(tol, 1e-12)) * max(tol, 1e-12)
-    order = np.lexsort((kind, rounded, units))
+    order = np.lexsort((kind, times, units))
     usage = np.cumsum(np.concatenate([demand, -demand])[order], axis=0)
     units = units[order]
     # Each unit's events sum to zero; subtracting the running total where a unit begins removes the
@@ -360,7 +369,7 @@ def _machine_violations(
         [f"{task_name(int(g[rows[r]]), int(index[rows[r]]))} does not fit machine {names[machine_id[r]]}"
          for r in too_big],
     )  # fmt: skip
-    sweep = _sweep(start[rows], end[rows], need, machine_id, tol)
+    sweep = _sweep(start[rows], end[rows], need, machine_id)
     violations += truncate(
         "machine-capacity",
         [f"machine {names[m]}: resource {instance.resources[res]}: {fmt(used)} in use at time {fmt(at)} "

@@ -44,6 +44,8 @@ def _simulation_summary(result: Result) -> list[str]:
              f"{number(summary['mean_queueing_delay'])} p95 {number(summary['p95_queueing_delay'])}   slowdown mean "
              f"{number(summary['mean_slowdown'])}   Jain {number(summary['jain'])}",
              "  utilisation " + "   ".join(f"{r} {u:.1%}" for r, u in summary["utilisation"].items())
+             + ("   while busy " + "   ".join(f"{r} {u:.1%}" for r, u in summary["utilisation_busy"].items())
+                if "utilisation_busy" in summary else "")
              + (f"   unfinished jobs {summary['unfinished']}" if summary.get("unfinished") else "")]  # fmt: skip
     trace = result.extra.get("trace")
     if trace:

@@ -39,6 +39,18 @@ def run_spacetime_cp(instance: Instance, options: SolveOptions, budget: Budget) 
     )
 
 
+def run_locality_cp(instance: Instance, options: SolveOptions, budget: Budget) -> Result:
+    """The data-locality yardstick: CP-SAT, every task on a machine for its duration times the locality factor
+    there (``solver.spacetime.locality_cp``); avg JCT or makespan, no fair caps (``T_k`` reported)."""
+    from solver.spacetime.locality_cp import solve_locality_cp
+
+    objective = options.objective or ("makespan" if len(instance.jobs) == 1 else "avg-jct")
+    if objective not in ("avg-jct", "makespan"):
+        raise OptionError(f"locality-cp minimises avg-jct or makespan, not {objective}; use spacetime-cp for "
+                          f"{objective} (it ignores locality)", "objective")  # fmt: skip
+    return solve_locality_cp(instance, objective, budget.remaining(), options.workers or 1, options.seed or 0)
+
+
 def run_spacetime(instance: Instance, options: SolveOptions, budget: Budget) -> Result:
     """Time-indexed MILP; ``extra`` may carry ``fair_completion`` and ``servers_model``
     (``auto``/``class``/``machine``, with ``placement='servers'``)."""

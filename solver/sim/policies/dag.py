@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from models.tolerance import settled
 from models.types import FloatArray, IntArray
 from solver.sim.engine import BasePolicy, Simulation
 from solver.sim.pack import EPS, pack
@@ -323,7 +324,7 @@ class Carbyne(BasePolicy):
                                             for launches, d in zip(packed.launches, dur, strict=True)]  # fmt: skip
         else:
             self.reverse_hits += 1
-        due = forward - EPS * max(1.0, forward)
+        due = settled(forward)
         for local, (ends, after) in enumerate(backward):
             self.urgent[first + local] = after[bisect.bisect_left(ends, due)]
 
