@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -137,7 +138,8 @@ class _Pending:
     numpy over every pending group.
     """
 
-    def __init__(self, sim: Simulation, secondary: FloatArray | IntArray, secondary_list: list[Any]) -> None:
+    def __init__(self, sim: Simulation, secondary: FloatArray | IntArray, secondary_list: list[Any],
+                 job_of: list[int]) -> None:  # fmt: skip
         jobs = sim.jobs
         groups = np.flatnonzero(sim.runnable())
         dominant = _dominant(sim)
@@ -149,10 +151,12 @@ class _Pending:
                                                            secondary[groups[order]].tolist(),
                                                            groups[order].tolist(), strict=True))  # sorted: a heap
         self.groups = groups
-        bounds = np.flatnonzero(np.diff(owner)) + 1  # a job's groups are numbered contiguously
-        self.by_job: dict[int, list[int]] = {int(jobs.stage_job[part[0]]): part.tolist()
-                                             for part in np.split(groups, bounds) if part.size}  # fmt: skip
-        self.owner = jobs.stage_job
+        # A job's groups are numbered contiguously: cut the sorted groups where the job changes.
+        edges = [0, *(np.flatnonzero(np.diff(owner)) + 1).tolist(), groups.size]
+        listed = groups.tolist()
+        self.by_job: dict[int, list[int]] = {job_of[listed[a]]: listed[a:b]
+                                             for a, b in itertools.pairwise(edges) if b > a}  # fmt: skip
+        self.owner = job_of
         self.dropped: set[int] = set()
 
     def relaunched(self, sim: Simulation, k: int, dominant: float) -> None:
@@ -282,7 +286,7 @@ class Carbyne(BasePolicy):
         self.planned: set[int] = set()
         self.altruistic = self.rng.random(jobs.num_jobs) < self.altruism
         self.altruists = self.altruistic.tolist()
-        self.pending = _Pending(sim, self.negative_tail, self.negative_tails)
+        self.pending = _Pending(sim, self.negative_tail, self.negative_tails, self.job_of)
         # SRTF over the remaining work of every job, summed stage by stage as numpy's add.at does.
         remaining = np.zeros(jobs.num_jobs)
         np.add.at(remaining, jobs.stage_job, sim.unlaunched * self.stage_work)
@@ -432,7 +436,7 @@ class DrfStrict(BasePolicy):
             active[sim.active] = True
             self.share = drf_shares(self.work, sim.jobs.weight, active).max(axis=1)
             self.shares = self.share.tolist()
-        self.pending = _Pending(sim, sim.jobs.depth, self.depth)
+        self.pending = _Pending(sim, sim.jobs.depth, self.depth, self.job_of)
         self.last = -1
 
     def next(self, sim: Simulation) -> tuple[int, int] | None:
