@@ -183,8 +183,14 @@ def _waves(end: float, n: int, left: int, free: list[float], need: list[float], 
     ``left``), as one batch ending ``duration`` later. The same float operations in the same order; it stops
     after the wave that launches the stage's last tasks, or when nothing fits (``n`` then 0: nothing runs).
 
+    Once a wave leaves the free room and the batch size exactly as the wave before left them, every further
+    wave that launches as many does the same float operations on the same values, so those waves only
+    advance the clock (``t = end``, ``end = t + duration``, the same additions in the same order) until
+    fewer tasks are left than a wave launches.
+
     Returns ``(time of the last wave, tasks it launched, tasks left, free room, makespan)``.
     """
+    previous: tuple[list[float], int] | None = None
     while True:
         t = end
         free = [f + n * d for f, d in zip(free, need, strict=True)]
@@ -200,6 +206,19 @@ def _waves(end: float, n: int, left: int, free: list[float], need: list[float], 
         free = [f - n * d for f, d in zip(free, need, strict=True)]
         if left == 0:
             return t, n, left, free, makespan
+        if previous is not None and previous[1] == n and previous[0] == free:
+            # A fixed point: n < the tasks left before this wave, so n is what fits, and it fits again.
+            while left >= n:
+                t = end
+                makespan = max(makespan, t)
+                left -= n
+                if launches is not None:
+                    launches.append((t, n))
+                end = t + duration
+                makespan = max(makespan, end)
+                if left == 0:
+                    return t, n, left, free, makespan
+        previous = (free, n)
 
 
 def _fitting(fit: list[tuple[int, float]], free: list[float], tol: list[float]) -> int:
