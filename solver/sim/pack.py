@@ -223,7 +223,11 @@ def _waves(end: float, n: int, left: int, free: list[float], need: list[float], 
 
 def _fitting(fit: list[tuple[int, float]], free: list[float], tol: list[float]) -> int:
     """How many tasks fit ``free`` (plus ``tol``), ``fit`` the resources they need as ``(r, demand)``: at least 0."""
-    if len(fit) == 1:  # most stages need one resource: no list to build
+    if len(fit) == 1:  # most stages need one or two resources: no list to build
         r, d = fit[0]
         return max(0, math.floor((free[r] + tol[r]) / d + EPS))
+    if len(fit) == 2:
+        (r, d), (s, e) = fit
+        first, second = (free[r] + tol[r]) / d, (free[s] + tol[s]) / e
+        return max(0, math.floor((first if first <= second else second) + EPS))  # min() of the two
     return max(0, math.floor(min([(free[r] + tol[r]) / d for r, d in fit]) + EPS))
