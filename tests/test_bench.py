@@ -386,7 +386,8 @@ def test_online_policies_run_in_a_sweep_against_the_clairvoyant_yardstick() -> N
 def test_the_delay_scheduling_sweep_runs_against_the_locality_yardstick() -> None:
     """``benchmarks/sweeps/delay.toml``, shrunk to one tiny instance: fifo, fair and delay replay its arrivals
     (the locality policies were refused by the grid check, their family being ``locality``, not ``online``)
-    and each gets its gap to the proven ``locality-cp`` optimum, never negative."""
+    and each gets its gap to the proven optimum of ``spacetime-cp`` per machine without fair caps, never negative;
+    the independent ``locality-cp`` model proves the same optimum (gap 0)."""
     from dataclasses import replace
 
     from solver.bench.sweep import Sweep
@@ -394,16 +395,17 @@ def test_the_delay_scheduling_sweep_runs_against_the_locality_yardstick() -> Non
 
     sweep = load_sweep(ROOT / "benchmarks" / "sweeps" / "delay.toml")
     grid = sweep.grids[0]
-    assert grid.reference == "locality-cp" and {"online:fifo", "online:fair", "online:delay-D2"} <= {
+    assert grid.reference == "spacetime-cp" and {"online:fifo", "online:fair", "online:delay-D2"} <= {
         m.label for m in grid.methods}  # fmt: skip
     tiny = tuple({**dict(grid.sizes[0]), "jobs": 3, "max_tasks": 2}.items())
     small = Sweep(sweep.name, sweep.source, (replace(grid, sizes=(tiny,), seeds=(2,)),))
     tasks, _ = small.tasks()
     frame = with_gaps(pd.DataFrame([run_task(task) for task in tasks])).set_index("method")
     assert frame["verified"].all(), frame["message"].to_dict()
-    assert frame.loc["locality-cp", "status"] == "optimal"
+    assert frame.loc["spacetime-cp", "status"] == frame.loc["locality-cp", "status"] == "optimal"
+    assert frame.loc["locality-cp", "gap"] == pytest.approx(0.0, abs=1e-9)
     policies = [label for label in frame.index if label.startswith("online:")]
-    assert len(policies) == len(grid.methods) - 1
+    assert len(policies) == len(grid.methods) - 2
     for policy in policies:
         assert frame.loc[policy, "gap"] >= 0  # nothing online beats the clairvoyant optimum
         assert frame.loc[policy, "bound_gap"] >= frame.loc[policy, "gap"]

@@ -320,6 +320,11 @@ def solve_spacetime(
     if servers_model not in SERVERS_MODELS:
         raise ValueError(f"servers_model must be one of {', '.join(SERVERS_MODELS)}, not {servers_model!r}")
     check_slots(instance)
+    if instance.has_options or objective == "utility":
+        from solver.spacetime.choice_milp import solve_choice_milp
+
+        fair = dict(fair_completion) if isinstance(fair_completion, Mapping) else None
+        return solve_choice_milp(instance, backend, objective, time_limit, alpha, fair, fair_cap, algorithm, settings)
     run = _SpacetimeRun(instance, backend, objective, time_limit, alpha, placement, algorithm, servers_model,
                         settings)  # fmt: skip
     try:
