@@ -17,6 +17,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from models.generators import random_dag_jobs, tpch_jobs
+from models.generators.soft import soft_workload
 from models.types import Instance, ServerClass
 from solver.sim.engine import BasePolicy, Simulation
 from solver.sim.pack import pack
@@ -82,6 +83,18 @@ def test_incremental_picks_give_the_reference_schedules(seed: int, jobs: int, re
         instance, placement = _split(instance, machines), "servers"
     workload = Workload.of_jobs(instance, placement)
     _same(instance, placement, _policies(seed, altruism, workload))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_hard_placement_options_give_the_reference_schedules(seed: int) -> None:
+    # Only each stage's first option: GPU jobs must land on GPU machines, MPI jobs run as a gang in one rack.
+    # A group fits only where an option lets it land (Simulation.fits), not wherever its demand fits.
+    instance = soft_workload(seed, jobs=25)
+    jobs = tuple(replace(job, stages=tuple(replace(stage, options=stage.options[:1]) for stage in job.stages))
+                 for job in instance.jobs)  # fmt: skip
+    instance = replace(instance, jobs=jobs)
+    workload = Workload.of_jobs(instance, "servers")
+    _same(instance, "servers", _policies(seed, 0.5, workload))
 
 
 @pytest.mark.data

@@ -196,7 +196,9 @@ def _room(sim: Simulation) -> list[float] | None:
 
 
 def _fits_now(sim: Simulation, room: list[float] | None, demand: list[float], g: int) -> bool:
-    """Whether one task of group ``g`` fits some machine now (``room``: :func:`_room`)."""
+    """Whether one task of group ``g`` fits some machine now (``room``: :func:`_room`), as ``sim.fits`` says."""
+    if sim.jobs.has_options:  # only the machines its placement options may use
+        return bool(sim.fits(np.array([g]))[0])
     if room is None:
         return bool(sim.cluster.fits(sim.jobs.demand[g]).any())
     return all(d <= r for d, r in zip(demand, room, strict=True) if d > 0)
