@@ -11,26 +11,39 @@
 2. TPC-H mixes (``models.generators.tpch_jobs`` on ``<data-dir>/tpch``; skipped when absent): the
    heuristics plus ``spacetime-cp`` under ``--tpch-limit`` seconds.
 
+3. Speed (issue 16, target 7: the fair-share baseline ``T_k`` of a 36,000-task mix in <= 1 s, ``carbyne``
+   <= 100 us per task), saved apart as ``dag_speed``: on the TPC-H mix of 50 queries on 250 executors
+   (``tpch`` family, seed 0, 36,008 tasks), ``T_k`` (``fair_completion_times``) and each DAG heuristic's
+   simulation, timed as shipped and, in the same run, with the code before picks became incremental (the
+   tests' reference, ``tests/dag_reference.py``, for ``drf-strict`` -- the ``T_k`` schedule -- and
+   ``carbyne``); both must give the same schedule, task by task.
+
 The summary compares ``drf-dag``/``carbyne`` avg JCT and the Jain difference with the Carbyne paper's
 headline (OSDI'16: 1.59x lower average JCT than DRF, Jain's index within 0.05 of DRF's).
 
-Run: ``python -m benchmarks.dag_carbyne`` (about 2.5 minutes on 2 cores).
+Run: ``python -m benchmarks.dag_carbyne`` (about 2.5 minutes on 2 cores, plus about 3 for part 3);
+``--speed-only`` runs part 3 alone.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 
-from benchmarks._common import data_dir_or_none, parser, save, timed
+from benchmarks._common import data_dir_or_none, load_line, parser, save, timed
 from models.generators import random_dag_jobs, tpch_jobs
 from models.metrics import schedule_metrics
-from models.result import Result
+from models.result import Result, Schedule
 from models.types import Instance
 from solver.api import solve
 
+T = TypeVar("T")
 HEURISTICS = ("carbyne", "drf-dag", "tetris", "sjf")
 EXACT = ("spacetime", "spacetime-cp")
 PAPER_RATIO, PAPER_JAIN = 1.59, 0.05
@@ -165,6 +178,82 @@ def _summary(claims: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[s
     return lines
 
 
+SPEED_MIX = {"queries": 50, "executors": 250}  # the 36,008-task mix of issue 16 (tpch family, seed 0)
+TARGET_FAIR_S, TARGET_CARBYNE_US = 1.0, 100.0
+
+
+def _clock(function: Callable[[], T]) -> tuple[T, float, float]:
+    """``function()``, its wall seconds and this process's CPU seconds (the machine is shared: CPU is steadier)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    value = function()
+    return value, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def _same_schedule(a: Schedule, b: Schedule) -> bool:
+    return all(np.array_equal(getattr(a, c), getattr(b, c)) for c in ("job", "stage", "index", "start", "end"))
+
+
+def _speed(folder: Path) -> dict[str, Any]:
+    """Part 3: ``T_k`` and every DAG heuristic on the speed mix, shipped and (where kept) as before."""
+    from unittest import mock
+
+    from models.generators.families import FAMILIES
+    from solver.sim.fairshare import fair_completion_times
+    from solver.sim.policies.dag import HEURISTICS as POLICIES
+    from solver.sim.runs import run_policy
+    from solver.sim.workload import Workload
+    from tests.dag_reference import ReferenceCarbyne, ReferenceDrfStrict
+
+    def before(name: str, jobs: Workload, extra: dict[str, Any]) -> Any:
+        return {"carbyne": ReferenceCarbyne, "drf-strict": ReferenceDrfStrict}[name](jobs)
+
+    instance = FAMILIES["tpch"].instance(SPEED_MIX, 0, folder)
+    tasks = sum(stage.tasks for job in instance.jobs for stage in job.stages)
+    jobs = Workload.of_jobs(instance, "pooled")
+    rows: list[dict[str, Any]] = []
+    load = os.getloadavg()[0]
+    fair, now, cpu = _clock(lambda: fair_completion_times(instance, "pooled", jobs))
+    with mock.patch("solver.sim.fairshare.DrfStrict", ReferenceDrfStrict):
+        old_fair, then, before_cpu = _clock(lambda: fair_completion_times(instance, "pooled", jobs))
+    rows.append({"what": "T_k (fair_completion_times)", "seconds": now, "cpu_s": cpu, "before_s": then,
+                 "before_cpu_s": before_cpu,
+                 "same": bool(np.array_equal(fair.completion, old_fair.completion)
+                              and _same_schedule(fair.schedule, old_fair.schedule)), "load": load})
+    print(rows[-1], flush=True)
+    for name in POLICIES:
+        load = os.getloadavg()[0]
+        (schedule, _), seconds, cpu = _clock(lambda n=name: run_policy(instance, n, {}, jobs))
+        row: dict[str, Any] = {"what": name, "seconds": seconds, "cpu_s": cpu, "load": load}
+        if name in ("carbyne", "drf-strict"):
+            with mock.patch("solver.sim.runs.make_policy", before):
+                (old, _), *times = _clock(lambda n=name: run_policy(instance, n, {}, jobs))
+            row["before_s"], row["before_cpu_s"] = times
+            row["same"] = _same_schedule(schedule, old)
+        rows.append(row)
+        print(row, flush=True)
+    for row in rows:
+        row["us_per_task"] = 1e6 * row["cpu_s"] / tasks
+    return {"tasks": tasks, "jobs": len(instance.jobs), "mix": SPEED_MIX, "rows": rows}
+
+
+def _speed_table(speed: dict[str, Any]) -> list[str]:
+    lines = [f"# DAG heuristics' speed on a TPC-H mix ({speed['jobs']} queries, {speed['tasks']:,} tasks, "
+             f"{speed['mix']['executors']} executors, seed 0)", "", load_line(), "",
+             f"Targets (issue 16): T_k <= {TARGET_FAIR_S:g} s, carbyne <= {TARGET_CARBYNE_US:g} us per task. "
+             "`before` is the code before picks became incremental (`tests/dag_reference.py`), timed in the same "
+             "run; `same`: identical schedules, task by task. Load: the 1-minute load average when the row started.",
+             "Seconds are wall / CPU; us per task and the speed-up are from CPU seconds.",
+             "", "| what | seconds | us per task | before s | speed-up | same | load |",
+             "|---|---:|---:|---:|---:|---|---:|"]  # fmt: skip
+    for r in speed["rows"]:
+        old = r.get("before_s")
+        before = ("| | |" if old is None else f"| {old:.2f} / {r['before_cpu_s']:.2f} "
+                  f"| {r['before_cpu_s'] / r['cpu_s']:.1f}x | {'yes' if r['same'] else 'NO'}")
+        lines.append(f"| {r['what']} | {r['seconds']:.2f} / {r['cpu_s']:.2f} | {r['us_per_task']:.0f} {before} "
+                     f"| {r['load']:.1f} |")
+    return lines
+
+
 def main() -> None:
     arguments = parser(__doc__.splitlines()[0])
     arguments.add_argument("--seeds", default="1,2,3,4")
@@ -172,7 +261,16 @@ def main() -> None:
     arguments.add_argument("--stages", default="2,4", help="stages per job, inclusive range")
     arguments.add_argument("--exact-limit", type=float, default=20.0, help="seconds per exact solve")
     arguments.add_argument("--tpch-limit", type=float, default=30.0, help="seconds for spacetime-cp on TPC-H")
+    arguments.add_argument("--speed-only", action="store_true", help="run part 3 (speed) alone")
     args = arguments.parse_args()
+    folder = data_dir_or_none(args.data_dir)
+    if folder is not None and (folder / "tpch" / "tpch_dag_summary.json").is_file():
+        speed = _speed(folder)
+        save("dag_speed", speed, "\n".join(_speed_table(speed)), args.out)
+    else:
+        print(f"no TPC-H data under {args.data_dir}; skipping part 3", flush=True)
+    if args.speed_only:
+        return
     low, high = (int(v) for v in args.stages.split(","))
     generated: list[dict[str, Any]] = []
     for seed in [int(s) for s in args.seeds.split(",") if s]:
@@ -180,7 +278,6 @@ def main() -> None:
         label = f"barrier {args.jobs}j seed {seed}"
         generated += _mix(instance, label, {m: args.exact_limit for m in EXACT})
     tpch: list[dict[str, Any]] = []
-    folder = data_dir_or_none(args.data_dir)
     if folder is not None and (folder / "tpch" / "tpch_dag_summary.json").is_file():
         for position, queries in enumerate(TPCH_MIXES):
             instance = tpch_jobs(folder, list(queries), seed=position)

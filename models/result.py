@@ -36,7 +36,13 @@ class Allocation:
     integral: bool = False
 
     def __post_init__(self) -> None:
-        array = np.array(self.tasks, dtype=np.float64)
+        tasks = self.tasks
+        # Already read-only and owning its data (as `solver.drfh.greedy.dense_counts` makes it): kept, not
+        # copied -- a whole-task table on the Google cluster has 10**7 cells.
+        if isinstance(tasks, np.ndarray) and tasks.dtype == np.float64 and tasks.base is None \
+                and not tasks.flags.writeable:  # fmt: skip
+            return
+        array = np.array(tasks, dtype=np.float64)
         array.setflags(write=False)
         object.__setattr__(self, "tasks", array)
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from models.metrics import min_weighted_share
 from models.result import Allocation
 from models.types import Instance, InstanceError, ServerClass, Tenant
-from solver.drfh.greedy import MAX_CELLS, TIE, TOL, grant_segments, resolve_fuzzy
+from solver.drfh.greedy import MAX_CELLS, TIE, TOL, dense_counts, grant_segments, resolve_fuzzy
 from solver.drfh.heuristics import best_fit, best_fit_terms, first_fit, per_server_drf, slots
 
 Heuristic = Callable[[Instance], Allocation]
@@ -560,3 +560,16 @@ def test_no_tenants() -> None:
     instance = Instance(("cpu",), (ServerClass("s", np.array([1.0]), 3),), ())
     for heuristic in HEURISTICS.values():
         assert heuristic(instance).tasks.shape == (0, 3)
+
+
+def test_allocation_keeps_the_heuristics_frozen_table_and_copies_anything_else() -> None:
+    table = dense_counts(2, 3, np.array([0, 1, 1]), np.array([2, 0, 0]))
+    assert table.tolist() == [[0.0, 0.0, 1.0], [2.0, 0.0, 0.0]]
+    assert not table.flags.writeable and table.base is None
+    assert Allocation(table, "machine").tasks is table  # 10**7 cells on the Google table: no copy
+    writable = np.zeros((2, 3))
+    allocation = Allocation(writable, "machine")
+    writable[0, 0] = 5.0  # the caller's array may change: the allocation holds its own copy
+    assert allocation.tasks[0, 0] == 0.0 and not allocation.tasks.flags.writeable
+    view = table[:1]  # read-only, but a view of another array's data: copied
+    assert Allocation(view, "machine").tasks.base is None

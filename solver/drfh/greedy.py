@@ -335,9 +335,15 @@ class Placements:
 def dense_counts(
     tenants: int, machines: int, rows: IntArray, columns: IntArray, weights: FloatArray | None = None
 ) -> FloatArray:
-    """A (tenants, machines) float array adding ``weights`` (default 1) at every (row, column) pair."""
+    """A (tenants, machines) float array adding ``weights`` (default 1) at every (row, column) pair.
+
+    The array owns its data and is read-only, so ``Allocation`` takes it without a copy (with 1,000 tenants on
+    the Google table it is 12.6 million cells: the copy was a sixth of First-Fit's time).
+    """
     flat = np.asarray(rows, dtype=np.int64) * machines + np.asarray(columns, dtype=np.int64)
     if weights is None:
         weights = np.ones(flat.size)
-    counts = np.bincount(flat, weights=weights, minlength=tenants * machines)
-    return np.asarray(counts, dtype=np.float64).reshape(tenants, machines)
+    counts = np.bincount(flat, weights=weights, minlength=tenants * machines).astype(np.float64, copy=False)
+    counts.shape = (tenants, machines)  # in place: a reshaped view would not own its data
+    counts.setflags(write=False)
+    return counts

@@ -35,6 +35,7 @@ def pack(  # noqa: C901  (one tight loop kept whole: it runs hundreds of thousan
     capacity: FloatArray,
     priority: FloatArray,
     running: Sequence[tuple[int, float, int]] = (),
+    record: bool = True,
 ) -> Packed:
     """List-schedule a DAG of stages on ``capacity`` from time 0 (no releases), highest ``priority`` first.
 
@@ -51,11 +52,21 @@ def pack(  # noqa: C901  (one tight loop kept whole: it runs hundreds of thousan
     running
         Tasks already running at time 0 as ``(stage, remaining time, tasks)``: they hold capacity until
         then, and their stage completes only when they end.
+    record
+        Keep every launch (``Packed.launches``); without it only the makespan is computed (launches empty).
 
     Returns
     -------
     Packed
         ``makespan = inf`` if some task can never fit ``capacity``.
+
+    Notes
+    -----
+    Most of a pack is one stage launching wave after wave on its own: its one batch of running tasks ends,
+    and the same stage launches again into the room they leave. That stretch runs in a loop of its own
+    (``_waves``), doing the very float operations of the general loop in the same order, without the heap,
+    the walk over the runnable stages or the list comprehensions; the makespan and launches are the same to
+    the last bit.
     """
     # Plain Python numbers: a job has a handful of resources and the loop below runs hundreds of
     # thousands of fit tests per Carbyne simulation; numpy's per-call overhead on 2-element arrays made
@@ -102,8 +113,10 @@ def pack(  # noqa: C901  (one tight loop kept whole: it runs hundreds of thousan
     t = 0.0
     makespan = 0.0
     tol = [EPS * max(1.0, float(c)) for c in capacity]
+    waved = False  # the last step was a run of waves, which ends as a launch pass does
     while True:
-        progressed = True
+        progressed = not waved
+        waved = False
         while progressed:  # launch in priority order until nothing fits (zero-duration stages cascade)
             progressed = False
             last = -1
@@ -115,14 +128,14 @@ def pack(  # noqa: C901  (one tight loop kept whole: it runs hundreds of thousan
                 g = order[last]
                 n = unlaunched[g]
                 if positive[g]:  # as fit_count(free + tol, demand[g])
-                    most = min((free[r] + tol[r]) / d for r, d in positive[g])
-                    n = min(n, max(0, math.floor(most + EPS)))
+                    n = min(n, _fitting(positive[g], free, tol))
                 if n <= 0:
                     continue
                 unlaunched[g] -= n
                 if unlaunched[g] == 0:
                     del ready[i]
-                launches[g].append((t, n))
+                if record:
+                    launches[g].append((t, n))
                 end = t + dur[g]
                 makespan = max(makespan, end)
                 if dur[g] > 0:
@@ -134,6 +147,19 @@ def pack(  # noqa: C901  (one tight loop kept whole: it runs hundreds of thousan
                     progressed = True
         if not heap:
             break
+        if len(heap) == 1 and len(ready) == 1 and order[ready[0]] == heap[0][1] and dur[heap[0][1]] > 0:
+            # One stage alone, all its running tasks in one batch: the waves of `_waves`.
+            end, g, n = heap.pop()
+            t, n, left, free, makespan = _waves(end, n, unlaunched[g], free, need[g], positive[g], tol, dur[g],
+                                                launches[g] if record else None, makespan)  # fmt: skip
+            active[g] = n
+            if n:
+                heap.append((t + dur[g], g, n))
+            if left == 0:
+                ready.clear()
+            unlaunched[g] = left
+            waved = True
+            continue
         t = heap[0][0]
         while heap and settled(heap[0][0]) <= t:  # the simulator's time rule (models.tolerance)
             _, g, n = heapq.heappop(heap)
@@ -145,3 +171,63 @@ def pack(  # noqa: C901  (one tight loop kept whole: it runs hundreds of thousan
     if any(left > 0 for left in unlaunched):
         return Packed(math.inf, tuple(tuple(x) for x in launches))
     return Packed(makespan, tuple(tuple(x) for x in launches))
+
+
+def _waves(end: float, n: int, left: int, free: list[float], need: list[float], fit: list[tuple[int, float]],
+           tol: list[float], duration: float, launches: list[tuple[float, int]] | None,
+           makespan: float) -> tuple[float, int, int, list[float], float]:  # fmt: skip
+    """One stage alone in :func:`pack`, its ``n`` running tasks ending together at ``end``: wave after wave.
+
+    Each wave is a step of the general loop with one heap entry and one runnable stage: the batch ends
+    (its room freed, the makespan raised to the time), then the stage launches as many tasks as fit (at most
+    ``left``), as one batch ending ``duration`` later. The same float operations in the same order; it stops
+    after the wave that launches the stage's last tasks, or when nothing fits (``n`` then 0: nothing runs).
+
+    Once a wave leaves the free room and the batch size exactly as the wave before left them, every further
+    wave that launches as many does the same float operations on the same values, so those waves only
+    advance the clock (``t = end``, ``end = t + duration``, the same additions in the same order) until
+    fewer tasks are left than a wave launches.
+
+    Returns ``(time of the last wave, tasks it launched, tasks left, free room, makespan)``.
+    """
+    previous: tuple[list[float], int] | None = None
+    while True:
+        t = end
+        free = [f + n * d for f, d in zip(free, need, strict=True)]
+        makespan = max(makespan, t)
+        n = min(left, _fitting(fit, free, tol)) if fit else left
+        if n <= 0:
+            return t, 0, left, free, makespan
+        left -= n
+        if launches is not None:
+            launches.append((t, n))
+        end = t + duration
+        makespan = max(makespan, end)
+        free = [f - n * d for f, d in zip(free, need, strict=True)]
+        if left == 0:
+            return t, n, left, free, makespan
+        if previous is not None and previous[1] == n and previous[0] == free:
+            # A fixed point: n < the tasks left before this wave, so n is what fits, and it fits again.
+            while left >= n:
+                t = end
+                makespan = max(makespan, t)
+                left -= n
+                if launches is not None:
+                    launches.append((t, n))
+                end = t + duration
+                makespan = max(makespan, end)
+                if left == 0:
+                    return t, n, left, free, makespan
+        previous = (free, n)
+
+
+def _fitting(fit: list[tuple[int, float]], free: list[float], tol: list[float]) -> int:
+    """How many tasks fit ``free`` (plus ``tol``), ``fit`` the resources they need as ``(r, demand)``: at least 0."""
+    if len(fit) == 1:  # most stages need one or two resources: no list to build
+        r, d = fit[0]
+        return max(0, math.floor((free[r] + tol[r]) / d + EPS))
+    if len(fit) == 2:
+        (r, d), (s, e) = fit
+        first, second = (free[r] + tol[r]) / d, (free[s] + tol[s]) / e
+        return max(0, math.floor((first if first <= second else second) + EPS))  # min() of the two
+    return max(0, math.floor(min([(free[r] + tol[r]) / d for r, d in fit]) + EPS))

@@ -43,7 +43,11 @@ that fits no machine's free room waits.
 
 from __future__ import annotations
 
+import bisect
+import heapq
+import itertools
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -51,7 +55,7 @@ import numpy as np
 from models.tolerance import settled
 from models.types import FloatArray, IntArray
 from solver.sim.engine import BasePolicy, Simulation
-from solver.sim.pack import EPS, Packed, pack
+from solver.sim.pack import EPS, pack
 from solver.sim.shares import drf_shares
 from solver.sim.workload import Workload
 
@@ -121,7 +125,121 @@ class Sjf(CandidatePolicy):
         return int(candidates[best]), int(jobs.count.max())
 
 
-class Carbyne(CandidatePolicy):
+class _Pending:
+    """The groups one event may launch, ranked by their job's weighted dominant share, updated pick by pick.
+
+    Built at every event from the simulation's state (numpy over the runnable groups and the jobs). Within an
+    event nothing of a job changes but by its own launches, and only in one direction: its usage (hence its
+    dominant share) grows, its groups' unlaunched tasks shrink, and so does the cluster's free room. So the
+    groups sit in a heap keyed ``(dominant share of the job, secondary[g], g)``: after a launch only the launched
+    job's entries are pushed again, with its new share (older entries of the job are recognised as stale by
+    their share), and a group that fails a test that can only fail from then on (it fits nowhere, its job is
+    over its share, ...) is dropped for the rest of the event. A pick costs a few heap operations instead of
+    numpy over every pending group.
+    """
+
+    def __init__(self, sim: Simulation, secondary: FloatArray | IntArray, secondary_list: list[Any],
+                 job_of: list[int]) -> None:  # fmt: skip
+        jobs = sim.jobs
+        groups = np.flatnonzero(sim.runnable())
+        dominant = _dominant(sim)
+        owner = jobs.stage_job[groups]
+        order = np.lexsort((groups, secondary[groups], dominant[owner]))
+        self.dominant: list[float] = dominant.tolist()
+        self.secondary = secondary_list
+        self.heap: list[tuple[float, Any, int]] = list(zip(dominant[owner[order]].tolist(),
+                                                           secondary[groups[order]].tolist(),
+                                                           groups[order].tolist(), strict=True))  # sorted: a heap
+        self.groups = groups
+        # A job's groups are numbered contiguously: cut the sorted groups where the job changes.
+        edges = [0, *(np.flatnonzero(np.diff(owner)) + 1).tolist(), groups.size]
+        listed = groups.tolist()
+        self.by_job: dict[int, list[int]] = {job_of[listed[a]]: listed[a:b]
+                                             for a, b in itertools.pairwise(edges) if b > a}  # fmt: skip
+        self.owner = job_of
+        self.dropped: set[int] = set()
+
+    def relaunched(self, sim: Simulation, k: int, dominant: float) -> None:
+        """Job ``k`` launched a task and its dominant share is now ``dominant``: re-rank its live groups."""
+        if dominant == self.dominant[k]:
+            return
+        self.dominant[k] = dominant
+        unlaunched, dropped, secondary = sim.unlaunched, self.dropped, self.secondary
+        for g in self.by_job[k]:
+            if g not in dropped and unlaunched[g] > 0:
+                heapq.heappush(self.heap, (dominant, secondary[g], g))
+
+    def first(self, eligible: Callable[[int], bool]) -> int:
+        """The best-ranked group for which ``eligible`` holds (-1 if none); those failing it are dropped."""
+        heap, dropped, dominant, owner = self.heap, self.dropped, self.dominant, self.owner
+        while heap:
+            share, _, g = heap[0]
+            if g in dropped or share != dominant[owner[g]]:
+                heapq.heappop(heap)  # dropped, or ranked by a share its job no longer has
+            elif eligible(g):
+                return g
+            else:
+                heapq.heappop(heap)
+                dropped.add(g)
+        return -1
+
+
+def _job_dominant(usage: list[float], capacity: list[float], weight: float) -> float:
+    """One job's entry of :func:`_dominant` (the same float operations, on plain floats)."""
+    return max([u / c if c > 0 else 0.0 for u, c in zip(usage, capacity, strict=True)]) / weight
+
+
+def _room(sim: Simulation) -> list[float] | None:
+    """The free room (plus the fit slack) of a cluster of one machine (pooled, or one server), else None."""
+    room = sim.cluster.room
+    return room[0].tolist() if room.shape[0] == 1 else None
+
+
+def _fits_now(sim: Simulation, room: list[float] | None, demand: list[float], g: int) -> bool:
+    """Whether one task of group ``g`` fits some machine now (``room``: :func:`_room`), as ``sim.fits`` says."""
+    if sim.jobs.has_options:  # only the machines its placement options may use
+        return bool(sim.fits(np.array([g]))[0])
+    if room is None:
+        return bool(sim.cluster.fits(sim.jobs.demand[g]).any())
+    return all(d <= r for d, r in zip(demand, room, strict=True) if d > 0)
+
+
+def _usage_if_fits(sim: Simulation, room: list[float] | None, demand: list[float], g: int, k: int,
+                   usage_of: dict[int, list[float]]) -> list[float] | None:  # fmt: skip
+    """Job ``k``'s usage if group ``g`` (of job ``k``) has a task left that fits now, else None.
+
+    ``usage_of`` caches the usage per job for one pick (nothing launches while a pick looks for its group).
+    """
+    if sim.unlaunched[g] <= 0 or not _fits_now(sim, room, demand, g):
+        return None
+    usage = usage_of.get(k)
+    if usage is None:
+        usage = usage_of[k] = sim.usage[k].tolist()
+    return usage
+
+
+def _latest_ends(launches: tuple[tuple[float, int], ...], duration: float) -> tuple[list[float], list[int]]:
+    """A reverse pack's launches of one stage: ``ends`` (start + duration of each launch) and ``after``.
+
+    Starts come in time order, so ``ends`` is sorted too, and the tasks of the launches whose end is at least
+    ``x`` number ``after[bisect_left(ends, x)]`` (``after`` counts from each position on, and ends with 0).
+    """
+    ends = [start + duration for start, _ in launches]
+    after = [0] * (len(launches) + 1)
+    for position in range(len(launches) - 1, -1, -1):
+        after[position] = after[position + 1] + launches[position][1]
+    return ends, after
+
+
+class Carbyne(BasePolicy):
+    """Carbyne; see the module docstring.
+
+    Picks are incremental (:class:`_Pending` for the guaranteed phase, a heap of jobs by remaining work for the
+    leftovers), and a job is planned only when one of its tasks is first looked at in the guaranteed phase: a
+    plan depends on nothing but the job's own state, which no launch of another job changes, and only the
+    urgency of a task that fits within its job's share is ever read. ``plans`` counts the plans made.
+    """
+
     name = "carbyne"
 
     def __init__(self, jobs: Workload, altruism: float = 1.0, reverse_order: bool = False, seed: int = 0) -> None:
@@ -134,6 +252,7 @@ class Carbyne(CandidatePolicy):
         self.work = jobs.work()
         self.stage_work = jobs.duration * self.normalised.sum(axis=1)  # per task
         self.cap = np.zeros((jobs.num_jobs, jobs.capacity.size))
+        self.caps = self.cap.tolist()
         self.urgent = np.zeros(jobs.num_stages, dtype=np.int64)
         self.altruistic = np.ones(jobs.num_jobs, dtype=bool)
         # Longest path from the job's start to the stage's end: the reverse pack's priority.
@@ -145,21 +264,41 @@ class Carbyne(CandidatePolicy):
         # Reverse packs depend only on the job, its share and its unlaunched task counts -- not on time or
         # running tasks -- and most events leave all three unchanged for most jobs (another job's tasks
         # ended), so they are memoised per simulation.
-        self.reverse: dict[tuple[int, bytes, bytes], Packed] = {}
+        self.reverse: dict[tuple[int, bytes, bytes], list[tuple[list[float], list[int]]]] = {}
         self.reverse_hits = 0
+        # Plain-float copies for the per-pick tests (the same float operations as numpy's, element by element).
+        self.negative_tail = -jobs.tail
+        self.negative_tails = self.negative_tail.tolist()
+        self.demands = jobs.demand.tolist()
+        self.capacity = jobs.capacity.tolist()
+        self.weights = jobs.weight.tolist()
+        self.tolerance = (EPS * np.maximum(1.0, jobs.capacity)).tolist()
+        self.stage_works = self.stage_work.tolist()
+        self.job_of = jobs.stage_job.tolist()
+        self.stages = [stages.tolist() for stages in jobs.job_stages]
 
     def on_event(self, sim: Simulation) -> None:
         jobs = sim.jobs
-        active = np.zeros(jobs.num_jobs, dtype=bool)
-        active[sim.active] = True
         if sim.active_changed:
+            active = np.zeros(jobs.num_jobs, dtype=bool)
+            active[sim.active] = True
             self.cap = drf_shares(self.work, jobs.weight, active) * jobs.capacity[None, :]
+            self.caps = self.cap.tolist()
         self.urgent[:] = 0
-        for k in sim.active.tolist():
-            self._plan(sim, k)
+        self.planned: set[int] = set()
         self.altruistic = self.rng.random(jobs.num_jobs) < self.altruism
+        self.altruists = self.altruistic.tolist()
+        self.pending = _Pending(sim, self.negative_tail, self.negative_tails, self.job_of)
+        # SRTF over the remaining work of every job, summed stage by stage as numpy's add.at does.
+        remaining = np.zeros(jobs.num_jobs)
+        np.add.at(remaining, jobs.stage_job, sim.unlaunched * self.stage_work)
+        self.remaining = remaining.tolist()
+        self.by_work = sorted((self.remaining[k], k) for k in self.pending.by_job)
+        self.exhausted: set[int] = set()  # jobs none of whose groups fits any more during this event
+        self.last = -1
 
     def _plan(self, sim: Simulation, k: int) -> None:
+        self.planned.add(k)
         jobs = sim.jobs
         stages = jobs.job_stages[k]
         first = int(stages[0])
@@ -174,83 +313,166 @@ class Carbyne(CandidatePolicy):
         runnable = (left > 0) & (sim.missing[stages] == 0)
         if not np.any(np.all(sim.usage[k][None, :] + dem[runnable] <= cap[None, :] + tol[None, :], axis=1)):
             # No runnable task fits within its share now, and none will during this event (its usage only
-            # grows until the next event): `pick` never offers it a guaranteed slot, so urgency is moot.
+            # grows until the next event): the guaranteed phase never offers it a slot, so urgency is moot.
             return
         self.plans += 1
         parents = [tuple(p - first for p in jobs.parents[g]) for g in stages]
         running = [(g - first, end - sim.t, n) for g in stages.tolist() for end, n in sim.running_ends[g]]
-        forward = pack(dur, dem, left, parents, cap, jobs.tail[stages], running).makespan
+        forward = pack(dur, dem, left, parents, cap, jobs.tail[stages], running, record=False).makespan
         if not math.isfinite(forward):
             return
         key = (k, cap.tobytes(), left.tobytes())
         backward = self.reverse.get(key)
         if backward is None:
             reversed_parents = [tuple(c - first for c in jobs.children[g]) for g in stages]
-            backward = self.reverse[key] = pack(dur, dem, left, reversed_parents, cap, self.reach[stages])
+            packed = pack(dur, dem, left, reversed_parents, cap, self.reach[stages])
+            backward = self.reverse[key] = [_latest_ends(launches, float(d))
+                                            for launches, d in zip(packed.launches, dur, strict=True)]  # fmt: skip
         else:
             self.reverse_hits += 1
-        for local, launches in enumerate(backward.launches):
-            must = sum(n for start, n in launches if start + dur[local] >= settled(forward))
-            self.urgent[first + local] = must
+        due = settled(forward)
+        for local, (ends, after) in enumerate(backward):
+            self.urgent[first + local] = after[bisect.bisect_left(ends, due)]
 
-    def pick(self, sim: Simulation, candidates: IntArray) -> tuple[int, int] | None:
-        jobs = sim.jobs
-        k = jobs.stage_job[candidates]
-        tol = EPS * np.maximum(1.0, jobs.capacity)
-        within = np.all(sim.usage[k] + jobs.demand[candidates] <= self.cap[k] + tol[None, :], axis=1)
-        wanted = (self.urgent[candidates] > 0) | ~self.altruistic[k]
-        guaranteed = np.flatnonzero(within & wanted)
-        if guaranteed.size:
-            dominant = _dominant(sim)[k[guaranteed]]
-            chosen = candidates[guaranteed]
-            best = int(chosen[np.lexsort((chosen, -jobs.tail[chosen], dominant))[0]])
-            if self.urgent[best] > 0:
-                self.urgent[best] -= 1
-            return best, 1
-        remaining = np.zeros(jobs.num_jobs)
-        np.add.at(remaining, jobs.stage_job, sim.unlaunched * self.stage_work)
-        srtf = remaining[k]
+    def _refresh(self, sim: Simulation, k: int) -> None:
+        """Job ``k`` launched a task: its dominant share and its remaining work changed."""
+        self.pending.relaunched(sim, k, _job_dominant(sim.usage[k].tolist(), self.capacity, self.weights[k]))
+        unlaunched, works = sim.unlaunched, self.stage_works
+        remaining = 0.0
+        for g in self.stages[k]:
+            remaining += float(unlaunched[g]) * works[g]
+        if remaining != self.remaining[k]:
+            self.remaining[k] = remaining
+            heapq.heappush(self.by_work, (remaining, k))
+
+    def next(self, sim: Simulation) -> tuple[int, int] | None:
+        if self.last >= 0:
+            self._refresh(sim, self.last)
+        room = _room(sim)
+        demands, job_of = self.demands, self.job_of
+        usage_of: dict[int, list[float]] = {}
+
+        def guaranteed(g: int) -> bool:
+            """Runnable, fits now, within its job's share, and urgent (or its job is not altruistic now)."""
+            k = job_of[g]
+            usage = _usage_if_fits(sim, room, demands[g], g, k, usage_of)
+            if usage is None:
+                return False
+            cap, tol = self.caps[k], self.tolerance
+            if not all(u + d <= c + t for u, d, c, t in zip(usage, demands[g], cap, tol, strict=True)):
+                return False
+            if not self.altruists[k]:
+                return True
+            if k not in self.planned:
+                self._plan(sim, k)
+            return bool(self.urgent[g] > 0)
+
+        g = self.pending.first(guaranteed)
+        if g >= 0:
+            if self.urgent[g] > 0:
+                self.urgent[g] -= 1
+        else:
+            g = self._leftover(sim, room) if not self.reverse_order else self._leftover_aligned_first(sim)
+            if g < 0:
+                return None
+        self.last = job_of[g]
+        return g, 1
+
+    def _leftover(self, sim: Simulation, room: list[float] | None) -> int:
+        """Leftovers: the job with the least remaining work (then the lower index) that has a task fitting now,
+        and its best-aligned such group (then the lower index)."""
+        heap, exhausted, remaining = self.by_work, self.exhausted, self.remaining
+        unlaunched, demands = sim.unlaunched, self.demands
+        while heap:
+            work, k = heap[0]
+            if k in exhausted or work != remaining[k]:
+                heapq.heappop(heap)
+                continue
+            fitting = [g for g in self.pending.by_job[k] if unlaunched[g] > 0 and _fits_now(sim, room, demands[g], g)]
+            if not fitting:
+                heapq.heappop(heap)
+                exhausted.add(k)  # nothing of it fits for the rest of the event
+                continue
+            if len(fitting) == 1:
+                return fitting[0]
+            # Scores rounded to 12 digits, as the whole-candidate ranking rounded them: a row of a matrix
+            # product may differ in its last bit with the rows around it, never by 1e-12.
+            chosen = np.asarray(fitting)
+            score = np.round(_alignment(sim, chosen, self.normalised), 12)
+            return int(chosen[np.lexsort((chosen, -score))[0]])
+        return -1
+
+    def _leftover_aligned_first(self, sim: Simulation) -> int:
+        """``reverse_order``: the best-aligned fitting group of any job first, less remaining work breaking ties."""
+        groups = self.pending.groups
+        groups = groups[sim.unlaunched[groups] > 0]
+        candidates = groups[sim.fits(groups)]
+        if candidates.size == 0:
+            return -1
+        srtf = np.asarray(self.remaining)[sim.jobs.stage_job[candidates]]
         score = np.round(_alignment(sim, candidates, self.normalised), 12)
-        keys = (candidates, srtf, -score) if self.reverse_order else (candidates, -score, k, srtf)
-        best = int(candidates[np.lexsort(keys)[0]])
-        return best, 1
+        return int(candidates[np.lexsort((candidates, srtf, -score))[0]])
 
 
-class DrfStrict(CandidatePolicy):
-    """Every job held to its DRF share; see the module docstring."""
+class DrfStrict(BasePolicy):
+    """Every job held to its DRF share; see the module docstring. Picks are incremental (:class:`_Pending`)."""
 
     name = "drf-strict"
 
     def __init__(self, jobs: Workload) -> None:
         self.work = jobs.work()
         self.share = np.zeros(jobs.num_jobs)  # the dominant share each job is entitled to: max_r A_k[r]
+        self.shares = self.share.tolist()
         self.inverse = np.divide(1.0, jobs.capacity, out=np.zeros_like(jobs.capacity), where=jobs.capacity > 0)
+        self.inverses = self.inverse.tolist()
+        self.units = np.maximum(self.inverse, 1e-300).tolist()
+        self.depth = jobs.depth.tolist()
+        self.demands = jobs.demand.tolist()
+        self.capacity = jobs.capacity.tolist()
+        self.weights = jobs.weight.tolist()
+        self.job_of = jobs.stage_job.tolist()
 
     def on_event(self, sim: Simulation) -> None:
         if sim.active_changed:
             active = np.zeros(sim.jobs.num_jobs, dtype=bool)
             active[sim.active] = True
             self.share = drf_shares(self.work, sim.jobs.weight, active).max(axis=1)
+            self.shares = self.share.tolist()
+        self.pending = _Pending(sim, sim.jobs.depth, self.depth, self.job_of)
+        self.last = -1
 
-    def pick(self, sim: Simulation, candidates: IntArray) -> tuple[int, int] | None:
-        jobs = sim.jobs
-        k = jobs.stage_job[candidates]
-        idle = ~np.any(sim.usage[k] > 0, axis=1)
-        after = ((sim.usage[k] + jobs.demand[candidates]) * self.inverse).max(axis=1)
-        allowed = idle | (after <= self.share[k] * (1 + EPS) + EPS)
-        if not allowed.any():
+    def next(self, sim: Simulation) -> tuple[int, int] | None:
+        if self.last >= 0:
+            k = self.last
+            self.pending.relaunched(sim, k, _job_dominant(sim.usage[k].tolist(), self.capacity, self.weights[k]))
+        room = _room(sim)
+        demands, job_of, inverses = self.demands, self.job_of, self.inverses
+        usage_of: dict[int, list[float]] = {}
+
+        def allowed(g: int) -> bool:
+            """Runnable, fits now, and its job is idle or stays within its share with the task."""
+            k = job_of[g]
+            usage = _usage_if_fits(sim, room, demands[g], g, k, usage_of)
+            if usage is None:
+                return False
+            if not any(u > 0 for u in usage):
+                return True  # idle: one task even beyond the share
+            after = max([(u + d) * v for u, d, v in zip(usage, demands[g], inverses, strict=True)])
+            return after <= self.shares[k] * (1 + EPS) + EPS
+
+        g = self.pending.first(allowed)
+        if g < 0:
             return None
-        chosen = candidates[allowed]
-        dominant = _dominant(sim)[jobs.stage_job[chosen]]
-        g = int(chosen[np.lexsort((chosen, jobs.depth[chosen], dominant))[0]])
-        job = int(jobs.stage_job[g])
-        room = self.share[job] / np.maximum(self.inverse, 1e-300) - sim.usage[job]  # share left, in resource units
-        need = jobs.demand[g] > 0
-        within = math.floor(float(np.min(room[need] / jobs.demand[g][need])) + EPS) if need.any() else 1
+        k = self.last = job_of[g]
+        share, usage = self.shares[k], sim.usage[k].tolist()
+        demand = demands[g]
+        room_left = [share / unit - u for unit, u in zip(self.units, usage, strict=True)]  # share left, in units
+        need = [left / d for left, d in zip(room_left, demand, strict=True) if d > 0]
+        within = math.floor(min(need) + EPS) if need else 1
         return g, max(1, within)
 
 
-def make_policy(name: str, jobs: Workload, extra: dict[str, Any]) -> CandidatePolicy:
+def make_policy(name: str, jobs: Workload, extra: dict[str, Any]) -> BasePolicy:
     if name == "carbyne":
         return Carbyne(jobs, float(extra.get("altruism", 1.0)), bool(extra.get("reverse_order", False)),
                        int(extra.get("seed", 0)))  # fmt: skip
