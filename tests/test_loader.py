@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import yaml
 
+import models.io as io_module
 from models.io import (
     DEFAULT_LIMITS,
     Limits,
@@ -1220,3 +1221,23 @@ def test_domain_objects_compare_by_value() -> None:
     assert dataclasses.replace(tenant, demand=tenant.demand * 2) != tenant
     assert load_instance(path) == instance
     assert dataclasses.replace(instance, tenants=instance.tenants[:-1]) != instance
+
+
+def test_a_parser_that_stops_at_its_own_depth_limit_still_gets_the_field(monkeypatch: pytest.MonkeyPatch) -> None:
+    # PyYAML 6.0.4's libyaml refuses 1,000 nested flow collections while scanning ahead, before the loader's
+    # limit of 100 (with the field path) is reached; whatever the installed version, the loader must name the field.
+    real_parser = io_module._yaml_parser
+
+    class DepthLimitedParser:
+        def __init__(self, text: str) -> None:
+            self.events = real_parser(text, fast=False)
+
+        def get_event(self) -> object:
+            raise yaml.YAMLError("while increasing flow level exceeded maximum nesting depth")
+
+    monkeypatch.setattr(io_module, "_yaml_parser", lambda text, fast=True: (
+        DepthLimitedParser(text) if fast else real_parser(text, fast=False)))
+    with pytest.raises(InstanceError) as caught:
+        parse_instance(doc(extra="time: " + "[" * 5000 + "]" * 5000 + "\n"), "x.yaml")
+    assert (caught.value.field, caught.value.reason.startswith("nesting deeper than the limit of 100")) == (
+        "time" + "[0]" * 99, True)
