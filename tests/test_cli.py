@@ -428,21 +428,28 @@ def test_console_script(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("args", "code"), [(["solve", str(FIG1), "--json"], 0), (["solve", "missing.yaml"], 2)])
 def test_the_program_ends_at_once_yet_delivers_everything(args: list[str], code: int) -> None:
-    # `run` ends the process without Python's teardown: the exit handlers must still run, after the command,
+    # `run` ends the process without Python's teardown: threads and exit handlers must still finish,
     # what they write must reach the pipe (stdout block-buffered, as for any reader), and the exit code must
     # be the command's.
     program = (
-        "import atexit, sys\n"
+        "import atexit, importlib, sys, threading, time\n"
+        "cli = importlib.import_module('solver.cli.main')  # the module (solver.cli.main is also the function)\n"
         "atexit.register(lambda: sys.stdout.write('|exit handler ran'))\n"
-        "from solver.cli import run\n"
-        "run(sys.argv[1:])\n"
+        "command = cli.main\n"
+        "def main(argv):  # the command, then a thread still at work when it returns\n"
+        "    code = command(argv)\n"
+        "    threading.Thread(target=lambda: (time.sleep(0.3), sys.stdout.write('|thread finished'))).start()\n"
+        "    return code\n"
+        "cli.main = main\n"
+        "cli.run(sys.argv[1:])\n"
     )
     buffered = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
     done = subprocess.run([sys.executable, "-c", program, *args], capture_output=True, text=True, timeout=60,
                           env=buffered)  # fmt: skip
     assert done.returncode == code, done.stderr
-    out, _, handler = done.stdout.rpartition("|")
-    assert handler == "exit handler ran"
+    # A thread that is not a daemon is waited for, then the exit handlers run, as at Python's own exit.
+    out, thread, handler = done.stdout.rsplit("|", 2)
+    assert (thread, handler) == ("thread finished", "exit handler ran")
     if code == 0:
         assert json.loads(out)["verified"] is True
     else:

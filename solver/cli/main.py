@@ -17,6 +17,7 @@ import atexit
 import contextlib
 import os
 import sys
+import threading
 import traceback
 from collections.abc import Sequence
 from typing import NoReturn
@@ -104,10 +105,14 @@ def run(argv: Sequence[str] | None = None) -> NoReturn:
 
     Once the answer is written, nothing is left to do but free memory, and Python's own exit frees every
     object and module one by one: 0.1-0.2 s with numpy, scipy and HiGHS loaded, more after a large
-    instance, on every command. So the exit handlers run (files and child processes are closed there),
-    the standard streams are flushed, and the operating system reclaims the rest when the process ends.
+    instance, on every command. So what that exit does first is done here (threads that are not daemons
+    are waited for, the exit handlers run: files and child processes are closed there), the standard
+    streams are flushed, and the operating system reclaims the rest when the process ends.
     """
     code = main(argv)
+    for thread in threading.enumerate():  # as Python's exit does: wait for the threads that are not daemons
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # the reader went away or the stream was closed
