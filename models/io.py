@@ -726,14 +726,11 @@ def _read_hierarchy(value: Any, resources: tuple[str, ...], limits: Limits) -> t
     weights = _weights([spec for spec, _, _ in flat], lambda k: flat[k][2], limits)
     leaf_paths = [flat[position][2] for position in leaves]
     tenants = _read_tenants([flat[position][0] for position in leaves], leaf_paths.__getitem__, resources, limits)
-    tenant_of = {position: k for k, position in enumerate(leaves)}
-    nodes = []
-    for position, (_, parent, path) in enumerate(flat):
-        try:
-            nodes.append(HierarchyNode(names[position], parent, float(weights[position]), tenant_of.get(position, -1)))
-        except InstanceError as error:
-            raise error.located(error.source, path) from None
-    return Hierarchy(tuple(nodes)), tenants, leaf_paths
+    tenant_of = [-1] * len(flat)
+    for k, position in enumerate(leaves):
+        tenant_of[position] = k
+    nodes = HierarchyNode.many(names, [parent for _, parent, _ in flat], weights, tenant_of, lambda k: flat[k][2])
+    return Hierarchy(nodes), tenants, leaf_paths
 
 
 # --------------------------------------------------------------------------------------------- jobs

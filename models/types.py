@@ -114,8 +114,7 @@ def _first_bad(good: npt.NDArray[np.bool_]) -> int | None:
 def _new(cls: type, **values: object) -> object:
     """An instance of a frozen dataclass with ``values`` set, skipping ``__post_init__`` (validated in bulk)."""
     instance: object = object.__new__(cls)
-    for key, value in values.items():
-        object.__setattr__(instance, key, value)
+    vars(instance).update(values)  # these dataclasses have no slots; one update, not a frozen setattr per field
     return instance
 
 
@@ -264,6 +263,32 @@ class HierarchyNode(_ValueEquality):
     def __post_init__(self) -> None:
         _check_name(self.name, "name")
         _check_positive(self.weight, "weight")
+
+    @classmethod
+    def many(
+        cls,
+        names: Sequence[str],
+        parents: Sequence[int],
+        weights: FloatArray,
+        tenants: Sequence[int],
+        where: Callable[[int], str] = _entry_field,
+    ) -> tuple[HierarchyNode, ...]:
+        """Nodes from parallel lists, validated by the rules of one-by-one construction (weights in bulk);
+        ``where(k)`` names node ``k`` in error messages (``[k]`` by default)."""
+        weights = np.asarray(weights, dtype=np.float64).reshape(-1)
+        if not len(names) == len(parents) == len(weights) == len(tenants):
+            raise InstanceError(f"{len(names)} names, {len(parents)} parents, {len(weights)} weights and "
+                                f"{len(tenants)} tenants", "hierarchy")  # fmt: skip
+        with np.errstate(invalid="ignore"):
+            weight = _first_bad(np.isfinite(weights) & (weights > 0))
+        if weight is not None:
+            _check_positive(float(weights[weight]), f"{where(weight)}.weight")
+        for position, name in enumerate(names):
+            _check_name(name, f"{where(position)}.name")
+        return tuple(
+            _new(cls, name=name, parent=parent, weight=weight, tenant=tenant)  # type: ignore[misc]
+            for name, parent, weight, tenant in zip(names, parents, weights.tolist(), tenants, strict=True)
+        )
 
 
 @dataclass(frozen=True, eq=False)

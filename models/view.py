@@ -10,6 +10,7 @@ result, naming the field at fault when a name does not resolve against the insta
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,7 @@ from models.result import (
     schedule_objectives,
     unit_names,
 )
-from models.types import Instance, InstanceError
+from models.types import FloatArray, Instance, InstanceError
 
 
 def result_json(instance: Instance, result: Result) -> dict[str, Any]:
@@ -72,6 +73,8 @@ def _plain(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, np.ndarray):
+        if value.dtype.kind in "biu" or (value.dtype.kind == "f" and bool(np.isfinite(value).all())):
+            return value.tolist()  # nothing to replace: one C call instead of one Python call per element
         return [_plain(v) for v in value.tolist()]
     if isinstance(value, float) and not math.isfinite(value):
         return None
@@ -79,31 +82,47 @@ def _plain(value: Any) -> Any:
 
 
 def allocation_json(instance: Instance, allocation: Allocation) -> dict[str, Any]:
-    """``tenants`` (tasks, dominant share, allocation, per-unit tasks) and cluster utilisation."""
-    names = allocation.unit_names(instance)
+    """``tenants`` (tasks, dominant share, allocation, per-unit tasks) and cluster utilisation.
+
+    Built from whole columns (``tolist`` once per array, one ``nonzero`` over the task matrix): a
+    10,000-tenant result renders in a few hundredths of a second instead of a numpy call per tenant.
+    """
+    resources = instance.resources
     shares = dominant_shares(instance, allocation)
     totals = allocation.tenant_tasks
-    tenants: dict[str, Any] = {}
-    for i, tenant in enumerate(instance.tenants):
-        amounts = totals[i] * instance.demand[i]
-        row = allocation.tasks[i]
-        tenants[tenant.name] = {
-            "tasks": _number(totals[i]),
-            "dominant_share": float(shares[i]),
-            "weighted_share": float(shares[i] / tenant.weight),
-            "allocation": {r: float(a) for r, a in zip(instance.resources, amounts, strict=True)},
-            "per_server": {names[u]: _number(row[u]) for u in np.flatnonzero(row > 0)},
+    amounts = (totals[:, None] * instance.demand).tolist()
+    weighted = (shares / instance.weights).tolist()
+    per_unit = _per_unit(allocation.tasks, allocation.unit_names(instance))
+    columns = zip(instance.tenants, _json_counts(totals), shares.tolist(), weighted, amounts, per_unit, strict=True)
+    tenants: dict[str, Any] = {
+        tenant.name: {
+            "tasks": tasks,
+            "dominant_share": share,
+            "weighted_share": weighted_share,
+            "allocation": dict(zip(resources, amount, strict=True)),
+            "per_server": per_server,
         }
+        for tenant, tasks, share, weighted_share, amount, per_server in columns
+    }
     used = utilisation(instance, allocation)
     data: dict[str, Any] = {
         "unit_kind": allocation.kind,
         "integral": allocation.integral,
         "tenants": tenants,
-        "utilisation": {r: float(u) for r, u in zip(instance.resources, used, strict=True)},
+        "utilisation": dict(zip(resources, used.tolist(), strict=True)),
     }
     if instance.hierarchy is not None:
         data["nodes"] = nodes_json(instance, allocation)
     return data
+
+
+def _per_unit(tasks: FloatArray, names: list[str]) -> list[dict[str, float | int]]:
+    """Per tenant (row), ``{unit name: tasks}`` over the units where it runs tasks, in unit order."""
+    rows, units = np.nonzero(tasks > 0)  # row-major: grouped by tenant, units ascending within a tenant
+    counts = _json_counts(tasks[rows, units])
+    labels = [names[u] for u in units.tolist()]
+    bounds = np.searchsorted(rows, np.arange(tasks.shape[0] + 1)).tolist()
+    return [dict(zip(labels[a:b], counts[a:b], strict=True)) for a, b in pairwise(bounds)]
 
 
 def nodes_json(instance: Instance, allocation: Allocation) -> dict[str, Any]:
@@ -111,25 +130,30 @@ def nodes_json(instance: Instance, allocation: Allocation) -> dict[str, Any]:
     tree = tree_of(instance)
     consumption, share = node_shares(instance, allocation, tree=tree)
     guarantee = tree.guarantees(demanding_nodes(instance, allocation.kind, allocation.integral, tree=tree))
-    amounts = consumption * instance.total_capacity
-    nodes: dict[str, Any] = {}
-    for index in tree.preorder():
-        parent = int(tree.parent[index])
-        nodes[tree.names[index]] = {
-            "parent": tree.names[parent] if parent >= 0 else None,
-            "depth": int(tree.depth[index]),
-            "leaf": bool(tree.is_leaf[index]),
-            "weight": float(tree.weight[index]),
-            "guarantee": float(guarantee[index]),
-            "dominant_share": float(share[index]),
-            "allocation": {r: float(a) for r, a in zip(instance.resources, amounts[index], strict=True)},
+    amounts = (consumption * instance.total_capacity).tolist()
+    names, resources = tree.names, instance.resources
+    parent, depth, leaf = tree.parent.tolist(), tree.depth.tolist(), tree.is_leaf.tolist()
+    weight, guarantees, shares = tree.weight.tolist(), guarantee.tolist(), share.tolist()
+    return {
+        names[index]: {
+            "parent": names[parent[index]] if parent[index] >= 0 else None,
+            "depth": depth[index],
+            "leaf": leaf[index],
+            "weight": weight[index],
+            "guarantee": guarantees[index],
+            "dominant_share": shares[index],
+            "allocation": dict(zip(resources, amounts[index], strict=True)),
         }
-    return nodes
+        for index in tree.preorder()
+    }
 
 
-def _number(value: float) -> float | int:
-    rounded = round(float(value))
-    return int(rounded) if abs(value - rounded) < 1e-9 else float(value)
+def _json_counts(values: FloatArray) -> list[float | int]:
+    """Task counts as JSON numbers: a whole number (within 1e-9) as an int, anything else as a float."""
+    rounded = np.round(values)  # half to even, as Python's round()
+    with np.errstate(invalid="ignore"):
+        whole = np.abs(values - rounded) < 1e-9  # False for nan and inf, which stay floats
+    return [int(r) if w else v for v, r, w in zip(values.tolist(), rounded.tolist(), whole.tolist(), strict=True)]
 
 
 def allocation_from_json(instance: Instance, data: dict[str, Any]) -> Allocation:

@@ -21,10 +21,10 @@ import numpy as np
 from models.result import MAXIMISED_OBJECTIVES, SOLUTION_STATUSES, Result, relative_gap
 from models.types import Instance, InstanceError
 from solver.budget import Budget
-from solver.lp import LinearProgram
 
 if TYPE_CHECKING:
     from models.traces import TraceData
+    from solver.lp import LinearProgram  # its scipy.sparse (0.2-0.4 s to import) only when a method builds an LP
 from solver.registry import FAMILY_NEEDS, Method, OptionError, SolveOptions, check_request, get_method, methods
 
 __all__ = ["METHODS", "Method", "OptionError", "SolveOptions", "export_model", "preflight", "simulate", "solve"]

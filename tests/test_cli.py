@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -423,6 +424,36 @@ def test_console_script(tmp_path: Path) -> None:
     assert (done.returncode, done.stdout) == (2, "")
     assert str(bad) in done.stderr and "servers[1].capacity.mem" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(("args", "code"), [(["solve", str(FIG1), "--json"], 0), (["solve", "missing.yaml"], 2)])
+def test_the_program_ends_at_once_yet_delivers_everything(args: list[str], code: int) -> None:
+    # `run` ends the process without Python's teardown: threads and exit handlers must still finish,
+    # what they write must reach the pipe (stdout block-buffered, as for any reader), and the exit code must
+    # be the command's.
+    program = (
+        "import atexit, importlib, sys, threading, time\n"
+        "cli = importlib.import_module('solver.cli.main')  # the module (solver.cli.main is also the function)\n"
+        "atexit.register(lambda: sys.stdout.write('|exit handler ran'))\n"
+        "command = cli.main\n"
+        "def main(argv):  # the command, then a thread still at work when it returns\n"
+        "    code = command(argv)\n"
+        "    threading.Thread(target=lambda: (time.sleep(0.3), sys.stdout.write('|thread finished'))).start()\n"
+        "    return code\n"
+        "cli.main = main\n"
+        "cli.run(sys.argv[1:])\n"
+    )
+    buffered = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
+    done = subprocess.run([sys.executable, "-c", program, *args], capture_output=True, text=True, timeout=60,
+                          env=buffered)  # fmt: skip
+    assert done.returncode == code, done.stderr
+    # A thread that is not a daemon is waited for, then the exit handlers run, as at Python's own exit.
+    out, thread, handler = done.stdout.rsplit("|", 2)
+    assert (thread, handler) == ("thread finished", "exit handler ran")
+    if code == 0:
+        assert json.loads(out)["verified"] is True
+    else:
+        assert out == "" and "missing.yaml" in done.stderr
 
 
 def test_json_stdout_stays_clean_when_native_code_prints(capfd: pytest.CaptureFixture[str], monkeypatch) -> None:  # type: ignore[no-untyped-def]

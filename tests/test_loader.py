@@ -863,6 +863,14 @@ def test_bulk_construction_checks_what_one_by_one_checks() -> None:
     assert servers == (ServerClass("s", np.array([1.0, 2.0])), ServerClass("t", np.array([3.0, 0.0]), 4))
     with pytest.raises(InstanceError, match=r"\[1\]\.count"):
         ServerClass.many(["s", "t"], np.ones((2, 2)), [1, 0])
+    nodes = HierarchyNode.many(["root", "a"], [-1, 0], np.array([1.0, 2.5]), [-1, 0])
+    assert nodes == (HierarchyNode("root", -1), HierarchyNode("a", 0, 2.5, 0))
+    assert all(type(node.weight) is float for node in nodes)
+    for names, weights, field, reason in [(["root", " "], [1, 1], "[1].name", "non-empty"),
+                                          (["root", "a"], [1, np.inf], "[1].weight", "positive finite")]:  # fmt: skip
+        with pytest.raises(InstanceError) as caught:
+            HierarchyNode.many(names, [-1, 0], np.array(weights, dtype=float), [-1, 0])
+        assert (caught.value.field, reason in caught.value.reason) == (field, True), caught.value
 
 
 def test_frozen_vector_locates_the_first_bad_entry() -> None:

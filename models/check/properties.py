@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.sparse as sp
 
 from models.check.report import (
     ABS_TOL,
@@ -195,6 +194,11 @@ def _pareto_integral(instance: Instance, allocation: Allocation) -> PropertyChec
 
 
 def _pareto_divisible(instance: Instance, allocation: Allocation, tol: float) -> PropertyCheck:
+    # Imported here, not at the top: scipy.optimize takes 0.4-0.5 s to import (scipy.sparse another 0.2 s),
+    # and verifying a result, which every solve and every CLI command does, never needs the Pareto LP.
+    import scipy.sparse as sp
+    from scipy.optimize import linprog
+
     names = [t.name for t in instance.tenants]
     n = len(names)
     clean = np.maximum(clean_tasks(allocation), 0.0)
@@ -247,10 +251,6 @@ def _pareto_divisible(instance: Instance, allocation: Allocation, tol: float) ->
         [np.concatenate([np.zeros(n_pairs), lower]), np.concatenate([np.full(n_pairs, np.inf), upper])]
     )
     cost = np.concatenate([np.zeros(n_pairs), -share])
-    # Imported here: scipy.optimize costs 1-3 s to import, paid by every run that verifies (a simulation
-    # included) although only this Pareto check solves an LP.
-    from scipy.optimize import linprog
-
     result = linprog(
         cost,
         A_ub=a_ub if a_ub.shape[0] else None,

@@ -11,16 +11,19 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
-import scipy.sparse as sp
 
 from models.result import Status
 from models.types import FloatArray
 from solver.backends.capabilities import backend_capabilities
 from solver.backends.settings import SolverSettings
-from solver.lp import LinearProgram
+
+if TYPE_CHECKING:  # scipy.sparse takes 0.2-0.4 s to import: it comes in with the first LP a method builds
+    import scipy.sparse as sp
+
+    from solver.lp import LinearProgram
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,8 @@ class RebuildSession:
         self._matrix_changed = False
 
     def add_columns(self, cost: FloatArray, lower: FloatArray, upper: FloatArray, matrix: sp.csc_matrix) -> None:
+        import scipy.sparse as sp
+
         lp = self._current()
         added = sp.csc_matrix(matrix)
         self._matrix = sp.hstack([lp.matrix, added], format="lil")

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from models.result import Status
 from models.types import FloatArray
@@ -15,7 +14,11 @@ from solver import progress
 from solver.backends.base import Backend, SolveOutcome
 from solver.backends.capabilities import ALGORITHMS
 from solver.backends.settings import SolverSettings
-from solver.lp import LinearProgram
+
+if TYPE_CHECKING:  # scipy.sparse (0.2-0.4 s to import) comes in with the first LP a method builds
+    import scipy.sparse as sp
+
+    from solver.lp import LinearProgram
 
 _INF = 1e30  # HiGHS treats |value| >= 1e20 as infinite; numpy inf must be translated
 
@@ -142,6 +145,8 @@ class HighsSession:
 
     def add_columns(self, cost: FloatArray, lower: FloatArray, upper: FloatArray, matrix: sp.csc_matrix) -> None:
         """Append columns given as a CSC matrix over the existing rows."""
+        import scipy.sparse as sp
+
         csc = sp.csc_matrix(matrix)
         self._highs.addCols(
             int(csc.shape[1]),

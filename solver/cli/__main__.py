@@ -1,7 +1,5 @@
 """``python -m solver.cli``: the fairpack command line."""
 
-import sys
+from solver.cli.main import run
 
-from solver.cli.main import main
-
-sys.exit(main())
+run()

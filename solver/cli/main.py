@@ -13,10 +13,14 @@ when a command needs them.
 from __future__ import annotations
 
 import argparse
+import atexit
+import contextlib
 import os
 import sys
+import threading
 import traceback
 from collections.abc import Sequence
+from typing import NoReturn
 
 from solver import __version__
 from solver.cli.exits import EXIT_INPUT, EXIT_OK, EXIT_SOLVER, fail
@@ -96,5 +100,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+def run(argv: Sequence[str] | None = None) -> NoReturn:
+    """The ``fairpack`` program: run one command with ``main``, then end the process at once.
+
+    Once the answer is written, nothing is left to do but free memory, and Python's own exit frees every
+    object and module one by one: 0.1-0.2 s with numpy, scipy and HiGHS loaded, more after a large
+    instance, on every command. So what that exit does first is done here (threads that are not daemons
+    are waited for, the exit handlers run: files and child processes are closed there), the standard
+    streams are flushed, and the operating system reclaims the rest when the process ends.
+    """
+    code = main(argv)
+    for thread in threading.enumerate():  # as Python's exit does: wait for the threads that are not daemons
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # the reader went away or the stream was closed
+            stream.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

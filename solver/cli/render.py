@@ -132,8 +132,7 @@ def format_table(instance: Instance, result: Result, top: int = 20, data: dict[s
                 ]
             )
         if hierarchical:
-            header, rows = _tree_rows(instance, data)
-            rows = rows[:top]
+            header, rows = _tree_rows(instance, data, top)
         lines += _aligned(header, rows)
         shown = len(instance.tenants) if not hierarchical else len(data["nodes"])
         if shown > top:
@@ -150,8 +149,9 @@ def format_table(instance: Instance, result: Result, top: int = 20, data: dict[s
     return "\n".join(lines + _footer(result))
 
 
-def _tree_rows(instance: Instance, data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    """The hierarchy drawn as a tree: weight, guarantee, achieved share and amounts of every node."""
+def _tree_rows(instance: Instance, data: dict[str, Any], top: int) -> tuple[list[str], list[list[str]]]:
+    """The hierarchy drawn as a tree: weight, guarantee, achieved share and amounts of its first ``top``
+    nodes in preorder (only the rows shown are drawn: a 10,000-leaf tree shows 20 by default)."""
     resources = list(instance.resources)
     header = ["node", "weight", "guarantee", "share", "share/guar.", "tasks", *resources, "servers"]
     nodes = data["nodes"]
@@ -160,7 +160,7 @@ def _tree_rows(instance: Instance, data: dict[str, Any]) -> tuple[list[str], lis
     for name in names:
         last_child[nodes[name]["parent"]] = name
     rows = []
-    for name in names:
+    for name in names[:top]:
         entry = nodes[name]
         # Draw the branch: for every ancestor, a bar if more siblings follow it, then this node's elbow.
         prefix, ancestor = "", entry["parent"]

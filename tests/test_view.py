@@ -1,0 +1,121 @@
+"""The JSON view of allocations (``models.view``) and the CLI's tables: built from whole arrays, they must say
+exactly what the contract says entry by entry (same keys, order, numbers and int/float types)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from models.generators import random_tree_instance
+from models.hierarchy import tree_of
+from models.io import load_instance
+from models.result import Allocation, UnitKind
+from models.types import Instance
+from models.view import allocation_json, nodes_json, result_json
+from solver.api import solve
+from solver.cli.render import format_table
+
+from library import make
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Task counts that exercise the int/float rule: zero, whole numbers, whole numbers off by round-off (which
+# print as ints), near-misses (which stay floats), halves (round half to even) and tiny negatives.
+COUNTS = st.sampled_from([0.0, 1.0, 3.0, 2.5, 3.5, 7.0 + 1e-12, 7.0 - 1e-12, 4.0 + 1e-6, 0.1, 1e-300, -1e-15, 12345.0])
+
+
+def count(value: float) -> float | int:
+    """The contract for a task count: a whole number (within 1e-9) is an int, anything else a float."""
+    rounded = round(value)
+    return int(rounded) if abs(value - rounded) < 1e-9 else float(value)
+
+
+def expected_tenants(instance: Instance, allocation: Allocation) -> dict[str, Any]:
+    """``tenants`` of the JSON view, stated one tenant and one unit at a time."""
+    names = allocation.unit_names(instance)
+    tenants = {}
+    for i, tenant in enumerate(instance.tenants):
+        row = [float(v) for v in allocation.tasks[i]]
+        total = float(np.sum(allocation.tasks[i]))
+        demand = [float(v) for v in instance.demand[i]]
+        share = total * float(instance.dominant_demand[i])
+        tenants[tenant.name] = {
+            "tasks": count(total),
+            "dominant_share": share,
+            "weighted_share": share / tenant.weight,
+            "allocation": {r: total * d for r, d in zip(instance.resources, demand, strict=True)},
+            "per_server": {names[u]: count(v) for u, v in enumerate(row) if v > 0},
+        }
+    return tenants
+
+
+@st.composite
+def allocations(draw: st.DrawFn) -> tuple[Instance, Allocation]:
+    n_tenants, n_classes = draw(st.integers(1, 5)), draw(st.integers(1, 3))
+    positive = st.floats(0.25, 8.0, allow_nan=False)
+    servers = [(f"s{c}", [draw(positive), draw(positive)], draw(st.integers(1, 3))) for c in range(n_classes)]
+    tenants = [(f"t{i}", [draw(positive), draw(st.sampled_from([0.0, 0.5]))], draw(positive), math.inf)
+               for i in range(n_tenants)]  # fmt: skip
+    instance = make(servers, tenants)
+    kind: UnitKind = draw(st.sampled_from(["class", "machine", "pool"]))
+    units = {"class": n_classes, "machine": sum(s[2] for s in servers), "pool": 1}[kind]
+    tasks = np.array([[draw(COUNTS) for _ in range(units)] for _ in range(n_tenants)])
+    return instance, Allocation(tasks, kind)
+
+
+@settings(derandomize=True, max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=allocations())
+def test_allocation_json_says_what_the_contract_says_tenant_by_tenant(case: tuple[Instance, Allocation]) -> None:
+    instance, allocation = case
+    data = allocation_json(instance, allocation)
+    # Compared as JSON text: key order and int-versus-float are part of what `fairpack solve --json` prints.
+    assert json.dumps(data["tenants"]) == json.dumps(expected_tenants(instance, allocation))
+    assert list(data["utilisation"]) == list(instance.resources)
+
+
+def test_non_finite_task_counts_render_instead_of_crashing() -> None:
+    # A failed method can leave nan or inf in its task matrix; the view shows it (the checker rejects it)
+    # instead of failing on round(nan).
+    instance = make([("s", [4.0, 4.0], 1)], [("a", [1.0, 1.0], 1.0, math.inf), ("b", [1.0, 1.0], 1.0, math.inf)])
+    data = allocation_json(instance, Allocation(np.array([[math.nan], [math.inf]]), "class"))
+    assert math.isnan(data["tenants"]["a"]["tasks"]) and data["tenants"]["a"]["per_server"] == {}
+    assert data["tenants"]["b"]["tasks"] == math.inf and data["tenants"]["b"]["per_server"] == {"s": math.inf}
+
+
+def test_nodes_json_says_what_the_contract_says_node_by_node() -> None:
+    instance = random_tree_instance(3, leaves=40, depth=4)
+    allocation = solve(instance, "hdrf").allocation
+    assert allocation is not None
+    tree = tree_of(instance)
+    data = nodes_json(instance, allocation)
+    assert list(data) == [tree.names[index] for index in tree.preorder()]
+    for index, name in enumerate(tree.names):
+        entry = data[name]
+        parent = int(tree.parent[index])
+        assert entry["parent"] == (tree.names[parent] if parent >= 0 else None)
+        assert type(entry["depth"]) is int and entry["depth"] == int(tree.depth[index])
+        assert type(entry["leaf"]) is bool and entry["leaf"] == bool(tree.is_leaf[index])
+        assert entry["weight"] == float(tree.weight[index])
+        assert list(entry["allocation"]) == list(instance.resources)
+    # A leaf's amounts are its tenant's: the same numbers reach the JSON by both routes.
+    tenants = allocation_json(instance, allocation)["tenants"]
+    for tenant in instance.tenants:
+        assert data[tenant.name]["allocation"] == tenants[tenant.name]["allocation"]
+
+
+def test_a_hierarchy_table_shows_the_first_rows_of_the_whole_tree() -> None:
+    # Only the rows shown are drawn; they must be the first rows of the whole drawing, branches included.
+    instance = load_instance(ROOT / "instances" / "hdrf_fig10.yaml")
+    result = solve(instance, "hdrf")
+    data = result_json(instance, result)
+    whole = format_table(instance, result, top=len(data["nodes"]), data=data).splitlines()
+    short = format_table(instance, result, top=3, data=data).splitlines()
+    # Title, numbers, times, header and the first three rows, cell by cell (column widths follow the rows shown).
+    assert [line.split() for line in short[:7]] == [line.split() for line in whole[:7]]
+    assert short[7].startswith("  ... and ") and not whole[7].startswith("  ... and ")
