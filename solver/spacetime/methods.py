@@ -19,9 +19,18 @@ def job_placement(options: SolveOptions) -> str:
     return "servers" if options.placement == "servers" else "pooled"
 
 
+def decompose_option(options: SolveOptions) -> str | bool:
+    """``extra['decompose']``: ``auto`` (by size, the default), or true/false to force it either way."""
+    value = options.extra.get("decompose", "auto")
+    if value not in ("auto", True, False):
+        raise OptionError(f"must be auto, true or false, not {value!r}", "decompose")
+    return value
+
+
 def run_spacetime_cp(instance: Instance, options: SolveOptions, budget: Budget) -> Result:
     """CP-SAT space-time packing, every job capped at its fair completion time ``T_k`` unless ``--no-fair-cap``
-    (then ``T_k`` is only reported); ``extra['fair_completion']`` (job name -> T_k) sets explicit deadlines."""
+    (then ``T_k`` is only reported); ``extra['fair_completion']`` (job name -> T_k) sets explicit deadlines,
+    ``extra['decompose']`` (``auto``, true, false) whether large pooled instances are searched by parts."""
     from solver.spacetime.cp import solve_spacetime_cp
     from solver.spacetime.fair import fair_mode
 
@@ -36,6 +45,7 @@ def run_spacetime_cp(instance: Instance, options: SolveOptions, budget: Budget) 
         placement=job_placement(options),
         fair=fair_mode(options.fair_cap),
         verbose=options.verbose,
+        decompose=decompose_option(options),
     )
 
 
