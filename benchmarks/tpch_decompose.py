@@ -16,7 +16,11 @@ reports its own peak memory (``resource.getrusage``, the interpreter and the ins
 heuristics run in the parent, each under ``--heuristic-limit`` seconds. The 1-minute load average is
 recorded before every run (the machine is shared: wall time above the limit means waiting for a core).
 
-Run: ``python -m benchmarks.tpch_decompose --data-dir ../shared/data`` (about 20 minutes on 2 cores).
+``--executors-per-query 5`` instead sizes the pool as the sweep ``benchmarks/sweeps/tpch_triangle.toml`` does
+(250 executors for 50 queries, 1,000 for 200), saved as ``tpch_decompose_5_per_query``.
+
+Run: ``python -m benchmarks.tpch_decompose --data-dir ../shared/data`` (about 30 minutes on 2 cores, most of it
+the heuristics on 200 queries), then ``... --executors-per-query 5 --fair-cap off``.
 """
 
 from __future__ import annotations
@@ -39,28 +43,34 @@ HEURISTICS = ("sjf", "carbyne", "tetris", "drf-dag")
 TARGET_RATIO, TARGET_MIB = 0.95, 4096.0
 
 
-def _instance(data_dir: str, queries: int, seed: int) -> Instance:
+def _instance(data_dir: str, queries: int, seed: int, per_query: int = 0) -> Instance:
+    """The ``tpch`` family's mix: 50 executors, or ``per_query`` executors per query (the sweep
+    ``benchmarks/sweeps/tpch_triangle.toml`` uses 5)."""
     from models.generators.families import FAMILIES
 
-    return FAMILIES["tpch"].instance({"queries": queries}, seed, Path(data_dir))
+    sizes = {"queries": queries} | ({"executors": per_query * queries} if per_query else {})
+    return FAMILIES["tpch"].instance(sizes, seed, Path(data_dir))
 
 
-def _child(data_dir: str, queries: int, seed: int, limit: float, fair_cap: bool) -> dict[str, Any]:
+def _child(data_dir: str, queries: int, seed: int, limit: float, fair_cap: bool, per_query: int = 0
+           ) -> dict[str, Any]:  # fmt: skip
     """One ``spacetime-cp`` run in this (fresh) process: its numbers and this process's peak memory."""
     from solver.api import solve
 
-    instance = _instance(data_dir, queries, seed)
+    instance = _instance(data_dir, queries, seed, per_query)
     wall, cpu = time.perf_counter(), time.process_time()
     result = solve(instance, "spacetime-cp", objective="avg-jct", time_limit=limit, workers=1, seed=seed,
                    fair_cap=fair_cap)  # fmt: skip
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    fair = result.extra.get("fair_completion")
+    # T_k per job name, as the schedule carries them (None when they were not computed).
+    caps = None if result.schedule is None else result.schedule.fair_completion
+    fair = None if caps is None else {job.name: float(t) for job, t in zip(instance.jobs, caps, strict=True)}
     return {
         "wall_s": wall, "cpu_s": cpu, "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "status": result.status, "verified": result.verified, "avg_jct": result.objective, "bound": result.bound,
         "message": result.message, "violations": list(result.violations[:3]),
         "found_by": result.extra.get("found_by"), "decomposition": result.extra.get("decomposition"),
-        "fair_completion": fair if isinstance(fair, dict) else None,
+        "fair_completion": fair,
     }  # fmt: skip
 
 
@@ -92,20 +102,23 @@ def _late(instance: Instance, heuristic: dict[str, Any], fair: dict[str, float] 
     return None if late is None else int(late)
 
 
-def _mix(data_dir: str, queries: int, seed: int, limit: float, heuristic_limit: float) -> list[dict[str, Any]]:
-    instance = _instance(data_dir, queries, seed)
+def _mix(data_dir: str, queries: int, seed: int, limit: float, heuristic_limit: float, per_query: int,
+         caps: tuple[bool, ...]) -> list[dict[str, Any]]:  # fmt: skip
+    instance = _instance(data_dir, queries, seed, per_query)
     tasks = sum(stage.tasks for job in instance.jobs for stage in job.stages)
-    print(f"TPC-H {queries} queries, seed {seed}: {tasks:,} tasks", flush=True)
+    executors = int(instance.servers[0].capacity[0])
+    print(f"TPC-H {queries} queries, seed {seed}: {tasks:,} tasks, {executors} executors", flush=True)
     heuristics = _heuristics(instance, heuristic_limit)
     finished = {m: h for m, h in heuristics.items() if h["status"] == "feasible" and h["verified"]}
     best = min(finished, key=lambda m: finished[m]["avg_jct"]) if finished else None
     context = multiprocessing.get_context("spawn")
     rows = []
-    for fair_cap in (False, True):
+    for fair_cap in caps:
         load = os.getloadavg()[0]
         with context.Pool(1) as pool:
-            measured = pool.apply(_run, ((data_dir, queries, seed, limit, fair_cap),))
-        row: dict[str, Any] = {"queries": queries, "seed": seed, "tasks": tasks, "fair_cap": fair_cap, "limit_s": limit,
+            measured = pool.apply(_run, ((data_dir, queries, seed, limit, fair_cap, per_query),))
+        row: dict[str, Any] = {"queries": queries, "seed": seed, "tasks": tasks, "executors": executors,
+                               "fair_cap": fair_cap, "limit_s": limit,
                                "load_1min": load, **measured, "best_heuristic": best,
                                "heuristics": {m: {k: v for k, v in h.items() if k != "schedule"}
                                               for m, h in heuristics.items()}}  # fmt: skip
@@ -134,13 +147,14 @@ def _markdown(rows: list[dict[str, Any]], seed: int) -> str:
         "heuristic's schedule finishes after their fair completion time T_k (the caps spacetime-cp meets "
         "when they are on).",
         "",
-        "| queries | tasks | fair cap | best heuristic | its avg JCT | late | spacetime-cp avg JCT | ratio | "
-        "status | verified | wall s | cpu s | peak MiB | found by | target | load |",
-        "|---:|---:|---|---|---:|---:|---:|---:|---|---|---:|---:|---:|---|---|---:|",
+        "| queries | tasks | executors | fair cap | best heuristic | its avg JCT | late | spacetime-cp avg JCT | "
+        "ratio | status | verified | wall s | cpu s | peak MiB | found by | target | load |",
+        "|---:|---:|---:|---|---|---:|---:|---:|---:|---|---|---:|---:|---:|---|---|---:|",
     ]
     for r in rows:
         lines.append(
-            f"| {r['queries']} | {r['tasks']:,} | {'on' if r['fair_cap'] else 'off'} | {r['best_heuristic']} | "
+            f"| {r['queries']} | {r['tasks']:,} | {r['executors']} | {'on' if r['fair_cap'] else 'off'} | "
+            f"{r['best_heuristic']} | "
             f"{_shown(r['best_heuristic_jct'], '.4f')} | {_shown(r['best_heuristic_late'], 'd')} | "
             f"{_shown(r['avg_jct'], '.4f')} | {_shown(r['ratio'], '.4f')} | {r['status']} | {r['verified']} | "
             f"{r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['peak_mib']:.0f} | {r['found_by']} | "
@@ -176,14 +190,20 @@ def main() -> None:
     arguments.add_argument("--seed", type=int, default=0)
     arguments.add_argument("--limit", type=float, default=120.0, help="seconds for spacetime-cp")
     arguments.add_argument("--heuristic-limit", type=float, default=1800.0, help="seconds for each heuristic")
+    arguments.add_argument("--executors-per-query", type=int, default=0,
+                           help="0: the family's 50 executors; 5: the cluster of the tpch_triangle sweep")
+    arguments.add_argument("--fair-cap", choices=("both", "off"), default="both")
     args = arguments.parse_args()
     data = data_dir_or_none(args.data_dir)
     if data is None or not (data / "tpch").is_dir():
         raise SystemExit(f"no TPC-H data under {args.data_dir}")
     rows = []
     for queries in args.queries:
-        rows += _mix(str(data), queries, args.seed, args.limit, args.heuristic_limit)
-    save("tpch_decompose", {"rows": rows, "seed": args.seed}, _markdown(rows, args.seed), args.out)
+        rows += _mix(str(data), queries, args.seed, args.limit, args.heuristic_limit, args.executors_per_query,
+                     (False, True) if args.fair_cap == "both" else (False,))  # fmt: skip
+    name = "tpch_decompose" + (f"_{args.executors_per_query}_per_query" if args.executors_per_query else "")
+    save(name, {"rows": rows, "seed": args.seed, "executors_per_query": args.executors_per_query},
+         _markdown(rows, args.seed), args.out)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -78,6 +78,7 @@ def test_left_shift_never_moves_a_task_later(seed: int, delay: int) -> None:
     assert problem.feasible(start, machine) and problem.feasible(shifted, machine)
     assert np.all(shifted <= start)  # both sorted within stages: task by task no later
     assert shifted.min() == 0 or np.any(shifted < start)
+    assert dec.left_shift(problem, layout, start, until=0.0).tolist() == start.tolist()  # out of time: as it was
 
 
 @settings(derandomize=True, max_examples=6, deadline=None)
