@@ -37,7 +37,9 @@ bench: $(STAMP)
 
 # The README's figures: two sweeps (resumable: an interrupted run continues), their reports, and the four
 # figures spliced into README between its figures markers; then the online reproductions (issue 13), cached
-# per section, spliced between the online markers.
+# per section, spliced between the online markers; then delay scheduling (issue 15: its numbers cached, its
+# yardstick sweep resumable), spliced between the locality markers; then Tetrisched's curves (issue 14), cached
+# by set-up, spliced between the tetrisched markers.
 figures: $(STAMP)
 	$(BIN)/fairpack bench run benchmarks/sweeps/readme.toml --out benchmarks/results/readme.parquet --data-dir $(DATA_DIR)
 	$(BIN)/fairpack bench report benchmarks/results/readme.parquet --out benchmarks/results/readme_report
@@ -46,6 +48,8 @@ figures: $(STAMP)
 	$(BIN)/fairpack bench figures benchmarks/results/readme.parquet benchmarks/results/tpch_triangle.parquet \
 		--out benchmarks/results/figures --readme README.md
 	$(BIN)/python -m benchmarks.online_reproductions --data-dir $(DATA_DIR) --readme README.md
+	$(BIN)/python -m benchmarks.delay_scheduling --cached --readme README.md
+	$(BIN)/python -m benchmarks.tetrisched --readme README.md
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -45,18 +45,19 @@ def machine_state() -> dict[str, Any]:
             "load_average": [round(value, 2) for value in os.getloadavg()]}  # fmt: skip
 
 
-def load_line() -> str:
-    """One Markdown line stating the machine and the load now."""
-    state = machine_state()
+def load_line(state: dict[str, Any] | None = None) -> str:
+    """One Markdown line stating the machine and its load: now, or as recorded in ``state``."""
+    state = state or machine_state()
     return (f"Machine: {state['cpus']} cores ({state['machine']}), Python {state['python']}; load average "
             f"{' / '.join(f'{v:.2f}' for v in state['load_average'])} (1 / 5 / 15 min) when saved.")
 
 
-def save(name: str, payload: dict[str, Any], markdown: str, out: str | Path = RESULTS) -> None:
-    """Print the Markdown table and save it with the raw numbers as JSON."""
+def save(name: str, payload: dict[str, Any], markdown: str, out: str | Path = RESULTS,
+         state: dict[str, Any] | None = None) -> None:  # fmt: skip
+    """Print the Markdown table and save it with the raw numbers as JSON, with the machine ``state`` (default: now)."""
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-    payload = {"benchmark": name, **machine_state(), **payload}
+    payload = {"benchmark": name, **(state or machine_state()), **payload}
     (folder / f"{name}.json").write_text(json.dumps(payload, indent=1, default=float))
     (folder / f"{name}.md").write_text(markdown + "\n")
     print(markdown)

@@ -6,9 +6,11 @@ so ``fairpack validate`` lists them and ``solve`` puts them in ``Result.warnings
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from models.tolerance import FIT_EPS
+from models.tolerance import FIT_EPS, TIME_RTOL, time_tol
 from models.types import BoolArray, Instance, InstanceError
 
 
@@ -46,9 +48,26 @@ def job_warnings(instance: Instance) -> list[str]:
             "schedule them (--placement servers is refused)"]  # fmt: skip
 
 
+def time_warnings(instance: Instance) -> list[str]:
+    """Stages whose tasks are no longer than the time resolution (``models.tolerance``) at the latest time a
+    schedule may reach (the last release plus every task's duration, at the slowest locality): there, an end
+    and a start that close are one instant, so such a task's use of capacity is not resolved."""
+    slowest, fastest = (max(instance.data.factors), min(instance.data.factors)) if instance.data else (1.0, 1.0)
+    stages = [(job.name, stage.name, stage.duration) for job in instance.jobs for stage in job.stages]
+    work = math.fsum(stage.tasks * stage.duration for job in instance.jobs for stage in job.stages)
+    span = max((job.release for job in instance.jobs), default=0.0) + slowest * work
+    resolution = time_tol(span)
+    short = [f"{job}/{stage}" for job, stage, duration in stages if 0 < fastest * duration <= resolution]
+    if not short:
+        return []
+    return [f"the tasks of stage(s) {_names(short)} are no longer than the time resolution near the latest time "
+            f"a schedule may reach ({span:.3g} x {TIME_RTOL:g} = {resolution:.3g}): there, ends and starts that "
+            "close are one instant, so their use of capacity is not resolved"]  # fmt: skip
+
+
 def instance_warnings(instance: Instance) -> list[str]:
     """Every warning about ``instance``."""
-    return tenant_warnings(instance) + job_warnings(instance)
+    return tenant_warnings(instance) + job_warnings(instance) + time_warnings(instance)
 
 
 def placement_fits(instance: Instance, placement: str = "pooled") -> BoolArray:

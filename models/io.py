@@ -71,9 +71,11 @@ from models.types import (
     Instance,
     InstanceError,
     Job,
+    Option,
     ServerClass,
     Stage,
     Tenant,
+    check_utility,
     printable,
 )
 
@@ -495,8 +497,9 @@ _SCHEMA: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "server": (("name", "capacity"), ("name", "capacity", "count", "labels")),
     "tenant": (("name", "demand"), ("name", "demand", "weight", "tasks")),
     "node": (("name",), ("name", "weight", "demand", "tasks", "parent", "children")),
-    "job": (("name", "stages"), ("name", "weight", "release", "tenant", "deadline", "stages")),
-    "stage": (("name", "duration", "demand"), ("name", "tasks", "duration", "demand", "after", "input")),
+    "job": (("name", "stages"), ("name", "weight", "release", "tenant", "deadline", "utility", "stages")),
+    "stage": (("name", "demand"), ("name", "tasks", "duration", "demand", "after", "input", "options")),
+    "option": (("duration",), ("on", "same", "duration")),
     "time": ((), ("slot",)),
     "locality": ((), LOCALITY_LEVELS),
 }
@@ -774,8 +777,11 @@ def _read_jobs(value: Any, resources: tuple[str, ...], limits: Limits) -> list[J
         raise InstanceError(
             f"the jobs hold {sum(tasks):,} tasks in all, above the limit of {limits.max_tasks:,.0f}", "jobs"
         )
-    durations = _numbers([stage["duration"] for stage in stages], lambda i: f"{where(i)}.duration")
+    options = [_read_options(stage, where(i), limits) for i, stage in enumerate(stages)]
+    durations = _numbers([_stage_duration(stage, options[i], where(i)) for i, stage in enumerate(stages)],
+                         lambda i: f"{where(i)}.duration")  # fmt: skip
     _check_range(durations, lambda i: f"{where(i)}.duration", 0.0, limits.max_quantity, "duration")
+    utilities = [_read_utility(job.get("utility"), f"jobs[{k}].utility", limits) for k, job in enumerate(entries)]
     demand = _matrix([stage["demand"] for stage in stages], lambda i: f"{where(i)}.demand", resources, limits, "demand")
     jobs = []
     first = 0
@@ -796,17 +802,81 @@ def _read_jobs(value: Any, resources: tuple[str, ...], limits: Limits) -> list[J
                 raise InstanceError(f"{len(blocks)} input blocks for {tasks[i]} tasks (one block per task)",
                                     f"{where(i)}.input")  # fmt: skip
             try:
-                built.append(Stage(stage_names[i], tasks[i], float(durations[i]), demand[i], tuple(parents), blocks))
+                built.append(Stage(stage_names[i], tasks[i], float(durations[i]), demand[i], tuple(parents), blocks,
+                                   options[i]))  # fmt: skip
             except InstanceError as error:
                 raise error.located(error.source, where(i)) from None
         try:
-            jobs.append(
-                Job(names[k], tuple(built), float(weights[k]), float(release[k]), job_tenants[k], float(deadline[k]))
-            )
+            jobs.append(Job(names[k], tuple(built), float(weights[k]), float(release[k]), job_tenants[k],
+                            float(deadline[k]), utilities[k]))  # fmt: skip
         except InstanceError as error:
             raise error.located(error.source, f"jobs[{k}]") from None
         first += count
     return jobs
+
+
+def _read_options(stage: dict[str, Any], where: str, limits: Limits) -> tuple[Option, ...]:
+    """A stage's placement ``options`` (selector ``on``, gang key ``same``, ``duration``), in preference order."""
+    if stage.get("options") is None:
+        return ()
+    listed = _list(stage["options"], f"{where}.options", "options")
+    if not listed:
+        raise InstanceError("a stage's options list needs at least one option (or leave it out)", f"{where}.options")
+    found = []
+    for o, value in enumerate(listed):
+        field = f"{where}.options[{o}]"
+        entry = _entry(value, field, "option")
+        duration = _number(entry["duration"], f"{field}.duration")
+        _check_one(duration, f"{field}.duration", limits.max_quantity, "duration")
+        same = "" if entry.get("same") is None else _name(entry["same"], f"{field}.same")
+        selector = _labels(entry.get("on"), f"{field}.on")
+        try:
+            found.append(Option(duration, selector, same))
+        except InstanceError as error:
+            raise error.located(error.source, field) from None
+    return tuple(found)
+
+
+def _check_one(value: float, field: str, high: float, what: str) -> None:
+    """One value finite and in [0, high] (``_check_range`` for a single field)."""
+    _check_range(np.array([value]), lambda _: field, 0.0, high, what)
+
+
+def _stage_duration(stage: dict[str, Any], options: tuple[Option, ...], where: str) -> Any:
+    """The stage's ``duration``; with options, the first option's (a stage duration beside them is refused)."""
+    if options:
+        if "duration" in stage:
+            raise InstanceError("a stage with options takes its durations from them: give each option a duration, "
+                                "not the stage", f"{where}.duration")  # fmt: skip
+        return options[0].duration
+    if "duration" not in stage:
+        raise InstanceError("required field missing (a stage needs name, duration and demand, or options)",
+                            f"{where}.duration")  # fmt: skip
+    return stage["duration"]
+
+
+def _read_utility(value: Any, field: str, limits: Limits) -> tuple[tuple[float, float], ...]:
+    """A job's ``utility``: ``[time, value]`` points (times increasing, values not increasing)."""
+    if value is None:
+        return ()
+    listed = _list(value, field, "[time, value] points")
+    if not listed:
+        raise InstanceError("a utility needs at least one [time, value] point (or leave it out)", field)
+    points = []
+    for position, point in enumerate(listed):
+        where = f"{field}[{position}]"
+        pair = _list(point, where, "two numbers, [time, value]")
+        if len(pair) != 2:
+            raise InstanceError(f"a utility point is [time, value], got {len(pair)} numbers", where)
+        time, worth = _number(pair[0], f"{where}[0]"), _number(pair[1], f"{where}[1]")
+        _check_one(time, f"{where}[0]", limits.max_quantity, "utility time")
+        _check_one(abs(worth), f"{where}[1]", limits.max_quantity, "utility value")
+        points.append((time, worth))
+    try:
+        check_utility(tuple(points))
+    except InstanceError as error:  # its field is utility[i]
+        raise error.located(error.source, field.rpartition(".")[0]) from None
+    return tuple(points)
 
 
 # ------------------------------------------------------------------------------------------ instance
@@ -1107,6 +1177,11 @@ def instance_to_yaml(instance: Instance) -> str:
     return yaml.dump(instance_to_dict(instance), Dumper=_Dumper, sort_keys=False, default_flow_style=None)
 
 
+def _option_dict(option: Option) -> dict[str, Any]:
+    return {**({"on": dict(option.on)} if option.on else {}), **({"same": option.same} if option.same else {}),
+            "duration": option.duration}  # fmt: skip
+
+
 def instance_to_dict(instance: Instance) -> dict[str, Any]:
     """The inverse of ``instance_from_dict`` for flat instances and hierarchies (used by generators)."""
 
@@ -1151,14 +1226,16 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
                 "release": job.release,
                 **({"tenant": job.tenant} if job.tenant else {}),
                 **({"deadline": job.deadline} if math.isfinite(job.deadline) else {}),
+                **({"utility": [list(point) for point in job.utility]} if job.utility else {}),
                 "stages": [
                     {
                         "name": s.name,
                         "tasks": int(s.tasks),
-                        "duration": s.duration,
+                        **({} if s.options else {"duration": s.duration}),
                         "demand": mapping(s.demand),
                         "after": [job.stages[p].name for p in s.after],
                         **({"input": list(s.input)} if s.input else {}),
+                        **({"options": [_option_dict(o) for o in s.options]} if s.options else {}),
                     }
                     for s in job.stages
                 ],

@@ -13,8 +13,9 @@ guarantee ratio. Schedules (DAG jobs):
   windows with at least one active job is reported.
 * :func:`slowdown`: ``JCT / reference JCT`` per job against another schedule of the same instance
   (e.g. ``drf-dag``'s); 1 where both are 0, ``inf`` where only the reference is 0.
-* :func:`late_jobs`: jobs with ``C_k - r_k > (1 + margin) (T_k - r_k) + 1e-9 max(1, T_k)``: later than
-  their fair completion time ``T_k`` by more than ``margin`` as a fraction of their fair JCT.
+* :func:`late_jobs`: jobs with ``C_k - r_k > (1 + margin) (T_k - r_k)``, times compared by the one rule of
+  ``models.tolerance`` (``settled(C_k)``): later than their fair completion time ``T_k`` by more than
+  ``margin`` as a fraction of their fair JCT.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import numpy as np
 
 from models.check.hierarchy import guaranteed_nodes
 from models.result import Allocation, Schedule, job_completion
-from models.tolerance import CHECK_RTOL
+from models.tolerance import CHECK_RTOL, settled_all
 from models.types import FloatArray, Instance
 
 
@@ -169,8 +170,7 @@ def late_jobs(
     release = _releases(instance)
     finite = np.isfinite(fair)
     limit = np.where(finite, release + (1 + margin) * (np.where(finite, fair, 0.0) - release), np.inf)
-    limit = limit + 1e-9 * np.maximum(1.0, np.abs(np.where(finite, fair, 0.0)))
-    return [int(k) for k in np.flatnonzero(job_completion(instance, schedule) > limit)]
+    return [int(k) for k in np.flatnonzero(settled_all(job_completion(instance, schedule)) > limit)]
 
 
 def schedule_metrics(

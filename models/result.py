@@ -9,6 +9,7 @@ the final one after ``models.check`` has re-verified the answer and recomputed i
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -67,8 +68,10 @@ def unit_capacity(instance: Instance, kind: UnitKind) -> FloatArray:
     return instance.capacity[instance.machine_class()]
 
 
-#: Objectives of schedule results (``SolveOptions.objective`` / ``--objective``).
-SCHEDULE_OBJECTIVES = ("makespan", "avg-jct", "mix")
+#: Objectives of schedule results (``SolveOptions.objective`` / ``--objective``); ``utility`` is maximised.
+SCHEDULE_OBJECTIVES = ("makespan", "avg-jct", "mix", "utility")
+#: Schedule objectives that are maximised (the others are minimised).
+MAXIMISED_OBJECTIVES = ("utility",)
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,9 @@ class Schedule:
         Per-server placement (``placement='servers'``): the server class index into ``Instance.servers``
         and the machine number ``0 .. count - 1`` within that class of every task; ``-1`` marks a task
         left unplaced. ``None`` (both) for a schedule on the pooled cluster.
+    option : ndarray of int64, shape (tasks,), optional
+        The placement option (index into its stage's ``options``) every task ran under; ``-1`` for tasks
+        of stages without options. ``None`` when no task has one.
 
     Only shapes are validated here; whether the schedule is feasible is for
     :func:`models.check.verify_schedule` to decide from the instance.
@@ -102,14 +108,16 @@ class Schedule:
     fair_completion: FloatArray | None = None
     server: IntArray | None = None
     machine: IntArray | None = None
+    option: IntArray | None = None
 
     def __post_init__(self) -> None:
         if (self.server is None) != (self.machine is None):
             raise InstanceError("server and machine go together", "schedule.server")
         size = None
         placed = () if self.server is None else (("server", np.int64), ("machine", np.int64))
+        chosen = () if self.option is None else (("option", np.int64),)
         for name, kind in (("job", np.int64), ("stage", np.int64), ("index", np.int64),
-                           ("start", np.float64), ("end", np.float64), *placed):  # fmt: skip
+                           ("start", np.float64), ("end", np.float64), *placed, *chosen):  # fmt: skip
             raw = np.asarray(getattr(self, name))
             if raw.ndim != 1:
                 raise InstanceError(f"must be one-dimensional, got shape {raw.shape}", f"schedule.{name}")
@@ -159,8 +167,24 @@ def schedule_objectives(instance: Instance, completion: FloatArray) -> dict[str,
     }
 
 
-def objective_value(makespan: float, avg_jct: float, objective: str, alpha: float = 0.5) -> float:
-    """A schedule objective: ``makespan``, ``avg-jct`` or ``mix`` = alpha * avg JCT + (1 - alpha) * makespan."""
+def job_utilities(instance: Instance, completion: FloatArray) -> FloatArray:
+    """Every job's utility at its completion time (``Job.utility_at``: its points, else ``-weight * JCT``)."""
+    return np.array([float(job.utility_at(c)) for job, c in zip(instance.jobs, completion.tolist(), strict=True)])
+
+
+def relative_gap(objective: float, bound: float, maximised: bool) -> float:
+    """How far ``objective`` is from the proven ``bound``, relative to the bound's size (never negative)."""
+    distance = bound - objective if maximised else objective - bound
+    scale = abs(bound) if maximised else abs(objective)
+    return max(distance, 0.0) / scale if scale > 0 else 0.0
+
+
+def objective_value(makespan: float, avg_jct: float, objective: str, alpha: float = 0.5,
+                    utility: float = math.nan) -> float:  # fmt: skip
+    """A schedule objective: ``makespan``, ``avg-jct``, ``mix`` = alpha * avg JCT + (1 - alpha) * makespan,
+    or ``utility`` (the total, given)."""
+    if objective == "utility":
+        return utility
     if objective == "makespan":
         return makespan
     if objective == "avg-jct":

@@ -10,7 +10,8 @@ tasks' start and end times, so they mean the same for any method's schedule.
   of d (x - start) - sum over tasks ended before x of d (x - end)``;
 * :func:`job_table` -- per job: arrival, first start, completion, queueing delay (first start minus arrival)
   and slowdown (JCT over the job's critical path, its time alone on an endless cluster);
-* :func:`timeline_summary` -- mean and p95 JCT and queueing delay, makespan, time-averaged utilisation, Jain's
+* :func:`timeline_summary` -- mean and p95 JCT and queueing delay, makespan, time-averaged utilisation (from
+  the first arrival to the makespan, and over the busy periods only: :func:`busy_utilisation`), Jain's
   index of the tenants' dominant shares over the bins, and every tenant's time below its fair share.
 
 Time below fair share (per tenant): the time, at the bins' resolution, during which the tenant had work in
@@ -155,6 +156,37 @@ def _water_fill(need: FloatArray, weight: FloatArray) -> FloatArray:
     return share
 
 
+def busy_time(begin: FloatArray, end: FloatArray) -> float:
+    """Length of the union of the intervals ``[begin, end)``."""
+    keep = end > begin
+    begin, end = begin[keep], end[keep]
+    if begin.size == 0:
+        return 0.0
+    order = np.argsort(begin, kind="stable")
+    begin, end = begin[order], np.maximum.accumulate(end[order])
+    # A new busy period starts where an interval begins after everything before it has ended.
+    starts = np.concatenate([[True], begin[1:] > end[:-1]])
+    period = np.cumsum(starts) - 1
+    first = begin[starts]
+    last = np.zeros(first.size)
+    np.maximum.at(last, period, end)
+    return float((last - first).sum())
+
+
+def busy_utilisation(instance: Instance, schedule: Schedule, table: dict[str, FloatArray]) -> dict[str, float]:
+    """Mean use of every resource over the time some job is in the system (arrived, not completed).
+
+    ``utilisation`` averages from the first arrival to the makespan, which reads near zero on a long trace
+    whose jobs come sparsely; this one leaves out the idle gaps between busy periods, so it says how full the
+    cluster was while there was work. Exact: task demand times duration, over the length of the union of the
+    jobs' [arrival, completion) intervals."""
+    total = instance.total_capacity
+    work = (task_demand(instance, schedule) * (schedule.end - schedule.start)[:, None]).sum(axis=0)
+    busy = busy_time(np.asarray(table["arrival"], dtype=np.float64), np.asarray(table["completion"], dtype=np.float64))
+    used = np.divide(work, total * busy, out=np.zeros_like(work), where=(total > 0) & (busy > 0))
+    return {r: float(u) for r, u in zip(instance.resources, used, strict=True)}
+
+
 def timeline_summary(instance: Instance, schedule: Schedule, bins: int = 100,
                      unfinished: Sequence[int] | IntArray = ()) -> dict[str, Any]:  # fmt: skip
     """Summary metrics and per-tenant binned shares of a schedule (module docstring).
@@ -196,6 +228,7 @@ def timeline_summary(instance: Instance, schedule: Schedule, bins: int = 100,
         **_stats(table, done),
         "makespan": span,
         "utilisation": {r: float(u) for r, u in zip(instance.resources, utilisation, strict=True)},
+        "utilisation_busy": busy_utilisation(instance, schedule, table),
         "jain": float(np.mean(jains)) if jains else 1.0,
         "time_below_fair_share": {name: float((below[t] * width).sum()) for t, name in enumerate(tenants)},
         "bins": {"edges": edges.tolist(),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -300,8 +300,48 @@ class Hierarchy(_ValueEquality):
 
 
 @dataclass(frozen=True, eq=False)
+class Option(_ValueEquality):
+    """One way to run a stage's tasks (a subset of Tetrisched's STRL): on which machines, for how long, and
+    whether as a gang.
+
+    Attributes
+    ----------
+    duration : a task's duration under this option
+    on : label selector, ``(key, value)`` pairs sorted by key that a machine's labels must all hold (empty:
+        any machine)
+    same : a label key, or ``""``. A gang: all the stage's tasks run on machines sharing one value of this
+        label (each machine must have it) and start together. A stage runs either as one gang (under one
+        gang option, in one group) or task by task, each task under any of the stage's other options.
+    """
+
+    duration: float
+    on: tuple[tuple[str, str], ...] = ()
+    same: str = ""
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.duration, int | float) and math.isfinite(self.duration) and self.duration >= 0):
+            raise InstanceError(f"duration must be finite and non-negative, got {self.duration!r}", "duration")
+        _check_labels(self.on, "on")
+        if self.same:
+            _check_name(self.same, "same")
+
+    @property
+    def gang(self) -> bool:
+        return bool(self.same)
+
+    def matches(self, labels: tuple[tuple[str, str], ...]) -> bool:
+        """Whether a machine with ``labels`` may run this option (its selector, and the gang's label key)."""
+        held = dict(labels)
+        return all(held.get(key) == value for key, value in self.on) and (not self.same or self.same in held)
+
+
+@dataclass(frozen=True, eq=False)
 class Stage(_ValueEquality):
-    """A set of ``tasks`` identical tasks of one DAG job; ``after`` indexes the job's parent stages."""
+    """A set of ``tasks`` identical tasks of one DAG job; ``after`` indexes the job's parent stages.
+
+    With ``options`` the tasks run only under one of them (first preferred; see :class:`Option`), each for
+    its option's duration; ``duration`` is then the first option's.
+    """
 
     name: str
     tasks: int
@@ -309,6 +349,7 @@ class Stage(_ValueEquality):
     demand: FloatArray
     after: tuple[int, ...] = ()
     input: tuple[str, ...] = ()  # task i reads block input[i] (``Instance.data``); empty: no input data
+    options: tuple[Option, ...] = ()
 
     def __post_init__(self) -> None:
         _check_name(self.name, "name")
@@ -319,6 +360,9 @@ class Stage(_ValueEquality):
         if not (math.isfinite(self.duration) and self.duration >= 0):
             raise InstanceError(f"duration must be finite and non-negative, got {self.duration!r}", "duration")
         object.__setattr__(self, "demand", frozen_vector(self.demand, "demand", len(self.demand)))
+        for position, option in enumerate(self.options):
+            if not isinstance(option, Option):
+                raise InstanceError(f"must be an Option, got {type(option).__name__}", f"options[{position}]")
 
 
 @dataclass(frozen=True, eq=False)
@@ -326,7 +370,10 @@ class Job(_ValueEquality):
     """A DAG of stages released at ``release``.
 
     ``tenant`` names the queue (user) the job belongs to; empty means the job is its own tenant.
-    ``deadline`` is when the job should finish (``inf``: none).
+    ``deadline`` is when the job should finish (``inf``: none). ``utility`` is a piecewise-linear value of
+    the job's completion time (Jockey, Tetrisched): ``(time, value)`` points, times increasing, values not
+    increasing, constant before the first and after the last point. Without points the job's utility is
+    ``-weight * (completion - release)`` ("minimise completion"); see :meth:`utility_at`.
     """
 
     name: str
@@ -335,6 +382,7 @@ class Job(_ValueEquality):
     release: float = 0.0
     tenant: str = ""
     deadline: float = math.inf
+    utility: tuple[tuple[float, float], ...] = ()
 
     def __post_init__(self) -> None:
         _check_name(self.name, "name")
@@ -351,6 +399,35 @@ class Job(_ValueEquality):
                 if not 0 <= parent < len(self.stages) or parent == position:
                     raise InstanceError(f"invalid parent stage index {parent}", f"stages[{position}].after")
         _check_acyclic(self)
+        check_utility(self.utility)
+
+    def utility_at(self, completion: float | FloatArray) -> FloatArray:
+        """The job's utility when it completes at ``completion`` (see the class docstring)."""
+        time = np.asarray(completion, dtype=np.float64)
+        if not self.utility:
+            return np.asarray(-self.weight * (time - self.release))
+        points = np.array(self.utility, dtype=np.float64)
+        return np.asarray(np.interp(time, points[:, 0], points[:, 1]))
+
+
+def check_utility(points: tuple[tuple[float, float], ...]) -> None:
+    """Utility points: finite ``(time, value)`` pairs, times non-negative and increasing, values not increasing."""
+    for position, point in enumerate(points):
+        where = f"utility[{position}]"
+        if not (isinstance(point, tuple) and len(point) == 2):
+            raise InstanceError(f"a utility point is a (time, value) pair, got {point!r}", where)
+        time, value = point
+        if not all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in point):
+            raise InstanceError(f"time and value must be finite numbers, got {point!r}", where)
+        if time < 0:
+            raise InstanceError(f"time must be non-negative, got {time!r}", where)
+        if position:
+            before, previous = points[position - 1]
+            if time <= before:
+                raise InstanceError(f"points out of order: time {time:g} does not come after {before:g}", where)
+            if value > previous:
+                raise InstanceError(f"utility must not increase with completion time: {value:g} at {time:g} is "
+                                    f"above {previous:g} at {before:g}", where)  # fmt: skip
 
 
 def _check_acyclic(job: Job) -> None:
@@ -380,6 +457,41 @@ def _check_unique(names: Sequence[str], field_name: str, key: str = ".name") -> 
         if name in seen:
             raise InstanceError(f"duplicate name {name!r}", f"{field_name}[{position}]{key}")
         seen.add(name)
+
+
+def _tasks_per_machine(capacity: FloatArray, demand: FloatArray) -> FloatArray:
+    """How many tasks of ``demand`` fit at once on one machine of each capacity row (``inf``: no demand)."""
+    need = demand > 0
+    if not need.any():
+        return np.full(capacity.shape[0], np.inf)
+    return np.floor(np.min(capacity[:, need] / demand[need], axis=1) * (1 + 1e-12) + 1e-9)
+
+
+def _check_option(servers: tuple[ServerClass, ...], stage: Stage, option: Option, where: str) -> None:
+    """An option some machine can run (its selector matches, one task fits), and a gang some group holds."""
+    matching = [s for s in servers if option.matches(s.labels)]
+    if not matching:
+        wanted = dict(option.on)
+        if option.same and all(s.label(option.same) is None for s in servers):
+            raise InstanceError(f"no machine has the label {option.same!r} that the gang groups by", f"{where}.same")
+        raise InstanceError(f"no machine has the labels {wanted}" + (f" and a {option.same!r} label" if option.same
+                            else ""), f"{where}.on")  # fmt: skip
+    capacity = np.array([s.capacity for s in matching]).reshape(len(matching), -1)
+    per_machine = _tasks_per_machine(capacity, stage.demand)
+    if not np.any(per_machine >= 1):
+        raise InstanceError(f"no machine the selector {dict(option.on)} matches fits one task of the stage",
+                            f"{where}.on")  # fmt: skip
+    if not option.same:
+        return
+    held: dict[str, float] = {}
+    for server, tasks in zip(matching, per_machine.tolist(), strict=True):
+        value = server.label(option.same)
+        assert value is not None
+        held[value] = held.get(value, 0.0) + tasks * server.count
+    largest = max(held.values())
+    if largest < stage.tasks:
+        raise InstanceError(f"a gang of {stage.tasks} tasks fits in no group of machines sharing a {option.same!r} "
+                            f"value (the largest holds {largest:g} at once)", f"{where}.same")  # fmt: skip
 
 
 #: The server label that names a machine's rack (data locality's middle level).
@@ -467,6 +579,10 @@ class Instance(_ValueEquality):
                 raise InstanceError("hierarchy leaves must map one-to-one onto tenants", "hierarchy")
         _check_positive(self.time_slot, "time.slot")
         self._check_data()
+        for k, job in enumerate(self.jobs):
+            for s, stage in enumerate(job.stages):
+                for o, option in enumerate(stage.options):
+                    _check_option(self.servers, stage, option, f"jobs[{k}].stages[{s}].options[{o}]")
 
     def _check_data(self) -> None:
         """Replica machines exist; every stage input names a block of ``data``."""
@@ -485,6 +601,11 @@ class Instance(_ValueEquality):
                     i = unknown[0]
                     raise InstanceError(f"unknown block {stage.input[i]!r} (not in blocks)",
                                         f"jobs[{k}].stages[{s}].input[{i}]")  # fmt: skip
+
+    @property
+    def has_options(self) -> bool:
+        """Whether some stage lists placement ``options`` (then every task needs a machine)."""
+        return any(stage.options for job in self.jobs for stage in job.stages)
 
     def machine_racks(self) -> IntArray:
         """Rack number of every machine (its server's ``rack`` label; ``-1``: no rack), ``machine_names`` order."""
@@ -592,8 +713,11 @@ class Instance(_ValueEquality):
     def pooled(self) -> Instance:
         """The same tenants on a single server holding the whole cluster's capacity (the DRF setting)."""
         pool = ServerClass(name="pool", capacity=self.total_capacity.copy(), count=1)
-        # The pool has no machines for blocks to live on: data placement does not carry over.
-        return Instance(self.resources, (pool,), self.tenants, self.hierarchy, self.jobs, self.time_slot, self.name)
+        # The pool has no machines for blocks to live on, nor labels for options to select: data placement
+        # and placement options do not carry over.
+        jobs = tuple(replace(job, stages=tuple(replace(stage, options=()) for stage in job.stages))
+                     if any(stage.options for stage in job.stages) else job for job in self.jobs)  # fmt: skip
+        return Instance(self.resources, (pool,), self.tenants, self.hierarchy, jobs, self.time_slot, self.name)
 
     def without_tenant(self, index: int) -> Instance:
         """The instance with one tenant removed (population monotonicity probes)."""

@@ -18,7 +18,15 @@ from models.check.hierarchy import demanding_nodes, node_shares
 from models.hierarchy import tree_of
 from models.locality import LEVEL_NAMES, NO_INPUT, global_machines, levels, task_blocks
 from models.metrics import dominant_shares, utilisation
-from models.result import Allocation, Result, Schedule, job_completion, schedule_objectives, unit_names
+from models.result import (
+    Allocation,
+    Result,
+    Schedule,
+    job_completion,
+    job_utilities,
+    schedule_objectives,
+    unit_names,
+)
 from models.types import Instance, InstanceError
 
 
@@ -151,11 +159,14 @@ def schedule_json(instance: Instance, schedule: Schedule) -> dict[str, Any]:
     """
     completion = job_completion(instance, schedule)
     numbers = schedule_objectives(instance, completion)
+    utility = job_utilities(instance, completion)
     fair = schedule.fair_completion
     jobs = {
         job.name: {
             "completion": float(completion[k]),
             "fair_completion": None if fair is None or k >= fair.size else _finite(float(fair[k])),
+            "deadline": _finite(job.deadline),
+            "utility": float(utility[k]),
         }
         for k, job in enumerate(instance.jobs)
     }
@@ -185,7 +196,17 @@ def schedule_json(instance: Instance, schedule: Schedule) -> dict[str, Any]:
             row["machine"] = machine
         if instance.data is not None:
             _locality_column(instance, schedule, tasks)
-    return {"makespan": numbers["makespan"], "avg_jct": numbers["avg_jct"], "jobs": jobs, "tasks": tasks}
+    if schedule.option is not None:
+        for row, option in zip(tasks, schedule.option.tolist(), strict=True):
+            if option >= 0:
+                row["option"] = option
+    view = {"makespan": numbers["makespan"], "avg_jct": numbers["avg_jct"], "utility": float(utility.sum()),
+            "jobs": jobs, "tasks": tasks}  # fmt: skip
+    deadlines = np.array([job.deadline for job in instance.jobs])
+    if np.isfinite(deadlines).any():
+        met = completion <= deadlines * (1 + 1e-9)
+        view["slo_attainment"] = float(met[np.isfinite(deadlines)].mean())
+    return view
 
 
 def _locality_column(instance: Instance, schedule: Schedule, tasks: list[dict[str, Any]]) -> None:
@@ -225,6 +246,7 @@ def schedule_from_json(instance: Instance, data: dict[str, Any]) -> Schedule:
     columns: dict[str, list[Any]] = {"job": [], "stage": [], "index": [], "start": [], "end": []}
     servers: list[int] = []
     machines: list[int] = []
+    options: list[int] = []
     for position, row in enumerate(rows):
         field_name = f"tasks[{position}]"
         if not isinstance(row, dict):
@@ -245,17 +267,10 @@ def schedule_from_json(instance: Instance, data: dict[str, Any]) -> Schedule:
         columns["stage"].append(stage_index[job][str(row["stage"])])
         for key, value in zip(("index", "start", "end"), values, strict=True):
             columns[key].append(value)
-        server, machine = row.get("server"), row.get("machine", -1)
-        if server is None:  # unplaced (the checker reports it if the schedule has a placement at all)
-            server, machine = -1, -1
-        elif not isinstance(server, str) or server not in server_index:
-            raise InstanceError(f"unknown server {server!r}", f"{field_name}.server")
-        elif not isinstance(machine, int) or isinstance(machine, bool):
-            raise InstanceError(f"machine must be a whole number, got {machine!r}", f"{field_name}.machine")
-        else:
-            server = server_index[server]
+        server, machine, option = _placement_of(row, field_name, server_index)
         servers.append(server)
         machines.append(machine)
+        options.append(option)
     fair = np.full(len(instance.jobs), np.inf)
     saved_jobs = data.get("jobs") or {}
     for name, entry in saved_jobs.items() if isinstance(saved_jobs, dict) else ():
@@ -264,6 +279,7 @@ def schedule_from_json(instance: Instance, data: dict[str, Any]) -> Schedule:
         saved = entry.get("fair_completion") if isinstance(entry, dict) else None
         if saved is not None:
             fair[job_index[name]] = float(saved)
+    placed = max(servers, default=-1) >= 0
     return Schedule(
         np.array(columns["job"], dtype=np.int64),
         np.array(columns["stage"], dtype=np.int64),
@@ -271,6 +287,24 @@ def schedule_from_json(instance: Instance, data: dict[str, Any]) -> Schedule:
         np.array(columns["start"], dtype=np.float64),
         np.array(columns["end"], dtype=np.float64),
         fair if np.isfinite(fair).any() else None,
-        *((np.array(servers, dtype=np.int64), np.array(machines, dtype=np.int64)) if max(servers, default=-1) >= 0
-          else (None, None)),
-    )  # fmt: skip
+        server=np.array(servers, dtype=np.int64) if placed else None,
+        machine=np.array(machines, dtype=np.int64) if placed else None,
+        option=np.array(options, dtype=np.int64) if max(options, default=-1) >= 0 else None,
+    )
+
+
+def _placement_of(row: dict[str, Any], field_name: str, server_index: dict[str, int]) -> tuple[int, int, int]:
+    """A saved task's server class, machine number and option (``-1`` each when absent)."""
+    server, machine = row.get("server"), row.get("machine", -1)
+    if server is None:  # unplaced (the checker reports it if the schedule has a placement at all)
+        server, machine = -1, -1
+    elif not isinstance(server, str) or server not in server_index:
+        raise InstanceError(f"unknown server {server!r}", f"{field_name}.server")
+    elif not isinstance(machine, int) or isinstance(machine, bool):
+        raise InstanceError(f"machine must be a whole number, got {machine!r}", f"{field_name}.machine")
+    else:
+        server = server_index[server]
+    option = row.get("option", -1)
+    if isinstance(option, bool) or not isinstance(option, int):
+        raise InstanceError(f"option must be a whole number, got {option!r}", f"{field_name}.option")
+    return server, machine, option

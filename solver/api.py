@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from models.result import SOLUTION_STATUSES, Result
+from models.result import MAXIMISED_OBJECTIVES, SOLUTION_STATUSES, Result, relative_gap
 from models.types import Instance, InstanceError
 from solver.budget import Budget
 from solver.lp import LinearProgram
@@ -225,7 +225,7 @@ def _verified_schedule(instance: Instance, result: Result, exact: bool) -> Resul
         bound = objective
     gap = None
     if bound is not None:
-        raw_gap = (objective - bound) / objective if objective > 0 else 0.0
+        raw_gap = relative_gap(objective, bound, name in MAXIMISED_OBJECTIVES)
         gap = raw_gap if raw_gap > 1e-12 else 0.0  # rounding noise of the tick scaling is no gap
     notes = []
     if result.solver_objective is not None and not np.isclose(result.solver_objective, objective, rtol=1e-6,

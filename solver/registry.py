@@ -119,6 +119,7 @@ class Method:
     kind: str = "allocation"
     level: str = "machine"
     exporter: str | None = None  # "module:function" building the LP/MILP it solves first, for `fairpack export`
+    factory: str | None = None  # policies: "module:function" building the policy object (name, jobs, instance, extra)
 
     @property
     def uses_backend(self) -> bool:

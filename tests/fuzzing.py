@@ -84,7 +84,8 @@ def seeds(data_dir: Path | None = None, psplib_files: int = 3) -> list[Seed]:
     """The bundled instances, then PSPLIB texts: the first ``psplib_files`` of ``data_dir/psplib/j30`` when
     that folder exists, else ``SMALL_SM``."""
     found = [Seed(path.name, ".yaml", path.read_text()) for path in sorted((ROOT / "instances").glob("*.yaml"))]
-    found += [_with_optional_fields(seed) for seed in found if "jobs" in yaml.load(seed.text, Loader=_LOADER)]
+    with_fields = [_with_optional_fields(seed) for seed in found if "jobs" in yaml.load(seed.text, Loader=_LOADER)]
+    found += [seed for seed in with_fields if seed is not None]
     folder = None if data_dir is None else data_dir / "psplib" / "j30"
     if folder is not None and folder.is_dir():
         files = sorted(folder.glob("*.sm"))[:psplib_files]
@@ -94,21 +95,29 @@ def seeds(data_dir: Path | None = None, psplib_files: int = 3) -> list[Seed]:
     return found
 
 
-def _with_optional_fields(seed: Seed) -> Seed:
-    """``seed`` with the optional fields no bundled instance has: each job's tenant and deadline, and data
+def _with_optional_fields(seed: Seed) -> Seed | None:
+    """``seed`` with the optional fields no bundled instance has: each job's tenant, deadline and utility, data
     placement (server labels, a second rack of two machines, blocks on machines, one input block per
-    task, locality factors)."""
+    task, locality factors) and placement options on the first stage."""
     data = yaml.load(seed.text, Loader=_LOADER)
+    if any("options" in stage for job in data["jobs"] for stage in job["stages"]):
+        return None  # YAML 1.1 (this loader) reads a selector's key `on` as true: such seeds are fuzzed as they are
     first = data["servers"][0]
-    first["labels"] = {"rack": "r1"}
+    first["labels"] = {**first.get("labels", {}), "rack": "r1"}
     machine = first["name"] if first.get("count", 1) == 1 else f"{first['name']}/0"
     data["servers"].append({"name": "rack2", "capacity": dict(first["capacity"]), "count": 2, "labels": {"rack": "r2"}})
     data["blocks"] = {"blk0": [machine, "rack2/1"], "blk1": ["rack2/0"]}
     data["locality"] = {"rack": 1.5, "remote": 3}
     for k, job in enumerate(data["jobs"]):
         job["tenant"], job["deadline"] = f"queue-{k % 2}", 10.0 * (k + 1)
+        job["utility"] = [[10.0 * (k + 1), 5], [20.0 * (k + 1), 0]]
         for stage in job["stages"]:
             stage["input"] = [f"blk{t % 2}" for t in range(stage.get("tasks", 1))]
+    # Placement options on the first stage (unless it has some): the second rack preferred, anywhere twice as slow.
+    first_stage = data["jobs"][0]["stages"][0]
+    if "options" not in first_stage:
+        duration = first_stage.pop("duration")
+        first_stage["options"] = [{"on": {"rack": "r2"}, "duration": duration}, {"duration": 2 * duration}]
     return Seed(seed.name.replace(".yaml", "+fields.yaml"), ".yaml", yaml.dump(data, Dumper=_DUMPER, sort_keys=False))
 
 
@@ -210,7 +219,7 @@ def _repeat_item(data: Any, choose: Choose) -> None:
 def _unknown_key(data: Any, choose: Choose) -> None:
     mappings = [data] + [c[k] for c, k in _nodes(data) if isinstance(c[k], dict)]
     keys = ["colour", "tasks", "parent", "children", "count", "<<", "weight", "tenant", "deadline", "labels", "input",
-            "blocks", "locality"]  # fmt: skip
+            "blocks", "locality", "options", "utility", "on", "same"]  # fmt: skip
     _pick(choose, mappings)[_pick(choose, keys)] = 2
 
 

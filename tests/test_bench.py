@@ -218,6 +218,21 @@ def test_rerun_does_no_work(smoke_run: Path) -> None:
     pd.testing.assert_frame_equal(read_results(smoke_run), before)
 
 
+
+def test_a_table_saves_to_the_same_bytes_whatever_order_its_rows_came_in(smoke_run: Path, tmp_path: Path) -> None:
+    # `make figures` must leave the committed tables byte-identical when nothing is rerun.
+    rows = read_results(smoke_run).to_dict("records")
+    rows += [{**rows[0], "key": f"{rows[0]['key']}/twin"}]  # the same grid, size, seed, method and backend
+    saved = []
+    for name, ordered in (("forward", rows), ("backward", rows[::-1])):
+        table = ResultTable(tmp_path / f"{name}.parquet")
+        for row in ordered:
+            table.add(row)
+        table.save()
+        saved.append(csv_path(table.path).read_bytes())
+    assert saved[0] == saved[1]
+
+
 LIMITS = """
 name = "limits"
 seeds = [0]
@@ -366,3 +381,32 @@ def test_online_policies_run_in_a_sweep_against_the_clairvoyant_yardstick() -> N
     with pytest.raises(SweepError, match="online:bogus"):
         parse_sweep({"grid": [{"name": "g", "family": "arrivals", "sizes": {"tenants": 2},
                                "methods": ["online:bogus"]}]})  # fmt: skip
+
+
+def test_the_delay_scheduling_sweep_runs_against_the_locality_yardstick() -> None:
+    """``benchmarks/sweeps/delay.toml``, shrunk to one tiny instance: fifo, fair and delay replay its arrivals
+    (the locality policies were refused by the grid check, their family being ``locality``, not ``online``)
+    and each gets its gap to the proven optimum of ``spacetime-cp`` per machine without fair caps, never negative;
+    the independent ``locality-cp`` model proves the same optimum (gap 0)."""
+    from dataclasses import replace
+
+    from solver.bench.sweep import Sweep
+    from solver.bench.task import run_task
+
+    sweep = load_sweep(ROOT / "benchmarks" / "sweeps" / "delay.toml")
+    grid = sweep.grids[0]
+    assert grid.reference == "spacetime-cp" and {"online:fifo", "online:fair", "online:delay-D2"} <= {
+        m.label for m in grid.methods}  # fmt: skip
+    tiny = tuple({**dict(grid.sizes[0]), "jobs": 3, "max_tasks": 2}.items())
+    small = Sweep(sweep.name, sweep.source, (replace(grid, sizes=(tiny,), seeds=(2,)),))
+    tasks, _ = small.tasks()
+    frame = with_gaps(pd.DataFrame([run_task(task) for task in tasks])).set_index("method")
+    assert frame["verified"].all(), frame["message"].to_dict()
+    assert frame.loc["spacetime-cp", "status"] == frame.loc["locality-cp", "status"] == "optimal"
+    assert frame.loc["locality-cp", "gap"] == pytest.approx(0.0, abs=1e-9)
+    policies = [label for label in frame.index if label.startswith("online:")]
+    assert len(policies) == len(grid.methods) - 2
+    for policy in policies:
+        assert frame.loc[policy, "gap"] >= 0  # nothing online beats the clairvoyant optimum
+        assert frame.loc[policy, "bound_gap"] >= frame.loc[policy, "gap"]
+    assert frame.loc[policies, "gap"].max() > 0  # and the yardstick tells the policies apart

@@ -344,3 +344,38 @@ def test_exact_yardstick_bounds_every_policy_on_a_small_hdfs_instance() -> None:
     for policy, extra in (("fifo", {}), ("fair", {}), ("delay", {"d1": 2, "d2": 2})):
         value = simulate(instance, policy, extra=extra).objective
         assert value is not None and value >= found.objective - 1e-9
+
+
+def test_locality_cp_is_the_yardstick_from_the_cli_with_its_bound_and_time_limit() -> None:
+    """``locality-cp`` (the method) returns the proven optimum of the hand case, verified per machine with the
+    durations locality dictates, T_k reported beside it; a limit too short for a schedule says so."""
+    from solver.api import solve
+
+    base = _remote_choice()
+    assert base.data is not None
+    instance = replace(base, data=replace(base.data, factors=(1.0, 1.3, 3.0)))
+    result = solve(instance, "locality-cp")
+    assert result.status == "optimal" and result.verified and result.objective == pytest.approx(6.0)
+    assert result.bound == pytest.approx(6.0) and result.gap == 0
+    assert result.schedule is not None and result.schedule.fair_completion is not None
+    assert np.all(np.isfinite(result.schedule.fair_completion))
+    late = solve(instance, "locality-cp", time_limit=1e-6)
+    assert late.status == "error" and not late.verified and late.schedule is None  # no answer: never verified
+    assert "CP-SAT stopped at the time limit" in late.message
+
+
+def test_readme_locality_block_is_the_saved_run() -> None:
+    """README's delay-scheduling numbers and figure are what ``benchmarks.delay_scheduling`` wrote from its saved
+    run (``make figures`` regenerates them), not hand-copied."""
+    import json
+    from pathlib import Path
+
+    from benchmarks.delay_scheduling import BEGIN, END, FIGURE, readme_block
+
+    root = Path(__file__).resolve().parents[1]
+    saved = json.loads((root / "benchmarks" / "results" / "delay_scheduling.json").read_text())
+    readme = (root / "README.md").read_text()
+    block = readme[readme.index(BEGIN) + len(BEGIN) : readme.index(END)].strip()
+    assert block == readme_block(saved, f"benchmarks/results/figures/{FIGURE}").strip()
+    assert (root / "benchmarks" / "results" / "figures" / FIGURE).is_file()
+    assert saved["sweep"]["grids"], "the yardstick-gap sweep is part of the saved run"

@@ -17,7 +17,7 @@ import pytest
 
 from models.generators import random_small
 from models.io import load_instance
-from models.timeline import job_table
+from models.timeline import busy_time, job_table
 from models.traces import read_trace
 from models.types import Instance, InstanceError, Job, ServerClass, Stage
 from solver.api import simulate, solve
@@ -84,6 +84,22 @@ def test_fifo_queueing_delay_slowdown_and_utilisation_by_hand() -> None:
     np.testing.assert_allclose(table["start"], [0.0, 2.0])
     np.testing.assert_allclose(table["queueing_delay"], [0.0, 1.0])
     np.testing.assert_allclose(table["slowdown"], [1.0, 2.0])
+
+
+def test_busy_utilisation_leaves_out_the_idle_gaps_of_a_sparse_trace() -> None:
+    # a runs [0, 2] on the whole cpu, b arrives at 98 and runs [98, 99] on half of it: the cluster is idle for
+    # 96 of the 99 time units, so utilisation over [0, 99] is 2.5/99, but while work was there it was 2.5/3.
+    instance = _one_machine(_job("a", 0.0, 2.0, 1.0), _job("b", 98.0, 1.0, 0.5))
+    summary = simulate(instance, "fifo").extra["summary"]
+    assert summary["utilisation"]["cpu"] == pytest.approx(2.5 / 99)
+    assert summary["utilisation_busy"]["cpu"] == pytest.approx(2.5 / 3)
+
+
+def test_busy_time_is_the_length_of_the_union() -> None:
+    begin = np.array([5.0, 0.0, 1.0, 10.0, 10.0, 3.0])
+    end = np.array([6.0, 2.0, 1.5, 12.0, 11.0, 3.0])  # [0,2] and [1,1.5] overlap; [3,3] is empty
+    assert busy_time(begin, end) == pytest.approx(2.0 + 1.0 + 2.0)
+    assert busy_time(np.zeros(0), np.zeros(0)) == 0.0
 
 
 def test_fifo_passes_over_what_does_not_fit_and_runs_it_when_room_frees() -> None:

@@ -126,7 +126,7 @@ def test_fair_completion_deadlines() -> None:
     assert bounded.status == "optimal" and bounded.verified
     assert bounded.objective == pytest.approx(17 / 6)
     data = result_json(instance, bounded)
-    assert data["jobs"]["long"] == {"completion": 4.5, "fair_completion": 4.5}
+    assert data["jobs"]["long"] == {"completion": 4.5, "fair_completion": 4.5, "deadline": None, "utility": -4.5}
     assert data["jobs"]["short"]["fair_completion"] is None
     impossible = solve(instance, "spacetime-cp", time_limit=10, extra={"fair_completion": {"long": 3.5}})
     assert impossible.status == "infeasible" and impossible.schedule is None and not impossible.verified

@@ -19,7 +19,7 @@ import numpy as np
 from models.check.schedule import verify_schedule
 from models.check.verify import verify_allocation
 from models.metrics import guarantee_ratio
-from models.result import SCHEDULE_OBJECTIVES, Allocation, UnitKind
+from models.result import MAXIMISED_OBJECTIVES, SCHEDULE_OBJECTIVES, Allocation, UnitKind, relative_gap
 from models.tolerance import CHECK_RTOL
 from models.types import Instance, InstanceError
 from models.view import allocation_from_json, schedule_from_json
@@ -108,7 +108,8 @@ def check_saved(instance: Instance, data: dict[str, Any], rules: SavedRules) -> 
     else:
         recomputed, numbers = _allocation(instance, data, rules, problems)
     objective = numbers.get("objective")
-    _bound_and_gap(data, objective, maximised=rules.kind == "allocation", problems=problems)
+    maximised = rules.kind == "allocation" or data.get("objective_name") in MAXIMISED_OBJECTIVES
+    _bound_and_gap(data, objective, maximised=maximised, problems=problems)
     expected = recomputed and status != "error"  # solve never calls what a failed method left verified
     if data.get("verified") is not None and bool(data.get("verified")) != expected:
         problems.append(f"the result says verified {data.get('verified')} but re-verification says {expected}")
@@ -154,7 +155,7 @@ def _schedule(instance: Instance, data: dict[str, Any], rules: SavedRules,
     report = verify_schedule(instance, schedule, fair_completion=deadlines, require_placement=rules.require_placement,
                              unfinished=[names[name] for name in declared])  # fmt: skip
     problems.extend(report.violations)
-    for key, value in (("makespan", report.makespan), ("avg_jct", report.avg_jct)):
+    for key, value in (("makespan", report.makespan), ("avg_jct", report.avg_jct), ("utility", report.utility)):
         if _differs(data.get(key), value):
             problems.append(f"saved {key} {data.get(key)} but the schedule gives {value:.9g}")
     for k, job in enumerate(instance.jobs):
@@ -171,7 +172,8 @@ def _schedule(instance: Instance, data: dict[str, Any], rules: SavedRules,
     objective = report.objective(name, float(alpha))
     if _differs(data.get("objective"), objective):
         problems.append(f"saved objective {data.get('objective')} but recomputed {objective:.9g}")
-    return report.ok, {"objective": objective, "makespan": report.makespan, "avg_jct": report.avg_jct}
+    return report.ok, {"objective": objective, "makespan": report.makespan, "avg_jct": report.avg_jct,
+                       "utility": report.utility}
 
 
 def _bound_and_gap(data: dict[str, Any], objective: float | None, maximised: bool, problems: list[str]) -> None:
@@ -191,8 +193,8 @@ def _bound_and_gap(data: dict[str, Any], objective: float | None, maximised: boo
         problems.append(f"bound {value:.9g} is above the objective {objective:.9g} of a minimisation")
     gap = data.get("gap")
     if gap is not None and value != 0:
-        expected = (value - objective) / value if maximised else (objective - value) / objective if objective else 0.0
-        if _differs(gap, max(expected, 0.0)) and abs(float(gap) - max(expected, 0.0)) > 1e-9:
-            problems.append(f"saved gap {gap} but bound and objective give {max(expected, 0.0):.9g}")
+        expected = relative_gap(objective, value, maximised)
+        if _differs(gap, expected) and abs(float(gap) - expected) > 1e-9:
+            problems.append(f"saved gap {gap} but bound and objective give {expected:.9g}")
     if data.get("status") == "optimal" and data.get("gap") not in (None, 0, 0.0):
         problems.append(f"status 'optimal' with gap {data.get('gap')}: optimal means a zero gap to the bound")

@@ -10,17 +10,30 @@ With input blocks (``Instance.data``) and a placement, a task's duration is its 
 of its locality level on its machine (node, rack or remote: ``models.locality``); a schedule without a
 placement has no machines for blocks to be on, and its tasks run their stages' durations.
 
+With placement options (``Stage.options``) every task of such a stage names the option it ran under
+(``Schedule.option``), runs on a machine whose labels hold the option's selector, for the option's duration;
+a stage run under a gang option runs wholly under it, on machines sharing one value of the gang's label, all
+its tasks starting together. Every job's utility (``Job.utility_at``) is recomputed from its completion.
+
 A schedule with a placement (``Schedule.server`` / ``Schedule.machine``, from ``placement='servers'``)
 must in addition put every task on an existing machine (a server class and a number below its count)
 whose capacity holds one task of its stage, and the tasks running on any one machine at any instant
 together use no more of any resource than that machine has. Pooled capacity is still checked (it is
 implied, but its messages are the ones a pooled reader expects).
+
+Times are compared by the one rule of ``models.tolerance``, the simulator's own: a time ``a`` is no later
+than ``b`` when ``settled(a) <= b`` (``a`` minus ``time_tol(a)``, relative to ``|a|`` with an absolute
+floor). A task may start once ``settled`` of its release and of its parent stages' last end is at most its
+start; a task ending at ``e`` stops using its machine at ``settled(e)`` (so a task may start at another's
+end, and a simulator that counts both as one event is judged by the rule it used); a task runs its duration
+within ``time_tol`` of its end. Capacities keep their own relative tolerance (``tol``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -28,9 +41,9 @@ from models.check.report import ABS_TOL, fmt, truncate
 from models.locality import factors as locality_factors
 from models.locality import global_machines, task_blocks
 from models.locality import levels as locality_levels
-from models.result import Schedule, job_completion, objective_value, schedule_objectives
-from models.tolerance import CHECK_RTOL
-from models.types import FloatArray, Instance, IntArray
+from models.result import Schedule, job_completion, job_utilities, objective_value, schedule_objectives
+from models.tolerance import CHECK_RTOL, settled_all, time_tols
+from models.types import BoolArray, FloatArray, Instance, IntArray
 
 
 @dataclass(frozen=True)
@@ -52,6 +65,8 @@ class ScheduleReport:
         ``sum_k w_k (C_k - r_k) / sum_k w_k``.
     peak_usage : ndarray, shape (resources,)
         Highest simultaneous use of every resource.
+    job_utility : ndarray, shape (jobs,)
+        Every job's utility at its recomputed completion (``Job.utility_at``).
     """
 
     ok: bool
@@ -60,10 +75,16 @@ class ScheduleReport:
     makespan: float
     avg_jct: float
     peak_usage: FloatArray
+    job_utility: FloatArray
+
+    @property
+    def utility(self) -> float:
+        """Total utility of the jobs."""
+        return float(self.job_utility.sum())
 
     def objective(self, name: str, alpha: float = 0.5) -> float:
-        """The recomputed value of objective ``name`` (``makespan``, ``avg-jct`` or ``mix``)."""
-        return objective_value(self.makespan, self.avg_jct, name, alpha)
+        """The recomputed value of objective ``name`` (``makespan``, ``avg-jct``, ``mix`` or ``utility``)."""
+        return objective_value(self.makespan, self.avg_jct, name, alpha, self.utility)
 
 
 def _fair_array(
@@ -106,8 +127,8 @@ def verify_schedule(
         Deadlines to check ``C_k <= T_k`` against (``inf`` = none); defaults to
         ``schedule.fair_completion``.
     tol : float
-        Times may be off by ``tol * max(1, |t|)``; resource use may exceed a capacity ``C`` by
-        ``max(tol * C, ABS_TOL)``.
+        Resource use may exceed a capacity ``C`` by ``max(tol * C, ABS_TOL)``. Times follow the one time
+        rule of ``models.tolerance`` (see the module docstring), whatever ``tol`` is.
     require_placement : bool
         The schedule claims per-server placement (``placement='servers'``): a schedule without one
         is a violation. A schedule that carries a placement is checked per machine either way.
@@ -192,11 +213,14 @@ def verify_schedule(
     # 3. Durations and releases. With input blocks (``Instance.data``) and a placement, a task runs its
     # stage's duration times the factor of its locality level on its machine (``models.locality``).
     d = duration[g]
+    if instance.has_options or schedule.option is not None:
+        d, found = _option_rules(instance, schedule, rows, g, task_name, tol)
+        violations += found
     if instance.data is not None and schedule.server is not None and schedule.machine is not None:
         blocks, _ = task_blocks(instance)
         machine_of = global_machines(instance, schedule.server[rows], schedule.machine[rows])
         d = d * locality_factors(instance, locality_levels(instance, blocks[task_id], machine_of))
-    wrong = np.abs((e - b) - d) > tol * np.maximum(1.0, d)
+    wrong = np.abs((e - b) - d) > time_tols(np.maximum(np.abs(b), np.abs(e)))
     violations += truncate(
         "duration",
         [
@@ -205,7 +229,7 @@ def verify_schedule(
         ],
     )
     r_job = release[stage_job[g]]
-    early = b < r_job - tol * np.maximum(1.0, np.abs(r_job))
+    early = b < settled_all(r_job)
     violations += truncate(
         "release",
         [
@@ -226,7 +250,7 @@ def verify_schedule(
         edge = np.array(parents, dtype=np.int64)
         parent_end, child_start = stage_last[edge[:, 0]], stage_first[edge[:, 1]]
         present = np.isfinite(parent_end) & np.isfinite(child_start)
-        broken = present & (child_start < parent_end - tol * np.maximum(1.0, np.abs(parent_end)))
+        broken = present & (child_start < settled_all(np.where(present, parent_end, 0.0)))
         violations += truncate(
             "precedence",
             [
@@ -237,7 +261,7 @@ def verify_schedule(
         )
 
     # 5. Pooled capacity.
-    sweep = _sweep(b, e, demand[g], np.zeros(rows.size, dtype=np.int64), tol)
+    sweep = _sweep(b, e, demand[g], np.zeros(rows.size, dtype=np.int64))
     peak = np.maximum(sweep[3].max(axis=0), 0.0) if rows.size else np.zeros(n_res)
     violations += truncate(
         "capacity",
@@ -253,12 +277,13 @@ def verify_schedule(
     elif require_placement:
         violations.append("the schedule has no per-server placement (placement 'servers' needs a machine per task)")
 
-    # 6. Completion times and fair completion deadlines.
+    # 6. Completion times and fair completion deadlines; utilities from the instance's points.
     completion = job_completion(instance, Schedule(job[rows], stage[rows], index[rows], b, e))
     numbers = schedule_objectives(instance, completion)
+    utility = job_utilities(instance, completion)
     fair = _fair_array(instance, fair_completion if fair_completion is not None else schedule.fair_completion)
     if fair is not None:
-        late = completion > fair + tol * np.maximum(1.0, np.abs(np.where(np.isfinite(fair), fair, 0.0)))
+        late = settled_all(completion) > fair
         violations += truncate(
             "fair-completion",
             [
@@ -273,24 +298,27 @@ def verify_schedule(
         makespan=numbers["makespan"],
         avg_jct=numbers["avg_jct"],
         peak_usage=peak,
+        job_utility=utility,
     )
 
 
 def _sweep(
-    start: FloatArray, end: FloatArray, demand: FloatArray, unit: IntArray, tol: float
+    start: FloatArray, end: FloatArray, demand: FloatArray, unit: IntArray
 ) -> tuple[FloatArray, FloatArray, IntArray, FloatArray]:
     """Usage right after every event on every unit (the pool, or one machine), by an event sweep.
 
-    Start (+demand) and end (-demand) events are sorted by unit, then time; at equal times ends come
-    first, so a task may start exactly when another ends (times within ``tol`` count as equal). Returns
+    Start (+demand) and end (-demand) events are sorted by unit, then time; a task's end counts at
+    ``settled(end)`` (the time rule of ``models.tolerance``, never before its start), and at equal times
+    ends come first, so a task may start when another ends, as the simulator decides it. Returns
     ``(usage, time, unit, peak)``: usage, time and unit of every sorted event, and the peak per unit.
     """
     n_units = int(unit.max(initial=-1)) + 1
-    times = np.concatenate([start, end])
+    # A task shorter than the resolution is an instant: its end is not moved before its start (a negative
+    # usage in between would hide an overload).
+    times = np.concatenate([start, np.maximum(settled_all(end), start)])
     kind = np.concatenate([np.ones(start.size), np.zeros(start.size)])  # 0 = end, sorted before 1 = start
     units = np.concatenate([unit, unit])
-    rounded = np.round(times / max(tol, 1e-12)) * max(tol, 1e-12)
-    order = np.lexsort((kind, rounded, units))
+    order = np.lexsort((kind, times, units))
     usage = np.cumsum(np.concatenate([demand, -demand])[order], axis=0)
     units = units[order]
     # Each unit's events sum to zero; subtracting the running total where a unit begins removes the
@@ -360,7 +388,7 @@ def _machine_violations(
         [f"{task_name(int(g[rows[r]]), int(index[rows[r]]))} does not fit machine {names[machine_id[r]]}"
          for r in too_big],
     )  # fmt: skip
-    sweep = _sweep(start[rows], end[rows], need, machine_id, tol)
+    sweep = _sweep(start[rows], end[rows], need, machine_id)
     violations += truncate(
         "machine-capacity",
         [f"machine {names[m]}: resource {instance.resources[res]}: {fmt(used)} in use at time {fmt(at)} "
@@ -368,3 +396,76 @@ def _machine_violations(
          for m, res, used, at, c in _overloads(*sweep[:3], machine_capacity, tol)],
     )  # fmt: skip
     return violations
+
+
+def _option_rules(
+    instance: Instance, schedule: Schedule, rows: IntArray, g: IntArray, task_name: Callable[[int, int], str],
+    tol: float,
+) -> tuple[FloatArray, list[str]]:
+    """Durations of the valid rows under the options they name, and the option violations.
+
+    A task of a stage with options must name one (``Schedule.option``) and run on a machine whose labels hold
+    the option's selector; its duration is the option's. A stage run under a gang option runs wholly under
+    it: every task names that option, every machine has the same value of the gang's label, and every task
+    starts at the same time. Tasks of stages without options name none.
+    """
+    stages = [stage for job in instance.jobs for stage in job.stages]
+    counts = np.array([len(stage.options) for stage in stages], dtype=np.int64)
+    first = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    options = [option for stage in stages for option in stage.options]
+    base = np.array([stage.duration for stage in stages], dtype=np.float64)
+    chosen = np.full(rows.size, -1, dtype=np.int64) if schedule.option is None else schedule.option[rows]
+    index = schedule.index[rows]
+    violations: list[str] = []
+    has = counts[g] > 0
+    named = has & (chosen >= 0) & (chosen < counts[g])
+    violations += truncate("option", [
+        f"{task_name(int(g[r]), int(index[r]))} names no option of its stage (it has {counts[g[r]]})"
+        if has[r] else f"{task_name(int(g[r]), int(index[r]))} names option {chosen[r]}, but its stage has none"
+        for r in np.flatnonzero((has & ~named) | (~has & (chosen != -1)))])  # fmt: skip
+    flat = np.where(named, first[g] + np.where(named, chosen, 0), -1)
+    duration = np.where(named, np.array([o.duration for o in options] + [0.0])[flat], base[g])
+    if schedule.server is None or schedule.machine is None:
+        if has.any():
+            violations.append("stages with placement options need a machine for every task (the schedule has none)")
+        return duration, violations
+    counts_class = instance.counts
+    server, machine = schedule.server[rows], schedule.machine[rows]
+    placed = named & (server >= 0) & (server < counts_class.size)
+    placed &= (machine >= 0) & (machine < counts_class[np.clip(server, 0, counts_class.size - 1)])
+    labels = [dict(s.labels) for s in instance.servers]
+    off = [r for r in np.flatnonzero(placed).tolist()
+           if any(labels[server[r]].get(k) != v for k, v in options[flat[r]].on)
+           or (options[flat[r]].same and options[flat[r]].same not in labels[server[r]])]  # fmt: skip
+    violations += truncate("option-labels", [
+        f"{task_name(int(g[r]), int(index[r]))} runs option {chosen[r]} on server {instance.servers[server[r]].name}, "
+        f"whose labels {labels[server[r]]} do not hold its selector {dict(options[flat[r]].on)}"
+        + (f" and label {options[flat[r]].same!r}" if options[flat[r]].same else "") for r in off])  # fmt: skip
+    violations += _gang_violations(instance, g, flat, chosen, options, server, schedule.start[rows], labels,
+                                   placed, tol)  # fmt: skip
+    return duration, violations
+
+
+def _gang_violations(instance: Instance, g: IntArray, flat: IntArray, chosen: IntArray, options: list[Any],
+                     server: IntArray, start: FloatArray, labels: list[dict[str, str]], placed: BoolArray,
+                     tol: float) -> list[str]:  # fmt: skip
+    """A stage with a task under a gang option runs wholly under it, in one label group, all tasks at once."""
+    gang = np.array([bool(options[f].same) if f >= 0 else False for f in flat.tolist()], dtype=bool)
+    names = [f"{instance.jobs[k].name} stage {st.name}" for k, job in enumerate(instance.jobs) for st in job.stages]
+    found = []
+    for stage in np.unique(g[gang]).tolist():
+        mine = np.flatnonzero(g == stage)
+        kinds = sorted(set(flat[mine].tolist()))
+        if len(kinds) > 1:
+            found.append(f"job {names[stage]}: a gang option runs the whole stage, but its tasks name options "
+                         f"{sorted(set(chosen[mine].tolist()))}")  # fmt: skip
+            continue
+        key = options[kinds[0]].same
+        values = {labels[server[r]].get(key) for r in mine.tolist() if placed[r]}
+        if len(values) > 1:
+            found.append(f"job {names[stage]}: gang tasks on machines with different {key!r} values {sorted(values)}")
+        spread = float(start[mine].max() - start[mine].min())
+        if spread > tol * max(1.0, float(np.abs(start[mine]).max())):
+            found.append(f"job {names[stage]}: gang tasks start at different times ({fmt(float(start[mine].min()))} "
+                         f"to {fmt(float(start[mine].max()))})")  # fmt: skip
+    return truncate("gang", found)

@@ -26,6 +26,8 @@ sparrow         jobs      Poisson stream of short parallel jobs on slotted worke
                           offered ``load`` (``models.generators.short_tasks``)
 omega           jobs      batch and service job streams on a cell                       tasks
                           (``models.generators.short_tasks``)
+soft            jobs      GPU-preferring, MPI (gang) and plain jobs, SLO and best effort, tasks
+                          on labelled racks at an offered ``load`` (``models.generators.soft``)
 =============== ========= ============================================================ ========================
 
 PSPLIB files are taken in (instance, parameter) order (``j301_1, j302_1, ..., j3048_1, j301_2, ...``),
@@ -339,6 +341,15 @@ def _psplib_best(instance: Instance, data_dir: Path | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
+def _soft(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
+    from models.generators.soft import soft_workload
+
+    return soft_workload(seed, p["jobs"], p["racks"], p["per_rack"], p["gpu_racks"], p["gpus_per_rack"],
+                         float(p["load"]), float(p["gpu_share"]), float(p["mpi_share"]), float(p["slo_share"]),
+                         (p["min_duration"], p["max_duration"]), float(p["gpu_slowdown"]), float(p["mpi_slowdown"]),
+                         float(p["slack_low"]), float(p["slack_high"]), float(p["value"]))  # fmt: skip
+
+
 def _sparrow(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
     from models.generators.short_tasks import sparrow_jobs
 
@@ -418,6 +429,15 @@ FAMILIES: dict[str, Family] = {
                 "load": Param(0.8, _FLOAT), "jobs": Param(500, _INT), "mean_duration": Param(0.1, _FLOAT),
                 "durations": Param("exponential", _STR)},
                _sparrow, "tasks", _tasks),
+        Family("soft", "jobs", "GPU-preferring, MPI rack-preferring and unconstrained jobs, SLO (deadline, utility) "
+               "and best-effort, on a labelled racked cluster at an offered load (Tetrisched)",
+               {"jobs": Param(30, _INT), "racks": Param(4, _INT), "per_rack": Param(4, _INT),
+                "gpu_racks": Param(2, _INT), "gpus_per_rack": Param(2, _INT), "load": Param(0.9, _FLOAT),
+                "gpu_share": Param(1 / 3, _FLOAT), "mpi_share": Param(1 / 3, _FLOAT), "slo_share": Param(0.7, _FLOAT),
+                "min_duration": Param(2, _INT), "max_duration": Param(6, _INT), "gpu_slowdown": Param(2.5, _FLOAT),
+                "mpi_slowdown": Param(1.5, _FLOAT), "slack_low": Param(1.5, _FLOAT), "slack_high": Param(3.0, _FLOAT),
+                "value": Param(100.0, _FLOAT)},
+               _soft, "tasks", _tasks),
         Family("omega", "jobs", "batch and service job streams on a cell (Omega)",
                {"machines": Param(100, _INT), "load": Param(0.6, _FLOAT), "span": Param(1800.0, _FLOAT),
                 "service_share": Param(0.5, _FLOAT), "batch_tasks": Param(20.0, _FLOAT),

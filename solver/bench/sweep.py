@@ -253,7 +253,8 @@ class Grid:
         kind = FAMILIES[self.family].kind
         for method in self.methods:
             family = method_record(method.method).family
-            if family not in (kind, "online"):  # an online policy runs on any workload
+            # An online policy (the "online" and "locality" families alike) runs on any workload's arrivals.
+            if family != kind and not method.method.startswith(ONLINE_PREFIX):
                 raise ValueError(f"method {method.method!r} solves {family} instances; "
                                  f"family {self.family!r} makes {kind} ones")  # fmt: skip
         if self.reference is not None:

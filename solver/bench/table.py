@@ -146,13 +146,14 @@ class ResultTable:
         self.rows[str(row["key"])] = row
 
     def frame(self) -> pd.DataFrame:
-        """Every row, with the derived columns, ordered by grid, family, size, seed, method and backend."""
+        """Every row, with the derived columns, ordered by grid, family, size, seed, method, backend and key
+        (so a table saves to the same bytes whatever order its rows were run in)."""
         frame = with_gaps(pd.DataFrame(list(self.rows.values())))
         if frame.empty:
             return frame
         order = frame.assign(_size=pd.to_numeric(frame["size"], errors="coerce"))
         order = order.sort_values(
-            ["grid", "family", "_size", "size_params", "seed", "method", "backend"], kind="stable"
+            ["grid", "family", "_size", "size_params", "seed", "method", "backend", "key"], kind="stable"
         )
         return frame.loc[order.index].reset_index(drop=True)
 

@@ -336,6 +336,7 @@ GENERATE = {
     "google-day": ("google-day", None),
     "sparrow": ("sparrow", None),
     "omega": ("omega", None),
+    "tetrisched": ("soft", None),
 }
 
 
@@ -465,7 +466,7 @@ def _add_solve(subcommands: Any, formatter: type[argparse.HelpFormatter]) -> Non
                        help=f"simulated time (naive-hdrf, dynamic-hdrf, hslots; default: {HORIZON:g})")  # fmt: skip
     solve.add_argument("--seed", type=int, help="seed of a solver or a simulation")
     solve.add_argument("--workers", type=positive_int, help="solver threads (CP-SAT workers, HiGHS threads)")
-    solve.add_argument("--objective", choices=["makespan", "avg-jct", "mix"],
+    solve.add_argument("--objective", choices=["makespan", "avg-jct", "mix", "utility"],
                        help="DAG jobs (default makespan for one job, avg-jct for several)")
     solve.add_argument("--alpha", type=fraction, help="mix objective: alpha * avg JCT + (1 - alpha) * makespan "
                        f"(default: {DEFAULTS.alpha:g})")  # fmt: skip
@@ -553,14 +554,14 @@ def add_commands(subcommands: Any) -> None:
                           help="flat: google, google-like, alibaba, random; hierarchy: tree, hdrf-fig10; DAG jobs: "
                           "dag, tpch, psplib; arrivals over time (fairpack simulate): arrivals, tpch-arrivals, "
                           "google-day, sparrow (short parallel jobs), omega (batch and service jobs), hdfs (data "
-                          "locality)")  # fmt: skip
+                          "locality), tetrisched (soft constraints, gangs, deadlines)")  # fmt: skip
     generate.add_argument("--seed", type=int, default=0, help="seed of the generator (psplib: the file number)")
     generate.add_argument("--tenants", type=int, help="tenants (tree: leaves)")
     generate.add_argument("--machines", type=int, help="machines (tree: servers)")
     generate.add_argument("--depth", type=int, help="tree: depth of the deepest leaf")
     generate.add_argument("--resources", type=int, help="tree, random, dag: number of resources")
     generate.add_argument("--distinct", action="store_true", help="google: jitter every machine into its own class")
-    generate.add_argument("--jobs", type=int, help="dag, sparrow: number of jobs")
+    generate.add_argument("--jobs", type=int, help="dag, sparrow, tetrisched: number of jobs")
     generate.add_argument("--queries", type=int, help="tpch: number of queries")
     generate.add_argument("--set", help="psplib: j30, j60, j90 or j120 (--seed picks the file)")
     generate.add_argument("--param", action="append", metavar="KEY=VALUE", help="any size parameter of the family")

@@ -44,6 +44,8 @@ def _simulation_summary(result: Result) -> list[str]:
              f"{number(summary['mean_queueing_delay'])} p95 {number(summary['p95_queueing_delay'])}   slowdown mean "
              f"{number(summary['mean_slowdown'])}   Jain {number(summary['jain'])}",
              "  utilisation " + "   ".join(f"{r} {u:.1%}" for r, u in summary["utilisation"].items())
+             + ("   while busy " + "   ".join(f"{r} {u:.1%}" for r, u in summary["utilisation_busy"].items())
+                if "utilisation_busy" in summary else "")
              + (f"   unfinished jobs {summary['unfinished']}" if summary.get("unfinished") else "")]  # fmt: skip
     trace = result.extra.get("trace")
     if trace:
@@ -66,6 +68,9 @@ def _format_schedule(instance: Instance, result: Result, data: dict[str, Any], t
         ("bound", result.bound),
         ("gap", result.gap),
     ]
+    valued = any(job.utility or job.deadline != float("inf") for job in instance.jobs)
+    if valued:  # deadlines and utilities: what the soft-constraint methods and policies are judged by
+        numbers += [("utility", data["utility"]), ("SLO attainment", data.get("slo_attainment"))]
     lines.append("  " + "   ".join(f"{name} {value:.6g}" for name, value in numbers if value is not None))
     lines.append(f"  build {result.build_s:.3f} s, solve {result.solve_s:.3f} s, {len(data['tasks'])} tasks")
     lines += _simulation_summary(result)
@@ -73,12 +78,15 @@ def _format_schedule(instance: Instance, result: Result, data: dict[str, Any], t
     if counters:  # the policy's own statistics (probes, conflicts, ...)
         lines.append("  " + ", ".join(f"{key} {_counter(value)}" for key, value in counters))
     header = ["job", "weight", "release", "completion", "JCT", "fair completion"]
+    header += ["deadline", "utility"] if valued else []
     rows = []
     for job in instance.jobs[:top]:
         entry = data["jobs"][job.name]
         fair = entry["fair_completion"]
         rows.append([job.name, f"{job.weight:g}", _short(job.release), _short(entry["completion"]),
                      _short(entry["completion"] - job.release), "-" if fair is None else _short(fair)])  # fmt: skip
+        if valued:
+            rows[-1] += ["-" if entry["deadline"] is None else _short(entry["deadline"]), _short(entry["utility"])]
     lines += _aligned(header, rows)
     if len(instance.jobs) > top:
         lines.append(f"  ... and {len(instance.jobs) - top} more jobs (--top N shows more, --format csv lists all)")

@@ -84,15 +84,17 @@ class Cluster:
             return np.all(need <= room[0][None, :], axis=1)
         return np.any(np.all(need[:, None, :] <= room[None, :, :], axis=2), axis=1)
 
-    def best_fit(self, demand: FloatArray, most: int) -> list[tuple[int, int]]:
-        """Up to ``most`` tasks by best fit (see the module docstring)."""
+    def best_fit(self, demand: FloatArray, most: int, mask: BoolArray | None = None) -> list[tuple[int, int]]:
+        """Up to ``most`` tasks by best fit (see the module docstring), on the machines of ``mask`` if given."""
         room = self.room
-        if room.shape[0] == 1:
+        if room.shape[0] == 1 and mask is None:
             n = int(min(most, fit_count(room[0], demand)))
             return [(0, n)] if n > 0 else []
         chunks: list[tuple[int, int]] = []
         left = most
         fitting = np.all(demand[None, :] <= room, axis=1)
+        if mask is not None:
+            fitting &= mask
         # Leftover after one task on every machine; placing more on the chosen machine only lowers its
         # score, so it stays the best fit until it is full.
         score = (self.free - demand[None, :]) @ self.inverse_total

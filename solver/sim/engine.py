@@ -17,8 +17,18 @@ with tracked machines): a chunk placed on a machine runs that machine's most loc
 group, each for the duration times its locality level's factor (``solver.sim.locality``). Workloads without
 input blocks take none of that path.
 
-Events closer than ``TIME_RTOL`` (``models.tolerance``) are simultaneous. With a ``horizon`` the run stops
-there (backlogs never drain); tasks still running are reported with their ends beyond it.
+Time has the resolution of ``models.tolerance``: at event time ``t`` a task end, a release or a timer due at
+``x`` happens now when ``settled(x) <= t`` (``x`` within ``time_tol(x)`` of ``t``), the very rule the checker
+judges the schedule by, so a run is verified at every time scale.
+
+A group with placement options (``Stage.options``, tracked machines) runs every task under one option, for
+that option's duration (times the locality factor, if it reads input). Option-aware policies name the option
+when they launch (:meth:`Simulation.launch`, a gang's tasks all at once on one label group); every other
+policy sees only the machines some task-by-task option may use (:meth:`Simulation.fits`, the placements) and
+each task runs under the first such option its machine matches ("where it lands").
+
+With a ``horizon`` the run stops there (backlogs never drain); tasks still running are reported with their
+ends beyond it.
 
 Observers (:class:`Observer`) are told the state after every event and how long it held: the metrics of
 ``solver.sim.record`` and the hierarchical share meters are observers.
@@ -35,7 +45,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from models.result import Schedule
-from models.tolerance import TIME_RTOL
+from models.tolerance import settled
 from models.types import BoolArray, FloatArray, Instance, IntArray
 from solver.sim.cluster import Cluster
 from solver.sim.locality import TaskData
@@ -101,7 +111,7 @@ class BasePolicy:
         raise NotImplementedError
 
     def place(self, sim: Simulation, group: int, most: int) -> list[tuple[int, int]]:
-        return sim.cluster.best_fit(sim.jobs.demand[group], most)
+        return sim.place(group, most)
 
     def counters(self) -> dict[str, Any]:
         """The policy's own statistics (conflicts, probes, ...), reported in ``Result.extra``."""
@@ -153,7 +163,8 @@ class Simulation:
         self._timers: list[float] = []
         self._sequence = 0
         self._next_index = np.zeros(jobs.num_stages, dtype=np.int64)
-        self._rows: list[tuple[int, int, int, float, float, int]] = []  # (group, first index, n, start, end, machine)
+        # (group, first index, n, start, end, machine, option)
+        self._rows: list[tuple[int, int, int, float, float, int, int]] = []
         self._releases = sorted(range(jobs.num_jobs), key=lambda k: (jobs.release[k], k))
         self._next_release = 0
         self._rng = np.random.default_rng(seed)
@@ -177,9 +188,17 @@ class Simulation:
         return (self.unlaunched > 0) & (self.missing == 0) & self.released[self.jobs.stage_job]
 
     def fits(self, groups: IntArray | None = None) -> BoolArray:
-        """Whether one more task of each group (default all) fits the free room of some machine."""
+        """Whether one more task of each group (default all) fits the free room of some machine (for a group
+        with placement options, a machine a task-by-task option may use)."""
         demand = self.jobs.demand if groups is None else self.jobs.demand[groups]
-        return self.cluster.fits_any(demand)
+        found = self.cluster.fits_any(demand)
+        if self.jobs.has_options:
+            chosen = np.arange(self.jobs.num_stages) if groups is None else np.asarray(groups)
+            for i, g in enumerate(chosen.tolist()):
+                entry = self.jobs.options[g]
+                if entry is not None and found[i]:
+                    found[i] = bool(np.any(self.cluster.fits(demand[i]) & entry.landing()))
+        return found
 
     def candidates(self) -> IntArray:
         """Runnable groups one of whose tasks fits some machine now."""
@@ -187,8 +206,9 @@ class Simulation:
         return runnable[self.fits(runnable)]
 
     def place(self, group: int, most: int) -> list[tuple[int, int]]:
-        """Best fit (the default placement)."""
-        return self.cluster.best_fit(self.jobs.demand[group], most)
+        """Best fit (the default placement), on the machines a task-by-task option may use if it has options."""
+        entry = self.jobs.options[group] if self.jobs.has_options else None
+        return self.cluster.best_fit(self.jobs.demand[group], most, None if entry is None else entry.landing())
 
     def wake_at(self, time: float) -> None:
         """Call the policy's :meth:`Policy.on_timer` at ``time`` (an event of its own)."""
@@ -223,10 +243,9 @@ class Simulation:
                 observer.hold(self, previous, t)
             self.t = previous = t
             self.events += 1
-            horizon = t + TIME_RTOL * max(1.0, abs(t))
-            self._end_tasks(horizon)
-            self._release_jobs(horizon)
-            while self._timers and self._timers[0] <= horizon:
+            self._end_tasks(t)
+            self._release_jobs(t)
+            while self._timers and settled(self._timers[0]) <= t:
                 heapq.heappop(self._timers)
                 self.policy.on_timer(self)
             self.policy.on_event(self)
@@ -245,9 +264,9 @@ class Simulation:
         left[self.jobs.stage_job[self.unlaunched > 0]] = True
         return np.flatnonzero(left)
 
-    def _end_tasks(self, horizon: float) -> None:
+    def _end_tasks(self, t: float) -> None:
         jobs, heap = self.jobs, self._heap
-        while heap and heap[0][0] <= horizon:
+        while heap and settled(heap[0][0]) <= t:
             # One entry per launch: its tasks end together on one or more machines (group totals once).
             end, _, g, n, machines, counts = heapq.heappop(heap)
             self.completions += len(machines)
@@ -280,11 +299,11 @@ class Simulation:
                 self.usage[k] = 0.0
                 self.active_changed = True
 
-    def _release_jobs(self, horizon: float) -> None:
+    def _release_jobs(self, t: float) -> None:
         jobs = self.jobs
         order = self._releases
         self.arrived = []
-        while self._next_release < len(order) and jobs.release[order[self._next_release]] <= horizon:
+        while self._next_release < len(order) and settled(float(jobs.release[order[self._next_release]])) <= t:
             self.released[order[self._next_release]] = True
             self.arrived.append(order[self._next_release])
             self.active_changed = True
@@ -292,8 +311,11 @@ class Simulation:
 
     def _dispatch(self) -> None:
         while True:
-            if self.deadline is not None and self.launches % 1024 == 1023 and time.perf_counter() > self.deadline:
-                self._late = True  # one event can launch millions of tasks: stop inside it too
+            # One event can launch millions of tasks, and one launch can take a tenth of a second (a policy that
+            # scans a million machines): stop inside the event, at the first launch past the deadline (checking
+            # every 1,024th launch let a 2 s limit run 100 s; a clock read costs well under a launch).
+            if self.deadline is not None and time.perf_counter() > self.deadline:
+                self._late = True
                 return
             choice = self.policy.next(self)
             if choice is None:
@@ -319,30 +341,51 @@ class Simulation:
         self._sequence += 1
         self.running_ends[g].append((end, n))
         if self.jobs.exponential:
-            self._rows.append((g, int(self._next_index[g]), n, self.t, end, machines[0]))
+            self._rows.append((g, int(self._next_index[g]), n, self.t, end, machines[0], -1))
             self._next_index[g] += n
 
-    def launch(self, g: int, chunks: list[tuple[int, int]]) -> None:
-        """Start the chunks' tasks of group ``g`` now (only the engine and ported policies call this)."""
+    def _options_of(self, g: int, chunks: list[tuple[int, int]], option: int | None) -> list[int]:
+        """The option every chunk runs under (``-1``: the group has none); see the module docstring."""
+        entry = self.jobs.options[g] if self.jobs.has_options else None
+        if entry is None:
+            if option is not None and option >= 0:
+                raise RuntimeError(f"policy {self.policy.name} named option {option} of group {g}, which has none")
+            return [-1] * len(chunks)
+        chosen = [option] * len(chunks) if option is not None else [entry.landed(m) for m, _ in chunks]
+        for (machine, _), o in zip(chunks, chosen, strict=True):
+            if not (0 <= o < entry.count and entry.machines[o, machine]):
+                raise RuntimeError(f"policy {self.policy.name} put group {g} on machine {machine}, which option "
+                                   f"{o} cannot use")  # fmt: skip
+        if option is not None and entry.gang[option]:
+            groups = {int(entry.group[option, m]) for m, _ in chunks}
+            whole = sum(n for _, n in chunks) == self.unlaunched[g] == self.jobs.count[g]
+            if len(groups) != 1 or not whole:
+                raise RuntimeError(f"policy {self.policy.name} launched gang option {option} of group {g} "
+                                   "partly, or over several label groups")  # fmt: skip
+        return chosen
+
+    def launch(self, g: int, chunks: list[tuple[int, int]], option: int | None = None) -> None:
+        """Start the chunks' tasks of group ``g`` now (only the engine and ported policies call this), under
+        placement ``option`` (None: where each chunk lands; see the module docstring)."""
         jobs, t = self.jobs, self.t
         k = int(jobs.stage_job[g])
         tenant = int(jobs.job_tenant[k])
         demand = jobs.demand[g]
         total = 0
+        chosen = self._options_of(g, chunks, option)
+        entry = jobs.options[g] if jobs.has_options else None
         if self.data is not None and self.data.has_input[g]:
-            self._launch_located(g, chunks)
+            self._launch_located(g, chunks, chosen)
         elif jobs.exponential:  # every task draws its own length: one heap entry per task
             for machine, count in chunks:
                 for _ in range(count):
                     self._push(g, t + self._duration(g), 1, (machine,), (1,))
+        elif entry is not None:  # options: one heap entry per option's length
+            for o in sorted(set(chosen)):
+                mine = [chunk for chunk, c in zip(chunks, chosen, strict=True) if c == o]
+                self._push_launch(g, mine, float(entry.duration[o]), o)
         else:  # the launch's tasks all end together: one heap entry
-            length = float(jobs.duration[g])
-            machines = tuple(machine for machine, _ in chunks)
-            counts = tuple(count for _, count in chunks)
-            self._push(g, t + length, sum(counts), machines, counts)
-            for machine, count in chunks:
-                self._rows.append((g, int(self._next_index[g]), count, t, t + length, machine))
-                self._next_index[g] += count
+            self._push_launch(g, chunks, float(jobs.duration[g]), -1)
         for machine, count in chunks:
             self.machine_tasks[machine] += count
             if self.placed is not None:
@@ -359,16 +402,28 @@ class Simulation:
         self.first_start[k] = min(self.first_start[k], t)
         self.launches += 1
 
-    def _launch_located(self, g: int, chunks: list[tuple[int, int]]) -> None:
-        """Tasks reading input blocks: each chunk runs the machine's most local pending tasks, each for the
-        stage's duration times its level's factor; one heap entry per (machine, level)."""
-        assert self.data is not None
-        base, t = float(self.jobs.duration[g]), self.t
+    def _push_launch(self, g: int, chunks: list[tuple[int, int]], length: float, option: int) -> None:
+        """One heap entry for chunks whose tasks all run ``length``, and their rows."""
+        t = self.t
+        machines = tuple(machine for machine, _ in chunks)
+        counts = tuple(count for _, count in chunks)
+        self._push(g, t + length, sum(counts), machines, counts)
         for machine, count in chunks:
+            self._rows.append((g, int(self._next_index[g]), count, t, t + length, machine, option))
+            self._next_index[g] += count
+
+    def _launch_located(self, g: int, chunks: list[tuple[int, int]], options: list[int]) -> None:
+        """Tasks reading input blocks: each chunk runs the machine's most local pending tasks, each for the
+        stage's (or its option's) duration times its level's factor; one heap entry per (machine, level)."""
+        assert self.data is not None
+        t = self.t
+        entry = self.jobs.options[g] if self.jobs.has_options else None
+        for (machine, count), option in zip(chunks, options, strict=True):
+            base = float(self.jobs.duration[g]) if entry is None else float(entry.duration[option])
             by_level: dict[int, int] = {}
             for task, level in self.data.take(g, machine, count):
                 end = t + base * self.data.factors[level]
-                self._rows.append((g, task, 1, t, end, machine))
+                self._rows.append((g, task, 1, t, end, machine, option))
                 by_level[level] = by_level.get(level, 0) + 1
                 self.level_counts[level] += 1
             for level, n in sorted(by_level.items()):
@@ -379,7 +434,7 @@ class Simulation:
     def schedule(self) -> Schedule:
         """Every launched task: job, stage, index, start, end and (with servers) its machine."""
         jobs = self.jobs
-        data = np.array(self._rows, dtype=np.float64).reshape(-1, 6)
+        data = np.array(self._rows, dtype=np.float64).reshape(-1, 7)
         stage = data[:, 0].astype(np.int64)
         n = data[:, 2].astype(np.int64)
         g = np.repeat(stage, n)
@@ -390,8 +445,10 @@ class Simulation:
         if server is not None and number is not None:
             machine = np.repeat(data[:, 5].astype(np.int64), n)
             placement = (server[machine], number[machine])
+        option = np.repeat(data[:, 6].astype(np.int64), n)
         return Schedule(jobs.stage_job[g], jobs.stage_local[g], index, np.repeat(data[:, 3], n),
-                        np.repeat(data[:, 4], n), None, *placement)  # fmt: skip
+                        np.repeat(data[:, 4], n), None, *placement,
+                        option=option if np.any(option >= 0) else None)  # fmt: skip
 
     def counters(self) -> dict[str, Any]:
         counters: dict[str, Any] = {"events": self.events, "launches": self.launches}

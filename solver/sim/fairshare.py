@@ -60,6 +60,7 @@ def fair_completion_times(instance: Instance, placement: str = "pooled", jobs: W
     ``deadline`` (a ``time.perf_counter()`` value) the run stops and unfinished jobs get ``T_k = inf``.
     """
     jobs = jobs or Workload.of_jobs(instance, placement)
+    jobs.refuse_gangs(instance, "the fair-share schedule (drf-strict)")
     sim = Simulation(instance, jobs, DrfStrict(jobs), placement, observers=observers, deadline=deadline).run()
     work = jobs.work()
     share = np.zeros_like(work)

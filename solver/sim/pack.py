@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from models.dag import topological_order
-from models.tolerance import FIT_EPS
+from models.tolerance import FIT_EPS, settled
 from models.types import FloatArray, IntArray
 
 EPS = FIT_EPS
@@ -135,8 +135,7 @@ def pack(  # noqa: C901  (one tight loop kept whole: it runs hundreds of thousan
         if not heap:
             break
         t = heap[0][0]
-        horizon = t + EPS * max(1.0, t)
-        while heap and heap[0][0] <= horizon:
+        while heap and settled(heap[0][0]) <= t:  # the simulator's time rule (models.tolerance)
             _, g, n = heapq.heappop(heap)
             active[g] -= n
             free = [f + n * d for f, d in zip(free, need[g], strict=True)]

@@ -11,12 +11,14 @@ _DAG = frozenset({"altruism", "reverse_order", "horizon"})
 _SAMPLING = frozenset({"rtt", "horizon"})
 _SHARED_STATE = frozenset({"t_job", "t_task", "t_job_service", "t_task_service", "detection", "horizon"})
 _LOCALITY = frozenset({"slots", "horizon"})
+_SOFT = frozenset({"estimate_error", "horizon"})
+_PLANNER = _SOFT | {"cycle", "cycle_limit", "units", "deterministic"}
 
 
 def _policy(name: str, family: str, summary: str, options: frozenset[str] = frozenset(),
-            extra: frozenset[str] = frozenset()) -> Method:  # fmt: skip
+            extra: frozenset[str] = frozenset(), factory: str | None = None) -> Method:  # fmt: skip
     return Method(name, family, False, summary, _DRIVER, options=_COMMON | options, extra_keys=extra,
-                  kind="schedule")  # fmt: skip
+                  kind="schedule", factory=factory)  # fmt: skip
 
 
 register_policy(
@@ -48,6 +50,17 @@ register_policy(
             "the ideal centralised list scheduler)", extra=_SHARED_STATE),
     _policy("fair", "locality", "Hadoop fair sharing, naive: furthest below share takes a free slot, local task "
             "if it has one", extra=_LOCALITY),
+    _policy("tetrisched", "soft", "Tetrisched: all pending jobs planned exactly (utility, soft constraints, gangs) "
+            "with plan-ahead window plan_ahead=W, re-planned at every event (or every cycle=C); only what starts "
+            "now is committed", extra=_PLANNER | {"plan_ahead"}, factory="solver.spacetime.online:make_planner"),
+    _policy("alsched", "soft", "alsched: the Tetrisched model without plan-ahead (W = 0): utility-maximising "
+            "placements on what is free now", extra=_PLANNER, factory="solver.spacetime.online:make_planner"),
+    _policy("hard-only", "soft", "preferences as hard constraints: every stage waits for its first option; "
+            "jobs by deadline", extra=_SOFT),
+    _policy("oblivious", "soft", "preferences ignored: tasks anywhere, at the duration of where they land; jobs "
+            "by deadline", extra=_SOFT),
+    _policy("jockey", "soft", "Jockey: deadline jobs at the smallest allocation predicted (job simulated alone) "
+            "to meet the deadline, re-sized at events; the rest to best-effort jobs", extra=_SOFT),
     _policy("delay", "locality", "delay scheduling: a job without a local task is skipped d1 times (node), "
             "then d2 more (rack)", extra=_LOCALITY | frozenset({"d1", "d2"})),
 )

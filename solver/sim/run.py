@@ -12,6 +12,7 @@ recomputed from it; a run over backlogs returns the placement at the horizon and
 
 from __future__ import annotations
 
+import importlib
 import time
 from typing import Any
 
@@ -22,7 +23,7 @@ from models.timeline import job_table, timeline_summary, utilisation_series
 from models.traces import TraceData
 from models.types import Instance, InstanceError
 from solver.budget import Budget
-from solver.registry import OptionError, SolveOptions
+from solver.registry import OptionError, SolveOptions, get_policy
 from solver.sim.backlog import SimOptions, backlog_result
 from solver.sim.engine import BasePolicy, Simulation
 from solver.sim.policies.dag import HEURISTICS, make_policy
@@ -30,6 +31,7 @@ from solver.sim.policies.flat import FLAT_POLICIES, make_flat_policy
 from solver.sim.policies.hierarchy import POLICIES as HIERARCHY_POLICIES
 from solver.sim.policies.locality import LOCALITY_POLICIES, make_locality_policy
 from solver.sim.policies.omega import OMEGA_POLICIES, make_omega_policy
+from solver.sim.policies.soft import SOFT_POLICIES, make_soft_policy
 from solver.sim.policies.sparrow import SPARROW_POLICIES, make_sparrow_policy
 from solver.sim.workload import Workload
 
@@ -37,12 +39,27 @@ from solver.sim.workload import Workload
 TIMELINE_BINS = 100
 
 
-def build_policy(name: str, jobs: Workload, options: SolveOptions) -> BasePolicy:
+def build_policy(name: str, jobs: Workload, options: SolveOptions, instance: Instance | None = None) -> BasePolicy:
     """The policy object for ``name`` (its settings from ``options.extra``)."""
     extra = dict(options.extra)
     if options.seed is not None:
         extra["seed"] = options.seed
+    if name in SOFT_POLICIES:
+        return make_soft_policy(name, jobs, instance, extra) if instance is not None else _no_instance(name)
+    factory = get_policy(name).factory
+    if factory is not None:
+        if instance is None:
+            return _no_instance(name)
+        module, _, function = factory.partition(":")
+        made: BasePolicy = getattr(importlib.import_module(module), function)(name, jobs, instance, extra)
+        return made
+    if jobs.has_options and name not in HEURISTICS:
+        raise OptionError(f"{name} does not understand placement options; the DAG policies place where a task-by-task "
+                          "option allows, and tetrisched, alsched, hard-only, oblivious and jockey choose among "
+                          "them", "policy")  # fmt: skip
     if name in HEURISTICS:
+        if instance is not None:
+            jobs.refuse_gangs(instance, name)
         return make_policy(name, jobs, extra)
     if name in FLAT_POLICIES:
         return make_flat_policy(name, options.slots)
@@ -55,6 +72,10 @@ def build_policy(name: str, jobs: Workload, options: SolveOptions) -> BasePolicy
     raise OptionError(f"{name} runs on tenants' backlogs (a hierarchy or tenants, no jobs)", "policy")
 
 
+def _no_instance(name: str) -> BasePolicy:
+    raise OptionError(f"{name} reads the jobs' deadlines and utilities: build it with the instance", "policy")
+
+
 def run_simulation(instance: Instance, policy: str, options: SolveOptions, budget: Budget,
                    trace: TraceData | None = None) -> Result:  # fmt: skip
     """Simulate ``policy`` on ``instance`` (the trace's jobs already in it); the driver of ``solver.api.simulate``."""
@@ -65,9 +86,12 @@ def run_simulation(instance: Instance, policy: str, options: SolveOptions, budge
         return _backlog(instance, policy, options, deadline)
     if policy in HIERARCHY_POLICIES:
         raise OptionError(f"{policy} simulates tenants' endless backlogs; this instance has jobs", "policy")
+    if instance.has_options and placement == "pooled":
+        raise OptionError("the instance's placement options select machines by label: the pooled cluster has none; "
+                          "use placement servers (the default)", "placement")  # fmt: skip
     started = time.perf_counter()
     jobs = Workload.of_jobs(instance, placement)
-    scheduler = build_policy(policy, jobs, options)
+    scheduler = build_policy(policy, jobs, options, instance)
     horizon = options.extra.get("horizon")
     sim = Simulation(instance, jobs, scheduler, placement, horizon=None if horizon is None else float(horizon),
                      seed=options.seed or 0, deadline=deadline).run()  # fmt: skip

@@ -24,6 +24,7 @@ def run_policy(instance: Instance, name: str, extra: dict[str, Any] | None = Non
 
     ``observers`` watch the run (one may stop it by raising, e.g. at a time limit)."""
     jobs = jobs or Workload.of_jobs(instance, placement)
+    jobs.refuse_gangs(instance, name)
     policy = make_policy(name, jobs, dict(extra or {}))
     sim = Simulation(instance, jobs, policy, placement, observers=observers, deadline=deadline).run()
     info: dict[str, Any] = dict(sim.counters())

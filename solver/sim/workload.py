@@ -14,12 +14,64 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from models.dag import longest_paths
 from models.diagnose import placement_fits
 from models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
+
+
+@dataclass(frozen=True)
+class GroupOptions:
+    """A group's placement options on the tracked machines (``Stage.options``; ``placement='servers'``).
+
+    Attributes
+    ----------
+    duration : (options,) task duration under each option
+    machines : (options, machines) the machines each option may use (its selector matches, one task fits)
+    group : (options, machines) a gang option's label group of every machine (``-1``: no gang, or unusable)
+    gang : (options,) whether the option is a gang
+    """
+
+    duration: FloatArray
+    machines: BoolArray
+    group: IntArray
+    gang: BoolArray
+
+    @property
+    def count(self) -> int:
+        return int(self.duration.size)
+
+    def landing(self) -> BoolArray:
+        """Machines some task-by-task (non-gang) option may use: where an option-unaware policy may place."""
+        plain = self.machines[~self.gang]
+        return np.asarray(plain.any(axis=0), dtype=bool) if plain.size else np.zeros(self.machines.shape[1], bool)
+
+    def landed(self, machine: int) -> int:
+        """The option a task placed on ``machine`` by an option-unaware policy runs under: the first non-gang
+        option whose machines include it (``-1``: none)."""
+        for option in range(self.count):
+            if not self.gang[option] and self.machines[option, machine]:
+                return option
+        return -1
+
+    @staticmethod
+    def of(instance: Instance, stage: Any) -> GroupOptions:
+        classes = instance.machine_class()
+        fits = np.all(stage.demand[None, :] <= instance.capacity * (1 + 1e-12), axis=1)
+        machines = np.array([[option.matches(s.labels) for s in instance.servers] for option in stage.options])
+        machines = (machines & fits[None, :])[:, classes]
+        group = np.full(machines.shape, -1, dtype=np.int64)
+        for o, option in enumerate(stage.options):
+            if option.same:
+                values = [s.label(option.same) for s in instance.servers]
+                names = sorted({v for v in values if v is not None})
+                per_class = np.array([names.index(v) if v is not None else -1 for v in values], dtype=np.int64)
+                group[o] = np.where(machines[o], per_class[classes], -1)
+        return GroupOptions(np.array([o.duration for o in stage.options], dtype=np.float64), machines, group,
+                            np.array([bool(o.same) for o in stage.options], dtype=bool))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -44,6 +96,7 @@ class Workload:
     tail : (groups,) longest path from the group's start to its job's end, including the group
     depth : (groups,) longest number of edges from a source group
     exponential : durations are drawn (mean ``duration``) when a task launches
+    options : per group, its placement options on the machines (None: none, or a pooled run)
     """
 
     stage_job: IntArray
@@ -64,6 +117,7 @@ class Workload:
     tail: FloatArray
     depth: IntArray
     exponential: bool = False
+    options: tuple[GroupOptions | None, ...] = ()
 
     @staticmethod
     def of_jobs(instance: Instance, placement: str = "pooled") -> Workload:
@@ -114,6 +168,8 @@ class Workload:
             capacity=np.asarray(instance.total_capacity, dtype=np.float64),
             tail=tail,
             depth=depth,
+            options=tuple(GroupOptions.of(instance, stage) if stage.options and placement == "servers" else None
+                          for stage in stages),
         )
 
     @staticmethod
@@ -143,6 +199,24 @@ class Workload:
             depth=np.zeros(n, dtype=np.int64),
             exponential=exponential,
         )
+
+    @property
+    def has_options(self) -> bool:
+        return any(entry is not None for entry in self.options)
+
+    def gang_only(self) -> list[int]:
+        """Groups whose every option is a gang: an option-unaware policy cannot run them."""
+        return [g for g, entry in enumerate(self.options) if entry is not None and bool(entry.gang.all())]
+
+    def refuse_gangs(self, instance: Instance, policy: str) -> None:
+        """Raise ``InstanceError`` naming the first stage an option-unaware ``policy`` cannot run (gangs only)."""
+        found = self.gang_only()
+        if found:
+            g = found[0]
+            k, s = int(self.stage_job[g]), int(self.stage_local[g])
+            raise InstanceError(f"stage {instance.jobs[k].stages[s].name!r} runs only as a gang, which {policy} "
+                                "cannot place (it places task by task); the soft-constraint policies can "
+                                "(tetrisched, alsched, hard-only, oblivious, jockey)", f"jobs[{k}].stages[{s}].options")
 
     @property
     def num_jobs(self) -> int:

@@ -142,24 +142,46 @@ class Deadline:
         return float("inf") if self.end is None else time.perf_counter() + share * self.left()
 
 
+def _whole(scaled: FloatArray) -> tuple[FloatArray, BoolArray]:
+    """The nearest whole numbers of ``scaled`` and which values are whole up to ``SNAP_TOL`` (relative)."""
+    near = np.round(scaled)
+    return near, np.abs(scaled - near) <= SNAP_TOL * np.maximum(1.0, np.abs(scaled))
+
+
 def to_units(values: FloatArray, unit: float, up: bool = True) -> tuple[IntArray, bool]:
     """``values`` in whole ``unit``s: the nearest whole number where within ``SNAP_TOL`` (relative) of one,
     else rounded up (``up``) or down. Returns the integers and whether every value was whole."""
     scaled = np.asarray(values, dtype=np.float64) / unit
-    near = np.round(scaled)
-    whole = np.abs(scaled - near) <= SNAP_TOL * np.maximum(1.0, np.abs(scaled))
+    near, whole = _whole(scaled)
     rounded = np.where(whole, near, np.ceil(scaled) if up else np.floor(scaled))
     return rounded.astype(np.int64), bool(np.all(whole))
 
 
 def _integer_scale(values: FloatArray, base: float = 1.0) -> tuple[float, bool]:
     """The smallest ``base / 10**p`` (p <= MAX_DECIMALS) of which every value is a whole multiple (up to
-    ``SNAP_TOL``). Returns the unit and whether it is exact (if no power works, the finest unit, inexact)."""
-    finite = values[np.isfinite(values)]
+    ``SNAP_TOL``). Returns the unit and whether it is exact (if no power works, the finest unit, inexact).
+
+    Judged in floats, never cast: a value of 1e15 in units of 5e-10 is 2e24, beyond int64 (the cast warned
+    'invalid value encountered in cast'); the callers coarsen such units before converting."""
+    finite = np.asarray(values, dtype=np.float64)[np.isfinite(values)]
     for power in range(MAX_DECIMALS + 1):
-        if to_units(finite, base / 10**power)[1]:
+        if np.all(_whole(finite / (base / 10**power))[1]):
             return base / 10**power, True
     return base / 10**MAX_DECIMALS, False
+
+
+def bounded_unit(numbers: FloatArray, reach: float, limit: float = 2.0**53) -> tuple[float, bool]:
+    """The unit of objective coefficients ``numbers`` (``_integer_scale``), coarsened by tens while the integer
+    objective could exceed ``limit`` (``sum |numbers| / unit * reach``, ``reach`` the largest value the
+    coefficients multiply): CP-SAT refuses a model whose objective may overflow (MODEL_INVALID). Coarsening is
+    exact only if every number is still a whole multiple."""
+    unit, exact = _integer_scale(numbers)
+    total = float(np.abs(numbers).sum())
+    if total / unit * reach <= limit:
+        return unit, exact
+    while total / unit * reach > limit:
+        unit *= 10
+    return unit, bool(np.all(_whole(np.asarray(numbers, dtype=np.float64) / unit)[1]))
 
 
 def _time_unit(times: FloatArray, total: float, slot: float) -> tuple[float, bool]:
@@ -311,6 +333,18 @@ def _fair_ticks(instance: Instance, fair: Any, tick: float) -> tuple[FloatArray 
     return real, ticks
 
 
+def checked_objective(instance: Instance, objective: str | None, alpha: float) -> str:
+    """The objective to solve (default ``makespan`` for one job, ``avg-jct`` for several), validated."""
+    if not instance.jobs:
+        raise InstanceError("spacetime-cp needs DAG jobs", "jobs")
+    objective = objective or ("makespan" if len(instance.jobs) == 1 else "avg-jct")
+    if objective not in SCHEDULE_OBJECTIVES:
+        raise ValueError(f"unknown objective {objective!r}; choose from {', '.join(SCHEDULE_OBJECTIVES)}")
+    if not 0 <= alpha <= 1:
+        raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+    return objective
+
+
 @dataclass(frozen=True)
 class _Problem:
     """An instance as the CP model sees it: flat tasks, integer ticks and units, windows' ingredients."""
@@ -330,13 +364,7 @@ class _Problem:
 
     @staticmethod
     def of(instance: Instance, objective: str | None, alpha: float, fair: Any, placement: str) -> _Problem:
-        if not instance.jobs:
-            raise InstanceError("spacetime-cp needs DAG jobs", "jobs")
-        objective = objective or ("makespan" if len(instance.jobs) == 1 else "avg-jct")
-        if objective not in SCHEDULE_OBJECTIVES:
-            raise ValueError(f"unknown objective {objective!r}; choose from {', '.join(SCHEDULE_OBJECTIVES)}")
-        if not 0 <= alpha <= 1:
-            raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+        objective = checked_objective(instance, objective, alpha)
         tasks = sum(stage.tasks for job in instance.jobs for stage in job.stages)
         if tasks > MAX_TASKS:
             raise InstanceError(f"{tasks:,} tasks: spacetime-cp models every task as a CP-SAT interval and "
@@ -887,8 +915,10 @@ def solve_spacetime_cp(
     instance : Instance
         Needs ``jobs`` (at most ``MAX_TASKS`` tasks); capacity is the pooled cluster total, or every
         machine's with ``servers``.
-    objective : {'makespan', 'avg-jct', 'mix'}, optional
-        Default ``makespan`` for one job, ``avg-jct`` for several.
+    objective : {'makespan', 'avg-jct', 'mix', 'utility'}, optional
+        Default ``makespan`` for one job, ``avg-jct`` for several. (``spacetime-cp`` solves ``utility``, any
+        instance with placement options, and tasks reading input blocks on machines with the model of
+        :mod:`solver.spacetime.choice_cp` instead: :func:`solver.spacetime.methods.uses_choices`.)
     time_limit : float, optional
         Seconds for the whole call: warm start, model build and search; ``None`` means no limit.
     alpha : float

@@ -9,19 +9,23 @@ small instances; on larger ones it returns its best schedule and its proven boun
 Durations, releases, demands and capacities must be whole numbers after scaling by ``10^p`` for some
 ``p <= MAX_DECIMALS`` (locality factors such as 1.3 times durations such as 10 are); otherwise the model
 would round and optimality would not be exact, so it refuses. This model lives apart from
-``solver.spacetime.cp`` (no fair caps, no warm starts or LNS): it is the yardstick of the locality study.
+``solver.spacetime.cp`` (no fair caps, no warm starts or LNS): it is the yardstick of the locality study,
+the method ``locality-cp`` (:func:`solve_locality_cp`; every job's fair completion time ``T_k`` is reported
+beside it, not enforced) and the reference of ``benchmarks/sweeps/delay.toml``.
 """
 
 from __future__ import annotations
 
+import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from models.locality import factors, levels, task_blocks
-from models.result import Schedule
+from models.result import Result, Schedule, Status
+from models.tolerance import TIME_RTOL
 from models.types import FloatArray, Instance, InstanceError, IntArray
 
 #: Largest power of ten the times and amounts may be scaled by to become whole numbers.
@@ -41,12 +45,17 @@ class LocalityOptimum:
 
 
 def _whole(values: FloatArray, what: str) -> tuple[IntArray, float]:
-    """``values * 10^p`` as integers for the smallest ``p <= MAX_DECIMALS`` that makes them whole."""
+    """``values * 10^p`` as integers for the smallest ``p <= MAX_DECIMALS`` that makes them whole.
+
+    Whole up to float noise *relative to each value* (``TIME_RTOL``, the time rule's): an absolute allowance
+    (``1e-9 max(1, |x|)``) read a release of 1e-9 as 0, and the schedule then started a task before it."""
     for p in range(MAX_DECIMALS + 1):
         scaled = values * 10**p
-        if np.all(np.abs(scaled - np.round(scaled)) <= 1e-9 * np.maximum(1.0, np.abs(scaled))):
+        if np.all(np.abs(scaled - np.round(scaled)) <= TIME_RTOL * np.abs(scaled)):
             return np.round(scaled).astype(np.int64), float(10**p)
-    raise InstanceError(f"{what} are not whole numbers at any scale up to 10^{MAX_DECIMALS}", what)
+    raise InstanceError(f"{what} are not whole multiples of 10^-{MAX_DECIMALS}: locality-cp models them as "
+                        "integers and would round (no longer exact); use spacetime-cp (which ignores locality) or "
+                        "round them", "jobs")  # fmt: skip
 
 
 def _barriers(model: Any, instance: Instance, counts: IntArray, start: list[Any], end: list[Any], horizon: int) -> None:
@@ -66,11 +75,33 @@ def _barriers(model: Any, instance: Instance, counts: IntArray, start: list[Any]
 
 def locality_optimum(instance: Instance, objective: str = "avg-jct", time_limit: float = 30.0,
                      workers: int = 1, seed: int = 0) -> LocalityOptimum:  # fmt: skip
-    """Solve ``instance`` exactly with per-machine durations (module docstring)."""
+    """Solve ``instance`` exactly with per-machine durations (module docstring); CP-SAT must find a schedule."""
+    found = _solve(instance, objective, time_limit, workers, seed)
+    if found.schedule is None or found.bound is None:
+        raise RuntimeError(f"CP-SAT found no schedule ({found.status})")
+    return LocalityOptimum(found.schedule, found.objective, found.bound, found.optimal, found.status, found.solve_s)
+
+
+@dataclass(frozen=True)
+class _Found:
+    """What CP-SAT returned: a schedule (None if it found none), its objective and bound in real units."""
+
+    schedule: Schedule | None
+    objective: float
+    bound: float | None
+    optimal: bool
+    status: str
+    solve_s: float
+    build_s: float
+
+
+def _solve(instance: Instance, objective: str, time_limit: float | None, workers: int, seed: int) -> _Found:
     from ortools.sat.python import cp_model
 
     if objective not in ("avg-jct", "makespan"):
         raise ValueError(f"objective must be avg-jct or makespan, got {objective!r}")
+    if not instance.jobs:
+        raise InstanceError("the locality yardstick needs DAG jobs", "jobs")
     started = time.perf_counter()
     jobs = instance.jobs
     stages = [stage for job in jobs for stage in job.stages]
@@ -135,13 +166,25 @@ def locality_optimum(instance: Instance, objective: str = "avg-jct", time_limit:
     else:
         model.minimize(sum(int(w) * c for w, c in zip(int_weights.tolist(), completion, strict=True)))
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = float(time_limit)
+    if time_limit is not None:
+        solver.parameters.max_time_in_seconds = max(float(time_limit) - (time.perf_counter() - started), 0.0)
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = seed
+    build_s = time.perf_counter() - started
     status = solver.solve(model)
     name = solver.status_name(status)
+    total_weight = float(weights.sum())
+    assert total_weight > 0
+
+    def real(value: float) -> float:
+        if objective == "makespan":
+            return value / scale_time
+        return (value / scale_time - float(int_weights @ release_ticks) / scale_time) / float(int_weights.sum())
+
+    solve_s = time.perf_counter() - started - build_s
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        raise RuntimeError(f"CP-SAT found no schedule ({name})")
+        bound = real(solver.best_objective_bound) if status == cp_model.UNKNOWN else None
+        return _Found(None, math.nan, bound, False, name, solve_s, build_s)
     begin = np.array([solver.value(v) for v in start], dtype=np.int64)
     machine = np.array([next(m for m, lit in options if solver.boolean_value(lit)) for options in chosen])
     finish = begin + ticks[np.arange(task_stage.size), machine]
@@ -150,14 +193,46 @@ def locality_optimum(instance: Instance, objective: str = "avg-jct", time_limit:
     schedule = Schedule(stage_job[task_stage], task_stage - offset[stage_job[task_stage]], task_index,
                         begin / scale_time, finish / scale_time, None, server,
                         machine - first_machine[server])  # fmt: skip
-    total_weight = float(weights.sum())
+    return _Found(schedule, real(solver.objective_value), real(solver.best_objective_bound),
+                  status == cp_model.OPTIMAL, name, solve_s, build_s)  # fmt: skip
 
-    def real(value: float) -> float:
-        if objective == "makespan":
-            return value / scale_time
-        return (value / scale_time - float(int_weights @ release_ticks) / scale_time) / float(int_weights.sum())
 
-    value = real(solver.objective_value)
-    assert total_weight > 0
-    return LocalityOptimum(schedule, value, real(solver.best_objective_bound), status == cp_model.OPTIMAL, name,
-                           time.perf_counter() - started)  # fmt: skip
+def solve_locality_cp(instance: Instance, objective: str, time_limit: float | None = None, workers: int = 1,
+                      seed: int = 0) -> Result:  # fmt: skip
+    """The yardstick as the method ``locality-cp``: a ``Result`` with the schedule (every task on a machine),
+    CP-SAT's proven bound, and every job's fair completion time ``T_k`` reported (never enforced: the
+    yardstick has no fair caps).
+
+    Status ``optimal`` when CP-SAT proves it, ``time_limit`` with the incumbent (or none) when the limit came
+    first, ``infeasible`` when no schedule exists (a task fits no machine is refused before, as bad input).
+    """
+    from solver.spacetime.fair import fair_share, share_deadline
+
+    started = time.perf_counter()
+    deadline = None if time_limit is None else started + float(time_limit)
+    share = fair_share(instance, "servers", None, share_deadline("report", deadline))
+    fair_s = time.perf_counter() - started
+    left = None if deadline is None else max(deadline - time.perf_counter(), 0.0)
+    found = _solve(instance, objective, left, workers, seed)
+    notes = [] if share is not None else ["T_k not reported: the fair-share schedule did not finish in its part of "
+                                          "the time limit"]  # fmt: skip
+    schedule = found.schedule
+    if schedule is not None and share is not None:
+        schedule = replace(schedule, fair_completion=np.asarray(share.completion, dtype=np.float64))
+    status: Status
+    if found.optimal:
+        status = "optimal"
+    elif found.status == "INFEASIBLE":
+        status = "infeasible"
+    elif found.status in ("FEASIBLE", "UNKNOWN"):
+        status = "time_limit"
+        notes.append(f"CP-SAT stopped at the time limit ({found.status.lower()})")
+    else:
+        status = "error"
+        notes.append(f"CP-SAT returned {found.status}")
+    return Result(status, "locality-cp", "cpsat", bound=found.bound, build_s=fair_s + found.build_s,
+                  solve_s=found.solve_s, solver_objective=None if schedule is None else found.objective,
+                  schedule=schedule, message="; ".join(notes),
+                  extra={"placement": "servers", "fair_cap": False, "objective_name": objective,
+                         "cp_status": found.status})  # fmt: skip
+

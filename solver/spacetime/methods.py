@@ -12,10 +12,18 @@ from solver.budget import Budget
 from solver.registry import OptionError, SolveOptions
 
 
-def job_placement(options: SolveOptions) -> str:
-    """DAG jobs: the pooled cluster by default (``auto``), or ``servers`` (each task on one machine)."""
+def job_placement(options: SolveOptions, instance: Instance | None = None) -> str:
+    """DAG jobs: the pooled cluster by default (``auto``), or ``servers`` (each task on one machine).
+
+    Placement options select machines by their labels, so an instance with them is placed on machines
+    (``auto``), and ``pooled`` is refused."""
     if options.placement not in ("auto", "pooled", "servers"):
         raise OptionError(f"must be auto, pooled or servers, not {options.placement!r}", "placement")
+    if instance is not None and instance.has_options:
+        if options.placement == "pooled":
+            raise OptionError("the instance's placement options select machines by label: the pooled cluster has "
+                              "none; use placement servers (the default for such instances)", "placement")  # fmt: skip
+        return "servers"
     return "servers" if options.placement == "servers" else "pooled"
 
 
@@ -27,6 +35,13 @@ def decompose_option(options: SolveOptions) -> str | bool:
     return value
 
 
+def uses_choices(instance: Instance, objective: str | None, placement: str) -> bool:
+    """Whether tasks choose where and how long to run (placement options, the utility objective, or input blocks
+    read on machines): then ``spacetime-cp`` solves the model of :mod:`solver.spacetime.choice_cp`."""
+    reads_blocks = instance.data is not None and any(stage.input for job in instance.jobs for stage in job.stages)
+    return instance.has_options or objective == "utility" or (placement == "servers" and reads_blocks)
+
+
 def run_spacetime_cp(instance: Instance, options: SolveOptions, budget: Budget) -> Result:
     """CP-SAT space-time packing, every job capped at its fair completion time ``T_k`` unless ``--no-fair-cap``
     (then ``T_k`` is only reported); ``extra['fair_completion']`` (job name -> T_k) sets explicit deadlines,
@@ -34,6 +49,14 @@ def run_spacetime_cp(instance: Instance, options: SolveOptions, budget: Budget) 
     from solver.spacetime.cp import solve_spacetime_cp
     from solver.spacetime.fair import fair_mode
 
+    placement = job_placement(options, instance)
+    decompose = decompose_option(options)  # validated either way; the choice model below has no decomposition
+    if uses_choices(instance, options.objective, placement):
+        from solver.spacetime.choice_cp import solve_choice_cp
+
+        return solve_choice_cp(instance, options.objective, budget.remaining(), options.alpha,
+                               options.extra.get("fair_completion"), options.workers or 2, options.seed or 0,
+                               placement, fair_mode(options.fair_cap), options.verbose)  # fmt: skip
     return solve_spacetime_cp(
         instance,
         objective=options.objective,
@@ -42,11 +65,23 @@ def run_spacetime_cp(instance: Instance, options: SolveOptions, budget: Budget) 
         fair_completion=options.extra.get("fair_completion"),
         workers=options.workers or 2,
         seed=options.seed or 0,
-        placement=job_placement(options),
+        placement=placement,
         fair=fair_mode(options.fair_cap),
         verbose=options.verbose,
-        decompose=decompose_option(options),
+        decompose=decompose,
     )
+
+
+def run_locality_cp(instance: Instance, options: SolveOptions, budget: Budget) -> Result:
+    """The data-locality yardstick: CP-SAT, every task on a machine for its duration times the locality factor
+    there (``solver.spacetime.locality_cp``); avg JCT or makespan, no fair caps (``T_k`` reported)."""
+    from solver.spacetime.locality_cp import solve_locality_cp
+
+    objective = options.objective or ("makespan" if len(instance.jobs) == 1 else "avg-jct")
+    if objective not in ("avg-jct", "makespan"):
+        raise OptionError(f"locality-cp minimises avg-jct or makespan, not {objective}; use spacetime-cp for "
+                          f"{objective} (it ignores locality)", "objective")  # fmt: skip
+    return solve_locality_cp(instance, objective, budget.remaining(), options.workers or 1, options.seed or 0)
 
 
 def run_spacetime(instance: Instance, options: SolveOptions, budget: Budget) -> Result:
@@ -62,7 +97,7 @@ def run_spacetime(instance: Instance, options: SolveOptions, budget: Budget) -> 
         alpha=options.alpha,
         fair_completion=options.extra.get("fair_completion"),
         fair_cap=options.fair_cap,
-        placement=job_placement(options),
+        placement=job_placement(options, instance),
         algorithm=options.algorithm,
         servers_model=str(options.extra.get("servers_model", "auto")),
         settings=options.solver_settings(),
@@ -85,7 +120,7 @@ def _dag_heuristic(name: str) -> Callable[[Instance, SolveOptions, Budget], Resu
             extra["seed"] = options.seed
         left = budget.remaining()
         deadline = None if left is None else time.perf_counter() + left
-        result = run_heuristic(instance, name, extra, placement=job_placement(options), deadline=deadline)
+        result = run_heuristic(instance, name, extra, placement=job_placement(options, instance), deadline=deadline)
         if options.objective is None:
             return result
         return replace(result, extra={**result.extra, "objective_name": options.objective, "alpha": options.alpha})

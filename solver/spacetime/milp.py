@@ -91,6 +91,24 @@ PRESOLVE_MAX_NONZEROS = 500_000
 SOLVER_SHARE = 0.85
 #: Under a time limit, the share of the time left that the simulated warm-start heuristics may take together.
 HEURISTIC_SHARE = 0.25
+#: Most slots the jobs may span (the last release plus every task's duration, ``SlotData.sum_horizon``): slot
+#: numbers are whole in float64, and in the MILP solver's doubles, only up to 2**53, and int64 sums of them
+#: stay far from overflow. Checked in floats before any slot arithmetic.
+MAX_SLOTS = 2**53
+
+
+def check_slots(instance: Instance) -> None:
+    """Refuse, naming the limit, jobs whose schedules may span more than ``MAX_SLOTS`` slots.
+
+    A duration of 1e15 in slots of 5e-10 is 2e24 slots: no integer slot number holds it (casting it gave
+    garbage sizes and a RuntimeWarning), so the question is answered in floats before any is made."""
+    slot = float(instance.time_slot)
+    work = math.fsum(stage.tasks * stage.duration for job in instance.jobs for stage in job.stages)
+    span = (max((job.release for job in instance.jobs), default=0.0) + work) / slot
+    if not span <= MAX_SLOTS:
+        raise InstanceError(f"the jobs may span {span:.3g} slots of {slot:g} (the last release plus every task's "
+                            f"duration); the time-indexed MILP numbers slots exactly only up to MAX_SLOTS = 2**53; "
+                            f"use spacetime-cp or a coarser time.slot", "time.slot")  # fmt: skip
 
 
 def _heuristics(instance: Instance, data: SlotData, deadline: float | None = None, end: float | None = None
@@ -301,6 +319,12 @@ def solve_spacetime(
     """
     if servers_model not in SERVERS_MODELS:
         raise ValueError(f"servers_model must be one of {', '.join(SERVERS_MODELS)}, not {servers_model!r}")
+    check_slots(instance)
+    if instance.has_options or objective == "utility":
+        from solver.spacetime.choice_milp import solve_choice_milp
+
+        fair = dict(fair_completion) if isinstance(fair_completion, Mapping) else None
+        return solve_choice_milp(instance, backend, objective, time_limit, alpha, fair, fair_cap, algorithm, settings)
     run = _SpacetimeRun(instance, backend, objective, time_limit, alpha, placement, algorithm, servers_model,
                         settings)  # fmt: skip
     try:
@@ -391,7 +415,9 @@ class _SpacetimeRun:
             fair, big = self.fair, self.data.sum_horizon() + 1
             finite = np.isfinite(fair)
             slots = np.floor(np.where(finite, fair, 0) / self.data.slot + 1e-9)
-            self.cap = np.where(finite, slots, big).astype(np.int64)
+            # A cap beyond the sum horizon constrains nothing (some optimal schedule ends by then); clipping
+            # keeps an unfinished-looking T_k of, say, 1e30 from overflowing the integers.
+            self.cap = np.where(finite, np.minimum(slots, big), big).astype(np.int64)
 
     def heuristics(self) -> None:
         """Step 1: heuristic schedules (per machine) that meet the caps; the best is the warm start."""

@@ -19,6 +19,10 @@ register(
            frozenset({"lp", "milp"}), _OBJECTIVE | {"fair_cap", "workers", "seed"},
            frozenset({"fair_completion", "servers_model"}),
            kind="schedule"),
+    Method("locality-cp", "jobs", True, "the data-locality yardstick: CP-SAT, every task on a machine, running "
+           "its duration times the locality factor there (node, rack, remote); no fair caps",
+           f"{_DRIVERS}:run_locality_cp", ("cpsat",), frozenset({"cp"}), frozenset({"objective", "workers", "seed"}),
+           kind="schedule"),
     Method("carbyne", "jobs", False, "Carbyne: DRF shares, reverse packing, leftovers given away",
            f"{_DRIVERS}:run_carbyne", options=_OBJECTIVE | {"seed"}, extra_keys=_HEURISTIC_EXTRA, kind="schedule"),
     Method("drf-dag", "jobs", False, "DRF between jobs, breadth-first inside each job",

@@ -27,6 +27,8 @@ from models.types import BoolArray, FloatArray, Instance, IntArray
 
 #: The list heuristic keeps a (steps x machines x resources) usage profile; larger instances skip it.
 MAX_PROFILE_CELLS = 20_000_000
+#: Most steps a start converted by :func:`schedule_starts` may lie at (whole in float64 up to 2**53).
+MAX_STEPS = 2**53
 #: Event-driven heuristics tried as warm starts.
 WARM_HEURISTICS = ("carbyne", "sjf", "drf-dag", "tetris", "drf-strict")
 
@@ -190,8 +192,11 @@ def schedule_starts(instance: Instance, schedule: Schedule, step: float) -> tupl
     counts = [len(job.stages) for job in instance.jobs]
     offset = np.concatenate([[0], np.cumsum(counts)])[:-1].astype(np.int64)
     machine_offset = np.concatenate([[0], np.cumsum(instance.counts)])[:-1]
-    steps = schedule.start / step
-    if not np.allclose(steps, np.round(steps), atol=1e-6):
+    with np.errstate(over="ignore"):  # a start of 1e15 in steps of 1e-300 is inf steps: refused just below
+        steps = schedule.start / step
+    # Whole steps only, and only as many as an integer holds exactly (inf steps matched np.round(inf) and
+    # were cast to garbage, with a RuntimeWarning).
+    if not (np.all(np.abs(steps) <= MAX_STEPS) and np.allclose(steps, np.round(steps), atol=1e-6)):
         return None
     # Sorted by global stage, then start: position in this order is the flat task number.
     order = np.lexsort((steps, offset[schedule.job] + schedule.stage))

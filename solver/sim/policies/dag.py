@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from models.tolerance import settled
 from models.types import FloatArray, IntArray
 from solver.sim.engine import BasePolicy, Simulation
 from solver.sim.pack import EPS, Packed, pack
@@ -189,7 +190,7 @@ class Carbyne(CandidatePolicy):
         else:
             self.reverse_hits += 1
         for local, launches in enumerate(backward.launches):
-            must = sum(n for start, n in launches if start + dur[local] >= forward - EPS * max(1.0, forward))
+            must = sum(n for start, n in launches if start + dur[local] >= settled(forward))
             self.urgent[first + local] = must
 
     def pick(self, sim: Simulation, candidates: IntArray) -> tuple[int, int] | None:

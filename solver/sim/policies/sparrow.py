@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from models.tolerance import TIME_RTOL
+from models.tolerance import settled
 from models.types import FloatArray, IntArray
 from solver.registry import OptionError
 from solver.sim.engine import BasePolicy, Simulation
@@ -50,11 +50,6 @@ from solver.sim.workload import Workload
 SPARROW_POLICIES = ("random", "sparrow")
 #: Default network round trip (seconds: 1 ms against the 100 ms tasks of the Sparrow paper's simulations).
 DEFAULT_RTT = 0.001
-
-
-def due(sim: Simulation) -> float:
-    """The latest time that counts as now (the engine's event resolution)."""
-    return sim.t + TIME_RTOL * max(1.0, abs(sim.t))
 
 
 class Agenda:
@@ -71,8 +66,8 @@ class Agenda:
 
     def pop_due(self, sim: Simulation) -> list[Any]:
         """Every payload due now, in time order (ties in the order they were set)."""
-        now, out = due(sim), []
-        while self._heap and self._heap[0][0] <= now:
+        out = []
+        while self._heap and settled(self._heap[0][0]) <= sim.t:  # the engine's rule for what is due now
             out.append(heapq.heappop(self._heap)[2])
         return out
 

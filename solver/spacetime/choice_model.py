@@ -1,0 +1,502 @@
+"""DAG jobs whose tasks choose where and how long to run, in integer ticks: what the exact models solve.
+
+:class:`ChoiceProblem` is the instance as ``spacetime-cp`` (:mod:`solver.spacetime.choice_cp`) and
+``spacetime`` (:mod:`solver.spacetime.choice_milp`) see it when durations depend on placement: the per-task
+alternatives of :mod:`solver.spacetime.choices` with durations in ticks, integer demands and unit
+capacities, job releases, fair deadlines ``T_k`` and utility points in ticks. The online planner
+(``tetrisched``) adds what an event's state holds: work already running on each unit until its (believed)
+end, earliest starts of tasks whose parents still run, a plan-ahead window on start times, and jobs that
+may be left out of this cycle's plan at a stated completion time.
+
+Objectives: ``makespan``, ``avg-jct`` and ``mix`` as in :mod:`solver.spacetime.cp`; ``utility`` maximises
+``sum_k U_k(C_k)``, each ``U_k`` the job's piecewise-linear points (``Job.utility_at``), or
+``-w_k (C_k - r_k)`` for a job without points.
+
+:func:`list_schedule` is the warm start: jobs by urgency (deadline or first utility point, then release),
+each stage at the earliest time its tasks fit, task by task on the alternative that ends first, or as a
+gang in the group where it can start first, whichever ends sooner. It keeps a (ticks x units x resources)
+profile and is skipped beyond ``MAX_PROFILE_CELLS``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
+from solver.spacetime.choices import Choices, Units, task_choices
+from solver.spacetime.cp import (
+    MAX_RESOURCE_UNITS,
+    FlatTasks,
+    _integer_scale,
+    _time_unit,
+    _within_capacity,
+    checked_objective,
+    to_units,
+)
+
+#: Largest (ticks x units x resources) usage profile the list schedule keeps.
+MAX_PROFILE_CELLS = 20_000_000
+#: Per job: the tick value that stands for "no deadline" (far beyond any horizon, far from overflow).
+NO_DEADLINE = 2**40
+
+
+@dataclass(frozen=True)
+class Running:
+    """Work the plan must go around: tasks already running on units until a tick (the online planner's)."""
+
+    unit: IntArray
+    end: IntArray  # ticks from the planning origin
+    demand: FloatArray  # (tasks, resources), real units
+
+
+@dataclass(frozen=True)
+class Planning:
+    """What an online planning cycle adds to the offline problem (``None``: offline, every job must run).
+
+    Attributes
+    ----------
+    running : the work already running
+    earliest : (tasks,) earliest start tick of every task (parents still running)
+    stage_floor : (stages,) ticks before which a stage cannot end (its tasks already running)
+    floor : (jobs,) ticks before which no job completes (its running tasks' ends)
+    latest : (tasks,) latest start tick (the plan-ahead window for tasks that could start now, else none)
+    absent : (jobs,) completion tick assumed for a job left out of the plan
+    tiebreak : among plans of equal value, prefer earlier completions (the sum over jobs)
+    """
+
+    running: Running
+    earliest: IntArray
+    stage_floor: IntArray
+    floor: IntArray
+    latest: IntArray
+    absent: IntArray
+    tiebreak: bool = True
+
+
+@dataclass(frozen=True)
+class ChoiceProblem:
+    """An instance with per-task alternatives, in integer ticks and units (module docstring)."""
+
+    instance: Instance
+    flat: FlatTasks
+    units: Units
+    choices: Choices
+    objective: str
+    alpha: float
+    tick: float
+    time_exact: bool
+    demand_exact: bool
+    alt_ticks: IntArray  # (alternatives,)
+    release: IntArray  # (jobs,) ticks
+    demand: IntArray  # (stages, resources)
+    capacity: IntArray  # (units, resources)
+    running_demand: IntArray  # (running tasks, resources)
+    running_end: IntArray
+    deadline: IntArray | None  # (jobs,) ticks, fair caps C_k <= T_k
+    fair_real: FloatArray | None
+    planning: Planning | None
+    horizon: int
+
+    @property
+    def num_tasks(self) -> int:
+        return int(self.flat.task_stage.size)
+
+    @property
+    def exact(self) -> bool:
+        return self.time_exact and self.demand_exact
+
+    @property
+    def job_of_task(self) -> IntArray:
+        return self.flat.stage_job[self.flat.task_stage]
+
+    def identical_tasks(self) -> bool:
+        """Whether the tasks of every stage are interchangeable (no input blocks tell them apart)."""
+        return self.instance.data is None or self.units.kind != "machine"
+
+    def stage_min_ticks(self) -> IntArray:
+        """Per stage, its tasks' shortest alternative in ticks (for heads, tails and bounds)."""
+        per_task = np.minimum.reduceat(self.alt_ticks, self.choices.first[:-1])
+        shortest = np.full(self.flat.num_stages, np.iinfo(np.int64).max // 4, dtype=np.int64)
+        np.minimum.at(shortest, self.flat.task_stage, per_task)
+        return shortest
+
+    def earliest_starts(self) -> IntArray:
+        """Release (and the planning's earliest start) plus the head through parent stages, per task."""
+        head, _ = self.flat.heads_tails(self.stage_min_ticks())
+        earliest = self.release[self.job_of_task] + np.rint(head[self.flat.task_stage]).astype(np.int64)
+        if self.planning is not None:
+            earliest = np.maximum(earliest, self.planning.earliest)
+        return earliest
+
+    def latest_starts(self) -> IntArray:
+        """Horizon (or deadline) minus the tail, and the plan-ahead window, per task."""
+        _, tail = self.flat.heads_tails(self.stage_min_ticks())
+        tails = np.rint(tail[self.flat.task_stage]).astype(np.int64)
+        latest = self.horizon - tails
+        if self.deadline is not None:
+            latest = np.minimum(latest, self.deadline[self.job_of_task] - tails)
+        if self.planning is not None:
+            latest = np.minimum(latest, self.planning.latest)
+        return latest
+
+    def completions(self, start: IntArray, alt: IntArray) -> IntArray:
+        """Completion tick of every job (its release, or the planning's floor, if later)."""
+        completion = self.release.copy()
+        if self.planning is not None:
+            completion = np.maximum(completion, self.planning.floor)
+        np.maximum.at(completion, self.job_of_task, start + self.alt_ticks[alt])
+        return completion
+
+    def value(self, start: IntArray, alt: IntArray, present: IntArray | None = None) -> float:
+        """The objective of a tick schedule in real units, with true durations (as the checker computes it);
+        utility is maximised, the others minimised. Jobs not ``present`` complete at the planning's ``absent``."""
+        flat = self.flat
+        end = start * self.tick + self.choices.duration[alt]
+        completion = flat.release.copy()
+        if self.planning is not None:
+            completion = np.maximum(completion, self.planning.floor * self.tick)
+        np.maximum.at(completion, self.job_of_task, end)
+        if present is not None and self.planning is not None:
+            completion = np.where(present > 0, completion, self.planning.absent * self.tick)
+        if self.objective == "utility":
+            return float(sum(float(job.utility_at(c)) for job, c in zip(self.instance.jobs, completion, strict=True)))
+        makespan = float(completion.max())
+        avg = float(flat.weight @ (completion - flat.release) / flat.weight.sum())
+        mix = self.alpha * avg + (1 - self.alpha) * makespan
+        return {"makespan": makespan, "avg-jct": avg}.get(self.objective, mix)
+
+    def feasible(self, start: IntArray, alt: IntArray, present: IntArray | None = None) -> bool:
+        """Whether a tick plan keeps windows, precedence, gangs, deadlines and every unit's capacity (with the
+        work already running); tasks of jobs not ``present`` are left out."""
+        flat, choices = self.flat, self.choices
+        task_job = self.job_of_task
+        keep = np.ones(self.num_tasks, dtype=bool) if present is None else present[task_job] > 0
+        if start.shape != (self.num_tasks,) or np.any(choices.task[alt] != np.arange(self.num_tasks)):
+            return False
+        floor = self.release[task_job] if self.planning is None else np.maximum(self.release[task_job],
+                                                                                self.planning.earliest)
+        latest = np.full(self.num_tasks, np.iinfo(np.int64).max) if self.planning is None else self.planning.latest
+        if np.any(keep & ((start < floor) | (start > latest))):
+            return False
+        end = start + self.alt_ticks[alt]
+        stage_end = np.zeros(flat.num_stages, dtype=np.int64) if self.planning is None else (
+            self.planning.stage_floor.copy())  # fmt: skip
+        np.maximum.at(stage_end, flat.task_stage[keep], end[keep])
+        first = np.full(flat.num_stages, np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(first, flat.task_stage[keep], start[keep])
+        edges = flat.edges
+        if np.any((first[edges[:, 1]] < stage_end[edges[:, 0]]) & (first[edges[:, 1]] < np.iinfo(np.int64).max)):
+            return False
+        if self.deadline is not None:
+            late = self.completions(start, alt) > self.deadline
+            if present is not None:
+                late &= present > 0
+            if late.any():
+                return False
+        if not self._gangs_hold(start, alt, keep):
+            return False
+        running = self.running_end.size
+        unit = np.concatenate([choices.unit[alt[keep]], self.planning.running.unit if running and self.planning
+                               else np.zeros(0, np.int64)])  # fmt: skip
+        begin = np.concatenate([start[keep], np.zeros(running, dtype=np.int64)])
+        stop = np.concatenate([end[keep], self.running_end])
+        demand = np.vstack([self.demand[flat.task_stage[keep]], self.running_demand])
+        return _within_capacity(begin, stop, demand, unit, self.capacity)
+
+    def _gangs_hold(self, start: IntArray, alt: IntArray, keep: BoolArray) -> bool:
+        """Stages run under a gang option: every task in it, in one group, all starting together."""
+        flat, choices = self.flat, self.choices
+        gang = choices.group[alt] >= 0
+        for g in np.unique(flat.task_stage[gang & keep]).tolist():
+            mine = flat.task_stage == g
+            kinds = {(int(choices.option[a]), int(choices.group[a])) for a in alt[mine].tolist()}
+            if len(kinds) != 1 or np.ptp(start[mine]) != 0 or not np.all(gang[mine]):
+                return False
+        return True
+
+    def better(self, a: float, b: float) -> bool:
+        """Whether objective value ``a`` is strictly better than ``b``."""
+        return a > b + 1e-9 if self.objective == "utility" else a < b - 1e-9
+
+    def with_fair(self, completion: FloatArray, enforce: bool) -> ChoiceProblem:
+        """Fair completion times ``T_k``: deadlines when ``enforce``, else only reported."""
+        ticks = np.full(completion.size, NO_DEADLINE, dtype=np.int64)
+        finite = np.isfinite(completion)
+        ticks[finite] = to_units(completion[finite], self.tick, up=False)[0]
+        return replace(self, fair_real=completion, deadline=ticks if enforce else None)
+
+
+def _scale_amounts(demand: FloatArray, capacity: FloatArray, running: FloatArray) -> tuple[IntArray, IntArray,
+                                                                                           IntArray, bool]:  # fmt: skip
+    """Demands (and running demands) rounded up, capacities down, to whole units per resource."""
+    out_demand = np.zeros(demand.shape, dtype=np.int64)
+    out_cap = np.zeros(capacity.shape, dtype=np.int64)
+    out_running = np.zeros(running.shape, dtype=np.int64)
+    exact = True
+    for r in range(capacity.shape[1]):
+        values = np.concatenate([demand[:, r], capacity[:, r], running[:, r]])
+        unit, ok = _integer_scale(values)
+        while float(values.max(initial=0)) / unit > MAX_RESOURCE_UNITS:
+            unit, ok = unit * 10, False
+        exact &= ok
+        out_demand[:, r] = to_units(demand[:, r], unit)[0]
+        out_cap[:, r] = to_units(capacity[:, r], unit, up=False)[0]
+        out_running[:, r] = to_units(running[:, r], unit)[0]
+    return out_demand, out_cap, out_running, exact
+
+
+def utility_times(instance: Instance) -> FloatArray:
+    return np.array([t for job in instance.jobs for t, _ in job.utility], dtype=np.float64)
+
+
+def build_problem(instance: Instance, units: Units, objective: str | None = None, alpha: float = 0.5,
+                  fair: dict[str, float] | None = None, planning_ticks: Planning | None = None,
+                  tick: float | None = None, symmetry: bool = True) -> ChoiceProblem:  # fmt: skip
+    """The problem of ``instance`` on ``units`` (``planning_ticks``: an online cycle's state, in ``tick``s)."""
+    name = checked_objective(instance, objective, alpha)
+    flat = FlatTasks.of(instance)
+    choices = task_choices(instance, flat.stage_tasks, units, symmetry=symmetry and planning_ticks is None)
+    missing = np.flatnonzero(np.diff(choices.first) == 0)
+    if missing.size:
+        g = int(flat.task_stage[missing[0]])
+        k = int(flat.stage_job[g])
+        raise InstanceError(f"a task of stage {instance.jobs[k].stages[int(flat.stage_local[g])].name!r} fits no "
+                            "machine", f"jobs[{k}].stages[{int(flat.stage_local[g])}].demand")  # fmt: skip
+    longest = float(flat.release.max(initial=0) + choices.max_duration().sum())
+    if tick is None:
+        times = np.concatenate([choices.duration, flat.release, utility_times(instance)])
+        tick, time_exact = _time_unit(times, max(longest, 1.0), instance.time_slot)
+    else:
+        time_exact = to_units(np.concatenate([choices.duration, flat.release]), tick)[1]
+    running = planning_ticks.running if planning_ticks is not None else Running(
+        np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, len(instance.resources))))  # fmt: skip
+    demand, capacity, running_demand, demand_exact = _scale_amounts(flat.demand, units.capacity, running.demand)
+    alt_ticks = to_units(choices.duration, tick)[0]
+    release = to_units(flat.release, tick)[0]
+    horizon = int(release.max(initial=0) + np.maximum.reduceat(alt_ticks, choices.first[:-1]).sum()
+                  + running.end.max(initial=0))  # fmt: skip
+    if planning_ticks is not None:
+        horizon = max(horizon, int(planning_ticks.absent.max(initial=0)), int(planning_ticks.earliest.max(initial=0))
+                      + int(np.maximum.reduceat(alt_ticks, choices.first[:-1]).sum()))  # fmt: skip
+    problem = ChoiceProblem(instance, flat, units, choices, name, alpha, tick, time_exact, demand_exact, alt_ticks,
+                            release, demand, capacity, running_demand, running.end, None, None, planning_ticks,
+                            horizon)  # fmt: skip
+    if fair:
+        names = {job.name: k for k, job in enumerate(instance.jobs)}
+        completion = np.full(len(instance.jobs), np.inf)
+        for job_name, value in fair.items():
+            if job_name not in names:
+                raise InstanceError(f"unknown job {job_name!r}", f"fair_completion.{job_name}")
+            completion[names[job_name]] = float(value)
+        problem = problem.with_fair(completion, enforce=True)
+    return problem
+
+
+# ------------------------------------------------------------------------------------- list schedule
+
+
+def _urgency(instance: Instance) -> list[int]:
+    """Jobs by deadline (or first utility point), then release, then position."""
+
+    def key(k: int) -> tuple[float, float, int]:
+        job = instance.jobs[k]
+        due = min(job.deadline, job.utility[0][0] if job.utility else math.inf)
+        return (due, job.release, k)
+
+    return sorted(range(len(instance.jobs)), key=key)
+
+
+def _earliest_run(free: np.ndarray, start: int, length: int) -> int:
+    """First index ``s >= start`` with ``free[s : s + length]`` all true (``-1``: none)."""
+    if length == 0:
+        return start if start < free.size else -1
+    bad = np.concatenate([[0], np.cumsum(~free)])
+    s = np.arange(start, free.size - length + 1)
+    ok = np.flatnonzero(bad[s + length] - bad[s] == 0)
+    return int(s[ok[0]]) if ok.size else -1
+
+
+@dataclass
+class _Profile:
+    """Usage of every unit at every tick (list schedule state)."""
+
+    usage: np.ndarray  # (units, ticks, resources)
+    capacity: IntArray
+
+    def room(self, unit: int, demand: IntArray) -> np.ndarray:
+        """Per tick, how many tasks of ``demand`` still fit on ``unit``."""
+        need = demand > 0
+        if not need.any():
+            return np.full(self.usage.shape[1], 10**9)
+        free = self.capacity[unit][None, need] - self.usage[unit][:, need]
+        return np.asarray(np.floor_divide(free, demand[need][None, :]).min(axis=1))
+
+    def take(self, unit: int, start: int, length: int, demand: IntArray, count: int = 1) -> None:
+        self.usage[unit, start : start + length] += count * demand
+
+
+class _Rooms:
+    """Per unit, how many tasks of one stage's demand still fit at every tick (computed when first asked)."""
+
+    def __init__(self, profile: _Profile, demand: IntArray) -> None:
+        self.profile, self.demand = profile, demand
+        self.cache: dict[int, np.ndarray] = {}
+
+    def __getitem__(self, unit: int) -> np.ndarray:
+        if unit not in self.cache:
+            self.cache[unit] = self.profile.room(unit, self.demand)
+        return self.cache[unit]
+
+
+def _place_plain(problem: ChoiceProblem, rooms: _Rooms, tasks: IntArray, est: int,
+                 plain: np.ndarray) -> tuple[list[tuple[int, int]], int] | None:  # fmt: skip
+    """Each task on the plain alternative that ends first: ``[(start, alt)]`` and the stage end (None: no room).
+    Changes nothing: the rooms it uses up are private copies."""
+    choices, placed, end = problem.choices, [], est
+    mine: dict[int, np.ndarray] = {}
+    for t in tasks.tolist():
+        best: tuple[int, int] | None = None
+        for a in range(int(choices.first[t]), int(choices.first[t + 1])):
+            if not plain[a - int(choices.first[t])]:
+                continue
+            d, unit = int(problem.alt_ticks[a]), int(choices.unit[a])
+            room = mine.get(unit, rooms[unit])
+            s = _earliest_run(room >= 1, est, d)
+            if s >= 0 and (best is None or s + d < best[0] + int(problem.alt_ticks[best[1]])):
+                best = (s, a)
+        if best is None:
+            return None
+        unit, d = int(choices.unit[best[1]]), int(problem.alt_ticks[best[1]])
+        if unit not in mine:
+            mine[unit] = rooms[unit].copy()
+        mine[unit][best[0] : best[0] + d] -= 1  # one more task of this demand there
+        placed.append(best)
+        end = max(end, best[0] + d)
+    return placed, end
+
+
+def _place_gang(problem: ChoiceProblem, rooms: _Rooms, tasks: IntArray, est: int,
+                alts: IntArray) -> tuple[list[tuple[int, int]], int] | None:  # fmt: skip
+    """All tasks at one start on the units of one gang alternative set (one option, one group)."""
+    d = int(problem.alt_ticks[alts[0]])
+    units = problem.choices.unit[alts]
+    room = np.array([rooms[int(u)] for u in units.tolist()])
+    window = max(d, 1)
+    if room.shape[1] < window:
+        return None
+    held = np.lib.stride_tricks.sliding_window_view(room, window, axis=1).min(axis=2)  # (units, starts)
+    total = held.sum(axis=0)
+    fits = np.flatnonzero((total >= tasks.size) & (np.arange(total.size) >= est))
+    if fits.size == 0:
+        return None
+    s = int(fits[0])
+    placed, left = [], tasks.size
+    for position in range(units.size):
+        n = int(min(held[position, s], left))
+        placed += [(s, int(alts[position]))] * n
+        left -= n
+    return placed, s + d
+
+
+def _place_stage(problem: ChoiceProblem, profile: _Profile, tasks: IntArray,
+                 est: int) -> list[tuple[int, int]] | None:  # fmt: skip
+    """The stage's tasks placed the best way (task by task, or as a gang in its best group), taken from
+    ``profile``."""
+    choices = problem.choices
+    own = np.arange(int(choices.first[tasks[0]]), int(choices.first[tasks[0] + 1]))
+    gang = choices.group[own]
+    demand = problem.demand[problem.flat.task_stage[tasks[0]]]
+    rooms = _Rooms(profile, demand)
+    best: tuple[list[tuple[int, int]], int] | None = None
+    if np.any(gang < 0):
+        best = _place_plain(problem, rooms, tasks, est, gang < 0)
+    for option, group in sorted({(int(choices.option[a]), int(choices.group[a])) for a in own[gang >= 0].tolist()}):
+        found = _place_gang(problem, rooms, tasks, est, own[(choices.option[own] == option) & (gang == group)])
+        if found is not None and (best is None or found[1] < best[1]):
+            # Gang alternatives are numbered for the stage's first task: shift them to each task's own.
+            best = ([(s, int(choices.first[t]) + (a - int(choices.first[tasks[0]])))
+                     for t, (s, a) in zip(tasks.tolist(), found[0], strict=True)], found[1])  # fmt: skip
+    if best is None:
+        return None
+    for s, a in best[0]:
+        profile.take(int(choices.unit[a]), s, int(problem.alt_ticks[a]), demand)
+    return best[0]
+
+
+def list_schedule(problem: ChoiceProblem) -> tuple[IntArray, IntArray] | None:
+    """A feasible tick schedule (start tick, alternative per task), or None (too large, or no room)."""
+    units, ticks = problem.units.count, problem.horizon + 1
+    if units * ticks * problem.capacity.shape[1] > MAX_PROFILE_CELLS:
+        return None
+    profile = _Profile(np.zeros((units, ticks, problem.capacity.shape[1]), dtype=np.int64), problem.capacity)
+    if problem.planning is not None:
+        for u, end, demand in zip(problem.planning.running.unit.tolist(), problem.running_end.tolist(),
+                                  problem.running_demand, strict=True):  # fmt: skip
+            profile.take(u, 0, end, demand)
+    flat = problem.flat
+    first_task = np.concatenate([[0], np.cumsum(flat.stage_tasks)])
+    start = np.zeros(problem.num_tasks, dtype=np.int64)
+    alt = np.zeros(problem.num_tasks, dtype=np.int64)
+    stage_end = np.zeros(flat.num_stages, dtype=np.int64)
+    earliest = problem.earliest_starts()
+    parents: list[list[int]] = [[] for _ in range(flat.num_stages)]
+    for p, c in flat.edges.tolist():
+        parents[c].append(p)
+    for k in _urgency(problem.instance):
+        for g in _topological(np.flatnonzero(flat.stage_job == k), parents):
+            tasks = np.arange(first_task[g], first_task[g + 1])
+            est = max([int(earliest[tasks].min())] + [int(stage_end[p]) for p in parents[g]])
+            placed = _place_stage(problem, profile, tasks, est)
+            if placed is None:
+                return None
+            for t, (s, a) in zip(tasks.tolist(), placed, strict=True):
+                start[t], alt[t] = s, a
+            stage_end[g] = max(s + int(problem.alt_ticks[a]) for s, a in placed)
+    return start, alt
+
+
+def in_start_order(problem: ChoiceProblem, start: IntArray, alt: IntArray) -> tuple[IntArray, IntArray]:
+    """The same schedule with every stage's tasks renumbered in start order (the models order identical tasks
+    so); a task's alternative moves with it (identical tasks have their alternatives in the same order)."""
+    if not problem.identical_tasks():
+        return start, alt
+    flat, first = problem.flat, problem.choices.first
+    order = np.lexsort((np.arange(start.size), start, flat.task_stage))  # within each stage by start
+    offset = alt - first[:-1]
+    return start[order], first[:-1] + offset[order]
+
+
+def translate(source: ChoiceProblem, start: IntArray, alt: IntArray,
+              target: ChoiceProblem) -> tuple[IntArray, IntArray] | None:  # fmt: skip
+    """The start ticks and alternatives of ``target`` that run a ``source`` schedule (same tasks, units and
+    options; target's alternatives may be fewer, kept by the machine-symmetry rule: tasks are put in start
+    order and machines relabelled by first task within their class first). None if some task's placement is not
+    one of target's alternatives."""
+    from solver.spacetime.cp import order_machines_by_first_task
+
+    start, alt = in_start_order(source, start, alt)
+    unit = source.choices.unit[alt]
+    if target.units.kind == "machine":  # the relabelling follows flat task order, as the symmetry rule does
+        unit = order_machines_by_first_task(unit, target.units.server)
+    option = source.choices.option[alt]
+    size, options = target.units.count, int(target.choices.option.max(initial=-1)) + 2
+    keys = (target.choices.task * size + target.choices.unit) * options + target.choices.option + 1
+    order = np.argsort(keys, kind="stable")
+    wanted = (np.arange(unit.size) * size + unit) * options + option + 1
+    position = np.minimum(np.searchsorted(keys[order], wanted), keys.size - 1)
+    if keys.size == 0 or not np.all(keys[order][position] == wanted):
+        return None
+    return start, np.asarray(order[position], dtype=np.int64)
+
+
+def _topological(stages: IntArray, parents: list[list[int]]) -> list[int]:
+    """``stages`` (one job's) with every parent before its children."""
+    left, order = set(stages.tolist()), []
+    while left:
+        ready = sorted(g for g in left if not any(p in left for p in parents[g]))
+        order += ready
+        left -= set(ready)
+    return order
