@@ -981,7 +981,9 @@ def solve_spacetime_cp(
     if by_parts:  # never a model of every task: small CP-SAT models over parts of a schedule
         cp = SpacetimeCp(problem, horizon, window).scale_objective()
         build_s = time.perf_counter() - started
-        outcome, hint = decomposition.search(cp, deadline, witness, workers, seed)
+        outcome = _Outcome()
+        warm = decomposition.search(cp, deadline, witness, workers, seed, outcome, HEURISTIC_S_PER_TASK)
+        hint = None if warm is None else _Hint(warm[0], warm[1], np.zeros(problem.num_tasks, dtype=np.int64), warm[2])
         notes.append("searched by parts (solver.spacetime.decompose): not proven optimal")
     else:
         cp = SpacetimeCp(problem, horizon, window).build()

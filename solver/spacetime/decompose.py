@@ -50,16 +50,21 @@ import heapq
 import itertools
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from models.types import BoolArray, FloatArray, IntArray
 
-if TYPE_CHECKING:
-    from solver.spacetime.cp import Deadline, SpacetimeCp, _Hint, _Outcome, _Problem
+# solver.spacetime.cp's types, named but not imported: cp imports this module, and an import of cp here, even
+# under TYPE_CHECKING or inside a function, is an import cycle (tests/test_architecture.py). cp passes in what
+# the search needs (the outcome to fill, the heuristics' cost per task).
+_Problem = Any  # cp._Problem
+SpacetimeCp = Any  # cp.SpacetimeCp, with its objective scaled (scale_objective) and no model built
+Deadline = Any  # cp.Deadline
+_Outcome = Any  # cp._Outcome
 
 #: From this many tasks on (pooled) ``spacetime-cp`` decomposes by default (``decompose='auto'``).
 DECOMPOSE_MIN_TASKS = 10_000
@@ -671,20 +676,19 @@ def improve_schedule(incumbent: Incumbent, layout: Layout, until: float, rng: np
 
 
 def warm_starts(problem: _Problem, decode: Decoder, work: FloatArray, deadline: Deadline,
-                witness: dict[str, tuple[IntArray, IntArray]]
+                witness: dict[str, tuple[IntArray, IntArray]], heuristic_seconds: Mapping[str, float]
                 ) -> tuple[dict[str, IntArray], tuple[Decoder, IntArray] | None]:  # fmt: skip
     """Feasible tick schedules to start from (meeting every fair deadline when they are enforced), and the
     decoder and priority order of the best list schedule by ``(late, value)``: one that meets every fair
     deadline after :func:`repair_order` if any does, else the least late, which the job-order moves then
     make less late first (None only when no list schedule was decoded in time)."""
-    from solver.spacetime.cp import HEURISTIC_S_PER_TASK
     from solver.spacetime.warmstart import WARM_HEURISTICS, heuristic_starts
 
     found = {name: starts for name, (starts, _) in witness.items()}
     if problem.exact:  # the simulated heuristics run in real time; their starts are whole ticks only then
         until = deadline.until(HEURISTICS_SHARE)
         for name in (n for n in WARM_HEURISTICS if n not in witness):
-            if name != "sjf" and HEURISTIC_S_PER_TASK[name] * problem.num_tasks > deadline.left() * HEURISTICS_SHARE:
+            if name != "sjf" and heuristic_seconds[name] * problem.num_tasks > deadline.left() * HEURISTICS_SHARE:
                 continue  # SJF always runs: it is the cheapest and on TPC-H mixes the best of them
             ran = heuristic_starts(problem.instance, problem.scaled.tick, "pooled", (name,),
                                    None if np.isinf(until) else until)  # fmt: skip
@@ -709,34 +713,34 @@ def warm_starts(problem: _Problem, decode: Decoder, work: FloatArray, deadline: 
 
 
 def search(cp: SpacetimeCp, deadline: Deadline, witness: dict[str, tuple[IntArray, IntArray]], workers: int,
-           seed: int) -> tuple[_Outcome, _Hint | None]:  # fmt: skip
+           seed: int, outcome: _Outcome, heuristic_seconds: Mapping[str, float]
+           ) -> tuple[str, IntArray, float] | None:  # fmt: skip
     """The decomposition (module docstring) on ``cp``'s problem, whose objective coefficients are set
-    (``cp.scale_objective()``) but whose model is not built. Returns the outcome and the best warm start."""
+    (``cp.scale_objective()``) but whose model is not built; ``outcome`` (empty) receives the schedules found,
+    ``heuristic_seconds`` is each simulated heuristic's cost per task. Returns the best warm start (rule,
+    starts, objective), None if there was none."""
     from solver import progress
-    from solver.spacetime.cp import Deadline, _Hint, _Outcome
 
     problem = cp.problem
     began = time.perf_counter()
     # Keep time back for the result and its verification.
     end = None if deadline.end is None else deadline.end - VERIFY_S_PER_TASK * problem.num_tasks
-    budget = Deadline(end)
-    outcome = _Outcome()
+    budget = replace(deadline, end=end)
     stats = DecomposeStats()
     outcome.raise_bound(cp.precedence_bound())
     layout = Layout.of(problem)
     decode = Decoder(problem, layout, cp.job_coef, cp.makespan_coef)
-    found, listed = warm_starts(problem, decode, cp.relaxation()[2], budget, witness)
+    found, listed = warm_starts(problem, decode, cp.relaxation()[2], budget, witness, heuristic_seconds)
     stats.seconds["warm_start"] = time.perf_counter() - began
     stats.warm = {name: problem.value(starts) for name, starts in found.items()}
     if not found:
         outcome.solve_s = time.perf_counter() - began
         outcome.extra = {"decomposition": stats.view()}
-        return outcome, None
+        return None
     best = min(found, key=lambda name: (score(problem, problem.completions(found[name]), cp.job_coef,
                                               cp.makespan_coef), name))  # fmt: skip
-    hint = _Hint(best, found[best], np.zeros(problem.num_tasks, dtype=np.int64), stats.warm[best])
     outcome.offer(found[best], None, cp.integer_value(found[best]), best)
-    progress.log("spacetime-cp", f"decomposition: warm start {best}: {hint.value:.6g}")
+    progress.log("spacetime-cp", f"decomposition: warm start {best}: {stats.warm[best]:.6g}")
     rng = np.random.default_rng(seed)
     if listed is not None and not outcome.proven:
         phase = time.perf_counter()
@@ -776,4 +780,4 @@ def search(cp: SpacetimeCp, deadline: Deadline, witness: dict[str, tuple[IntArra
     outcome.status = "DECOMPOSED"
     outcome.solve_s = time.perf_counter() - began
     outcome.extra = {"decomposition": stats.view()}
-    return outcome, hint
+    return best, found[best], stats.warm[best]
