@@ -75,6 +75,7 @@ from models.dag import adjacency, longest_paths
 from models.result import SCHEDULE_OBJECTIVES, Result, Schedule, Status
 from models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
 from solver import progress
+from solver.spacetime import decompose as decomposition
 from solver.spacetime.bounds import job_lower_bounds, objective_lower_bound, stage_work
 from solver.spacetime.fair import NO_FAIR_SHARE, FairMode, fair_share, share_deadline
 from solver.spacetime.lns import LNS_MAX_TASKS, LnsStats, improve
@@ -612,17 +613,22 @@ class SpacetimeCp:
                 self.model.add(completion >= self.stage_end[stage])
 
     def objective(self) -> None:
+        self.scale_objective()
+        terms = [int(c) * v for c, v in zip(self.job_coef, self.completion, strict=True) if c]
+        self.model.minimize(sum(terms) + self.makespan_coef * self.makespan)
+
+    def scale_objective(self) -> SpacetimeCp:
+        """The objective's integer coefficients and its conversion to real units (no variables needed)."""
         p = self.problem
         job_coef, makespan_coef = _objective_weights(p.flat, p.objective, p.alpha)
         unit, self.coef_exact = _integer_scale(np.concatenate([job_coef, [makespan_coef]]))
         self.job_coef = np.round(job_coef / unit).astype(np.int64)
         self.makespan_coef = round(makespan_coef / unit)
-        terms = [int(c) * v for c, v in zip(self.job_coef, self.completion, strict=True) if c]
-        self.model.minimize(sum(terms) + self.makespan_coef * self.makespan)
         # objective (real) = tick * unit * cp_value / W - (weighted releases term)
         total = float(p.flat.weight.sum())
         self.factor = p.scaled.tick * unit / total
         self.offset = -float(job_coef @ p.flat.release) / total
+        return self
 
     def hint(self, start: IntArray, machine: IntArray | None) -> None:
         self.model.clear_hints()
@@ -721,6 +727,7 @@ class _Outcome:
     source: str = ""  # where the schedule came from: a warm-start rule, "cp-sat", "lns" or "proof"
     lns: LnsStats = field(default_factory=LnsStats)
     solve_s: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)  # search-specific keys for the result's extra
 
     def offer(self, start: IntArray, machine: IntArray | None, value: int, source: str) -> None:
         if self.value is None or value < self.value:
@@ -879,7 +886,8 @@ def _status(cp: SpacetimeCp, outcome: _Outcome, limited: bool) -> Status:
         return "time_limit" if limited else "error"
     if outcome.proven:
         return "optimal" if cp.exact else "feasible"
-    return "time_limit"
+    # Without a limit only a search that stops by itself (the decomposition, once stalled) is unproven.
+    return "time_limit" if limited else "feasible"
 
 
 def _infeasible(reason: str, started: float, placement: str) -> Result:
@@ -898,6 +906,7 @@ def solve_spacetime_cp(
     placement: str = "pooled",
     fair: FairMode = "off",
     verbose: bool = False,
+    decompose: str | bool = "auto",
 ) -> Result:
     """Pack all tasks of all DAG jobs in space and time with CP-SAT (see the module docstring).
 
@@ -929,6 +938,9 @@ def solve_spacetime_cp(
         The pooled cluster, or every task on one machine it fits (exact per machine).
     verbose : bool
         Stream CP-SAT's search log and the phases (warm start, LNS, proof) to the log.
+    decompose : {'auto', True, False}
+        Search large pooled instances by parts instead of one model of every task
+        (:mod:`solver.spacetime.decompose`); ``auto`` from ``DECOMPOSE_MIN_TASKS`` tasks on.
 
     Returns
     -------
@@ -959,17 +971,26 @@ def solve_spacetime_cp(
             starts = schedule_starts(instance, share.schedule, problem.scaled.tick)
             if starts is not None:
                 witness["drf-strict"] = starts
-    hint = _warm_start(problem, deadline, witness)
+    by_parts = decomposition.applies(problem, decompose)
+    hint = None if by_parts else _warm_start(problem, deadline, witness)
     horizon = _horizon(problem, hint)
     window = _windows(problem, horizon)
     if np.any(window[1] < window[0]):
         return _infeasible("a job cannot finish within the horizon/deadline even without resource limits", started,
                            placement)  # fmt: skip
-    cp = SpacetimeCp(problem, horizon, window).build()
-    if hint is not None:
-        cp.hint(hint.start, hint.machine)
-    build_s = time.perf_counter() - started
-    outcome = _search(cp, hint, deadline, workers, seed, verbose)
+    if by_parts:  # never a model of every task: small CP-SAT models over parts of a schedule
+        cp = SpacetimeCp(problem, horizon, window).scale_objective()
+        build_s = time.perf_counter() - started
+        outcome = _Outcome()
+        warm = decomposition.search(cp, deadline, witness, workers, seed, outcome, HEURISTIC_S_PER_TASK)
+        hint = None if warm is None else _Hint(warm[0], warm[1], np.zeros(problem.num_tasks, dtype=np.int64), warm[2])
+        notes.append("searched by parts (solver.spacetime.decompose): not proven optimal")
+    else:
+        cp = SpacetimeCp(problem, horizon, window).build()
+        if hint is not None:
+            cp.hint(hint.start, hint.machine)
+        build_s = time.perf_counter() - started
+        outcome = _search(cp, hint, deadline, workers, seed, verbose)
     if not cp.coef_exact:
         notes.append("objective coefficients rounded to 1e-6")
     if hint is not None and outcome.source == hint.rule and not outcome.proven:
@@ -1000,6 +1021,7 @@ def solve_spacetime_cp(
             "found_by": outcome.source or None,
             "lns_steps": outcome.lns.steps,
             "lns_improvements": outcome.lns.improved,
+            **outcome.extra,
         },
     )
 

@@ -27,6 +27,14 @@ def job_placement(options: SolveOptions, instance: Instance | None = None) -> st
     return "servers" if options.placement == "servers" else "pooled"
 
 
+def decompose_option(options: SolveOptions) -> str | bool:
+    """``extra['decompose']``: ``auto`` (by size, the default), or true/false to force it either way."""
+    value = options.extra.get("decompose", "auto")
+    if value not in ("auto", True, False):
+        raise OptionError(f"must be auto, true or false, not {value!r}", "decompose")
+    return value
+
+
 def uses_choices(instance: Instance, objective: str | None, placement: str) -> bool:
     """Whether tasks choose where and how long to run (placement options, the utility objective, or input blocks
     read on machines): then ``spacetime-cp`` solves the model of :mod:`solver.spacetime.choice_cp`."""
@@ -36,11 +44,13 @@ def uses_choices(instance: Instance, objective: str | None, placement: str) -> b
 
 def run_spacetime_cp(instance: Instance, options: SolveOptions, budget: Budget) -> Result:
     """CP-SAT space-time packing, every job capped at its fair completion time ``T_k`` unless ``--no-fair-cap``
-    (then ``T_k`` is only reported); ``extra['fair_completion']`` (job name -> T_k) sets explicit deadlines."""
+    (then ``T_k`` is only reported); ``extra['fair_completion']`` (job name -> T_k) sets explicit deadlines,
+    ``extra['decompose']`` (``auto``, true, false) whether large pooled instances are searched by parts."""
     from solver.spacetime.cp import solve_spacetime_cp
     from solver.spacetime.fair import fair_mode
 
     placement = job_placement(options, instance)
+    decompose = decompose_option(options)  # validated either way; the choice model below has no decomposition
     if uses_choices(instance, options.objective, placement):
         from solver.spacetime.choice_cp import solve_choice_cp
 
@@ -58,6 +68,7 @@ def run_spacetime_cp(instance: Instance, options: SolveOptions, budget: Budget) 
         placement=placement,
         fair=fair_mode(options.fair_cap),
         verbose=options.verbose,
+        decompose=decompose,
     )
 
 

@@ -13,7 +13,7 @@ register(
     Method("spacetime-cp", "jobs", True, "DAG jobs packed in space and time with CP-SAT, pooled or per machine, "
            "C_k <= T_k unless --no-fair-cap",
            f"{_DRIVERS}:run_spacetime_cp", ("cpsat",), frozenset({"cp"}),
-           _OBJECTIVE | {"workers", "seed", "fair_cap"}, frozenset({"fair_completion"}), kind="schedule"),
+           _OBJECTIVE | {"workers", "seed", "fair_cap"}, frozenset({"fair_completion", "decompose"}), kind="schedule"),
     Method("spacetime", "jobs", True, "DAG jobs as a time-indexed MILP (start counts per stage and slot), "
            "C_k <= T_k unless --no-fair-cap", f"{_DRIVERS}:run_spacetime", LP_BACKENDS,
            frozenset({"lp", "milp"}), _OBJECTIVE | {"fair_cap", "workers", "seed"},
