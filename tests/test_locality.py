@@ -379,3 +379,19 @@ def test_readme_locality_block_is_the_saved_run() -> None:
     assert block == readme_block(saved, f"benchmarks/results/figures/{FIGURE}").strip()
     assert (root / "benchmarks" / "results" / "figures" / FIGURE).is_file()
     assert saved["sweep"]["grids"], "the yardstick-gap sweep is part of the saved run"
+
+
+def test_locality_cp_refuses_placement_options_with_the_field() -> None:
+    """Found by the fuzz campaign: locality-cp dropped a stage's options and its schedule failed the checker
+    ("names no option of its stage", exit 1). It is refused as input instead, pointing to spacetime-cp."""
+    from pathlib import Path
+
+    from models.io import load_instance
+    from solver.api import solve
+    from solver.cli import main
+
+    path = Path(__file__).resolve().parents[1] / "instances" / "tetrisched_gpu.yaml"
+    with pytest.raises(InstanceError, match="spacetime-cp") as caught:
+        solve(load_instance(path), "locality-cp")
+    assert caught.value.field == "jobs[0].stages[0].options"
+    assert main(["solve", str(path), "--method", "locality-cp"]) == 2

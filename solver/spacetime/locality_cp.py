@@ -54,8 +54,8 @@ def _whole(values: FloatArray, what: str) -> tuple[IntArray, float]:
         if np.all(np.abs(scaled - np.round(scaled)) <= TIME_RTOL * np.abs(scaled)):
             return np.round(scaled).astype(np.int64), float(10**p)
     raise InstanceError(f"{what} are not whole multiples of 10^-{MAX_DECIMALS}: locality-cp models them as "
-                        "integers and would round (no longer exact); use spacetime-cp (which ignores locality) or "
-                        "round them", "jobs")  # fmt: skip
+                        "integers and would round (no longer exact); use spacetime-cp --placement servers (which "
+                        "rounds its ticks and says so) or round them", "jobs")  # fmt: skip
 
 
 def _barriers(model: Any, instance: Instance, counts: IntArray, start: list[Any], end: list[Any], horizon: int) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from models.result import Result
-from models.types import Instance
+from models.types import Instance, InstanceError
 from solver.budget import Budget
 from solver.registry import OptionError, SolveOptions
 
@@ -79,8 +79,15 @@ def run_locality_cp(instance: Instance, options: SolveOptions, budget: Budget) -
 
     objective = options.objective or ("makespan" if len(instance.jobs) == 1 else "avg-jct")
     if objective not in ("avg-jct", "makespan"):
-        raise OptionError(f"locality-cp minimises avg-jct or makespan, not {objective}; use spacetime-cp for "
-                          f"{objective} (it ignores locality)", "objective")  # fmt: skip
+        raise OptionError(f"locality-cp minimises avg-jct or makespan, not {objective}; use spacetime-cp "
+                          "--placement servers, which models locality too", "objective")  # fmt: skip
+    for k, job in enumerate(instance.jobs):
+        for i, stage in enumerate(job.stages):
+            if stage.options:
+                # Its model has one duration per (task, machine) from locality alone: it would drop the stage's
+                # options (selectors, gangs, their durations) and its schedule would fail the checker.
+                raise InstanceError("locality-cp does not model placement options; use spacetime-cp --placement "
+                                    "servers, which chooses an option per task", f"jobs[{k}].stages[{i}].options")
     return solve_locality_cp(instance, objective, budget.remaining(), options.workers or 1, options.seed or 0)
 
 
