@@ -362,6 +362,10 @@ class _CompiledRatioIndex:
         self.caps = np.asarray(setup.caps, dtype=np.float64)
         self.frontier_ids = np.zeros(0, dtype=np.int64)
         self.state_args = self.state.arguments()
+        # ``place`` runs ``serve_segment`` too (one compiled entry point to load), on these scratch arrays.
+        self.scratch_counts = np.zeros(setup.tenants, dtype=np.int64)
+        self.scratch_alive = np.ones(setup.tenants, dtype=np.bool_)
+        self.no_caps = np.full(setup.tenants, np.inf)
 
     def _frontier(self, alive: Alive) -> None:
         """Recompute the Pareto-minimal needs when a tenant on the current frontier has died."""
@@ -371,8 +375,14 @@ class _CompiledRatioIndex:
         self.state_args = self.state.arguments()
 
     def place(self, i: int, k: int) -> int:
+        """Up to ``k`` tasks of tenant ``i`` (the live tie-breaking of ``resolve_fuzzy``); how many fitted."""
         self._frontier(self.alive)
-        return int(self.kernel.place_tasks(i, k, *self.state_args))
+        self.kernel.serve_segment(np.full(k, i, dtype=np.int64), self.scratch_counts, self.no_caps,
+                                  self.scratch_alive, *self.state_args)  # fmt: skip
+        placed = int(self.scratch_counts[i])
+        self.scratch_counts[i] = 0
+        self.scratch_alive[i] = True
+        return placed
 
     def serve(self, tenants: IntArray, counts: IntArray, alive: Alive) -> None:
         """Grant a plain segment of the grant order in one compiled call."""

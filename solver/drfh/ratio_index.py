@@ -32,7 +32,7 @@ from numba import njit
 from models.types import BoolArray, FloatArray, IntArray
 from solver.drfh.greedy import TIE
 
-__all__ = ["RatioState", "place_tasks", "serve_segment"]
+__all__ = ["RatioState", "serve_segment"]
 
 CAP = 128  # entries a block holds before it splits in two
 
@@ -120,7 +120,7 @@ class RatioState:
         return np.asarray(ids[first[keep]], dtype=np.int64)
 
     def arguments(self) -> tuple[object, ...]:
-        """The arguments of ``serve_segment`` and ``place_tasks`` after the tenant (or tenants)."""
+        """The arguments of ``serve_segment`` after the tenants, counts, caps and alive mask."""
         return (self.totals, self.tenant, self.first, self.machine_class, self.next_untouched, self.class_end,
                 self.tasks, self.found_h, self.found_m, self.dead, self.frontier, *self._structure())  # fmt: skip
 
@@ -407,15 +407,3 @@ def serve_segment(tenants, counts, caps, alive, totals, tenant, first, machine_c
                 alive[i] = False
         else:
             alive[i] = False
-
-
-@njit(cache=True)
-def place_tasks(i, k, totals, tenant, first, machine_class, next_untouched, class_end, tasks, found_h, found_m, dead,
-                frontier, machine, items, length, sequence, free, where, block_max, stale, box):  # fmt: skip
-    """Up to ``k`` tasks of tenant ``i``, one after the other; returns how many were placed."""
-    for placed in range(k):
-        if not _place_one(i, totals, tenant, first, machine_class, next_untouched, class_end, tasks, found_h,
-                          found_m, dead, frontier, machine, items, length, sequence, free, where, block_max, stale,
-                          box):  # fmt: skip
-            return placed
-    return k
