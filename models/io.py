@@ -48,6 +48,7 @@ matrix and checked with numpy; only on failure is the first offending entry loca
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -59,7 +60,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from models.types import (
     DEFAULT_LOCALITY,
@@ -110,6 +110,8 @@ DEFAULT_LIMITS = Limits()
 
 def _yaml_parser(text: str, fast: bool = True) -> Any:
     """An event parser over ``text``: libyaml's (C) when available and ``fast``, else PyYAML's pure-Python one."""
+    import yaml
+
     if fast and getattr(yaml, "__with_libyaml__", False):
         from yaml._yaml import CParser
 
@@ -181,6 +183,8 @@ def _path(stack: Sequence[_Open]) -> str:
 
 def _read_yaml(text: str, limits: Limits, fast: bool = True) -> Any:  # noqa: C901  (one loop: runs once per event)
     """Compose one YAML document into plain Python data, iteratively, under ``limits``."""
+    import yaml  # imported when needed: the plain YAML fairpack writes is read without it (models.yaml_subset)
+
     parser = _yaml_parser(text, fast)
     get_event = parser.get_event
     scalar_event, alias_event = yaml.ScalarEvent, yaml.AliasEvent
@@ -357,6 +361,8 @@ def _yaml11_hint(value: str) -> str:
     """A note when YAML 1.1 (PyYAML's default) would have read ``value``, unquoted, as something else."""
     if len(value) > 40:
         return ""
+    import yaml
+
     tag = yaml.resolver.Resolver().resolve(yaml.ScalarNode, value, (True, False))
     kinds = {"int": "an integer", "float": "a float", "bool": "a boolean", "timestamp": "a date"}
     kind = kinds.get(tag.rsplit(":", 1)[-1])
@@ -1165,6 +1171,8 @@ def _parse(data: bytes, kind: str, limits: Limits) -> Any:
     data = read_subset(text, limits.max_depth, limits.max_nodes)  # the plain YAML fairpack writes, fast
     if data is not NOT_SUBSET:
         return data
+    import yaml
+
     try:
         try:
             return _read_yaml(text, limits)
@@ -1238,14 +1246,19 @@ def _parse_stdin(data: bytes, limits: Limits) -> Instance:
     return parse_instance(data, source, "yaml", limits, name="stdin")
 
 
-class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+@functools.cache
+def _dumper() -> type:
     """PyYAML's safe dumper (libyaml's emitter when present) that also quotes strings YAML 1.2 reads as numbers.
 
     The safe dumper quotes strings by YAML 1.1's rules only, so a name such as ``1e5`` would be written
-    plain and read back by this loader as a number."""
+    plain and read back by this loader as a number. Made on first use, so reading needs no PyYAML import."""
+    import yaml
 
+    class Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+        pass
 
-_Dumper.add_implicit_resolver("tag:yaml.org,2002:float", _NUMBER, list("-+0123456789."))
+    Dumper.add_implicit_resolver("tag:yaml.org,2002:float", _NUMBER, list("-+0123456789."))
+    return Dumper
 
 
 def instance_to_yaml(instance: Instance) -> str:
@@ -1254,7 +1267,9 @@ def instance_to_yaml(instance: Instance) -> str:
     The same text ``yaml.safe_dump(instance_to_dict(instance), sort_keys=False, default_flow_style=None)``
     gives, except that strings YAML 1.2 reads as numbers are quoted; several times faster with libyaml.
     """
-    return yaml.dump(instance_to_dict(instance), Dumper=_Dumper, sort_keys=False, default_flow_style=None)
+    import yaml
+
+    return yaml.dump(instance_to_dict(instance), Dumper=_dumper(), sort_keys=False, default_flow_style=None)
 
 
 def _option_dict(option: Option) -> dict[str, Any]:
