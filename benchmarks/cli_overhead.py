@@ -25,7 +25,7 @@ are: this machine's environment sets ``PYTHONDONTWRITEBYTECODE``, under which ev
 afresh. The CLI is also timed that way (``cli_no_cache_s``), for comparison.
 
 ``--profile`` saves where the CLI's time goes (``cli_profile``): one CLI run replayed step by step with
-timers (parser, imports, reading the instance, ``solve()``, verification, the JSON view, the JSON text),
+timers (parser, imports, reading the instance, ``solve()``, verification, the JSON text),
 and the import time per package from ``python -X importtime`` of the real command.
 """
 
@@ -79,10 +79,10 @@ from solver.cli.main import build_parser
 build_parser().parse_args(["solve", path, "--method", method, "--json"])
 mark("CLI parser (argparse, method registry)")
 from models.io import load_instance
-mark("import the loader (numpy, PyYAML)")
+mark("import the loader (numpy)")
 instance = load_instance(path)
 mark("read and validate the instance")
-from models.view import result_json
+from models.view import result_json_text
 from solver.api import finish, solve
 from solver.registry import get_method
 get_method(method).runner()
@@ -93,10 +93,8 @@ started = time.perf_counter()
 finish(instance, get_method(method), result, started)  # the verification solve() ran, once more alone
 verification = time.perf_counter() - started
 last = time.perf_counter()
-data = result_json(instance, result)
-mark("JSON view (result_json)")
-text = json.dumps(data)
-mark("JSON text (json.dumps)")
+text = result_json_text(instance, result)  # what `fairpack solve --json` prints
+mark("JSON text (result_json_text)")
 with open(os.devnull, "w") as sink:
     sink.write(text + "\\n")
 mark("write")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from itertools import chain, pairwise
+from itertools import pairwise
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
@@ -207,18 +207,27 @@ def _keys(names: list[str]) -> list[str] | None:
     return [encode_basestring_ascii(name) + ": " for name in names]  # json.dumps(name), without its overhead
 
 
-def _fill(row: str, columns: list[list[str]]) -> str:
-    """``{row % (column values), ...}``: one ``%`` over the row template repeated once per row."""
-    count = len(columns[0])
+def _fill(separators: list[str], columns: list[list[str]]) -> str:
+    """``{c0 s0 c1 s1 ... ck sk c0 s0 ...}``: the columns interleaved with the constant texts after each one
+    (``sk`` ends a row with ``}, ``), one ``join`` over a list filled column by column."""
+    count, width = len(columns[0]), 2 * len(columns)
     if not count:
         return "{}"
-    return "{" + (", ".join([row] * count) % tuple(chain.from_iterable(zip(*columns, strict=True)))) + "}"
+    pieces: list[str] = [""] * (width * count)
+    for position, (column, separator) in enumerate(zip(columns, separators, strict=True)):
+        pieces[2 * position :: width] = column
+        pieces[2 * position + 1 :: width] = [separator] * count
+    return "{" + "".join(pieces)[:-2] + "}"  # the last row's separator ends in ", "
 
 
-def _template(fields: list[str], resources: list[str]) -> str:
-    """A row: ``%s{"f1": %s, ..., "allocation": {"r1": %s, ...}}`` (``allocation`` the last field)."""
-    amounts = ", ".join(json.dumps(name).replace("%", "%%") + ": %s" for name in resources)
-    return "%s{" + ", ".join(f"{json.dumps(name)}: %s" for name in fields[:-1]) + ', "allocation": {' + amounts + "}}"
+def _separators(fields: list[str], resources: list[str], after: str = "") -> list[str]:
+    """The texts after each column of a row ``"name": {"f1": v, ..., "allocation": {"r1": a1, ...}<after>}``:
+    the name, the fields before ``allocation``, each resource amount (``after`` may add more fields)."""
+    keys = [encode_basestring_ascii(name) for name in [*fields, "allocation"]]
+    amounts = [encode_basestring_ascii(name) for name in resources]
+    texts = ["{" + keys[0] + ": "] + [", " + key + ": " for key in keys[1:-1]]
+    texts += [", " + keys[-1] + ": {" + amounts[0] + ": "] + [", " + amount + ": " for amount in amounts[1:]]
+    return [*texts, "}" + after + "}, "]
 
 
 def _tables(instance: Instance, allocation: Allocation) -> list[str] | None:
@@ -259,9 +268,9 @@ def _tables(instance: Instance, allocation: Allocation) -> list[str] | None:
     labelled = [units[unit] + count for unit, count in zip(columns.tolist(), whole, strict=True)]
     bounds = np.searchsorted(rows, np.arange(len(tenants) + 1)).tolist()
     per_server = ["{" + ", ".join(labelled[a:b]) + "}" for a, b in pairwise(bounds)]
-    row = _template(["tasks", "dominant_share", "weighted_share", "allocation"], resources)
-    row = row[:-1] + ', "per_server": %s}'
-    tables = [_fill(row, [tenants, counts, share_texts, weighted, *amounts, per_server])]
+    separators = _separators(["tasks", "dominant_share", "weighted_share"], resources)
+    separators[-1:] = ["}, " + encode_basestring_ascii("per_server") + ": ", "}, "]
+    tables = [_fill(separators, [tenants, counts, share_texts, weighted, *amounts, per_server])]
     if instance.hierarchy is not None:
         if len(set(tree.names)) != len(tree.names):
             return None
@@ -271,8 +280,9 @@ def _tables(instance: Instance, allocation: Allocation) -> list[str] | None:
         parents = [quoted[parent] if parent >= 0 else "null" for parent in tree.parent[order].tolist()]
         depth = list(map(str, tree.depth[order].tolist()))
         leaf = ["true" if value else "false" for value in tree.is_leaf[order].tolist()]
-        row = _template(["parent", "depth", "leaf", "weight", "guarantee", "dominant_share", "allocation"], resources)
-        tables.append(_fill(row, [names, parents, depth, leaf, node_weight, node_guarantee, node_share, *node_amounts]))
+        separators = _separators(["parent", "depth", "leaf", "weight", "guarantee", "dominant_share"], resources)
+        tables.append(_fill(separators, [names, parents, depth, leaf, node_weight, node_guarantee, node_share,
+                                         *node_amounts]))  # fmt: skip
     return tables
 
 
