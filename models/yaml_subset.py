@@ -133,9 +133,34 @@ def _skeleton(lines: list[str], max_depth: int) -> tuple[list[str], list[int], l
     sequences: list[bool] = []
     filled: list[bool] = []
     pending = -1  # the column of the mapping whose last key waits for a block value on the next lines
+    top = -1  # the column of the innermost open collection when it is a mapping with an entry, else -1
+    keywords = _KEYWORD_JSON
     for line in lines:
         body = line.lstrip(" ")
         column = len(line) - len(body)
+        if column == top and body[:1] in _NAME_START:  # the next ``key: value`` of that mapping (most lines)
+            split = body.find(": ")
+            key = body[:split]
+            if split > 0 and key not in keywords and key[-1] != " ":
+                value = body[split + 2 :]
+                first = value[:1]
+                if first in _NAME_START:
+                    if value in keywords:
+                        out.append(f',"{key}":{keywords[value]}')
+                        continue
+                    if ": " not in value and value[-1] not in " :":
+                        out.append(f',"{key}":"{value}"')
+                        continue
+                elif first in _NUMBER_START:
+                    numbers.append(value)
+                    out.append(f',"{key}":{value}')
+                    continue
+                elif first in ("{", "["):
+                    out.append(f',"{key}":')
+                    flows.append(len(out))
+                    out.append(value)
+                    continue
+        top = -1  # the general case: anything below may open or close collections
         dash = body[:2] == "- "
         if dash:
             body = body[2:]
@@ -201,6 +226,7 @@ def _skeleton(lines: list[str], max_depth: int) -> tuple[list[str], list[int], l
         out.append(f'"{key}":')
         if pending < 0:
             _scalar(body[split + 2 :], out, flows, numbers)
+            top = columns[-1]
     if pending >= 0:
         out.append("null")
     out.extend("]" if sequence else "}" for sequence in reversed(sequences))
