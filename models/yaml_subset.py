@@ -10,10 +10,10 @@ It returns exactly what ``models.io``'s event reader returns for the same text, 
 event reader reads the text and reports any error, with its line and field, so every message and limit of
 the loader stays in one place. It steps aside on anything it is not sure of:
 
-* a character other than ``[A-Za-z0-9_./-]``, space, newline and ``{}[],:~+`` (so quotes, comments, tabs,
-  anchors, aliases, tags, block scalars, directives and document markers all step aside), a ``:`` not
-  followed by a space or a line break, or `` :``;
-* a name (a run of ``[A-Za-z0-9_./-]`` that starts with a letter or ``_``) spelled as a YAML 1.2 keyword
+* a character other than ``[A-Za-z0-9_./#-]``, space, newline and ``{}[],:~+`` (so quotes, tabs, anchors,
+  aliases, tags, block scalars, directives and document markers all step aside), a ``#`` after a space or
+  at a line's start (a comment), a ``:`` not followed by a space or a line break, or `` :``;
+* a name (a run of ``[A-Za-z0-9_./#-]`` that starts with a letter or ``_``) spelled as a YAML 1.2 keyword
   (``null``, ``true``, ``False``, ...) anywhere;
 * a line that is not ``[- ]key: value``, ``[- ]key:`` or ``- value`` at a column its block expects, a
   block value with a ``,``, a flow collection nested in another, and any token JSON would not read
@@ -35,12 +35,12 @@ from typing import Any, Final
 #: Returned when the text is not in the subset (the event reader must read it).
 NOT_SUBSET: Final = object()
 
-_NAME_CHARACTERS = "A-Za-z0-9_./-"
+_NAME_CHARACTERS = "A-Za-z0-9_./#-"
 # A name starts with a letter or ``_`` right after a character that cannot be part of one (so ``e`` in
 # ``1e-05`` and ``x1f`` in ``0x1f`` are not names). Split with the name as a group, the text alternates
 # between what lies between names and the names, so joining the pieces with '"' quotes every name.
 _NAME = re.compile(rf"([A-Za-z_](?<![{_NAME_CHARACTERS}][A-Za-z_])[{_NAME_CHARACTERS}]*)")
-_ALLOWED = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./- \n{}[],:~+"
+_ALLOWED = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./#- \n{}[],:~+"
 _BAD_COLON = re.compile(r":[^ \n]")
 _KEYWORD_JSON = {
     **dict.fromkeys(("null", "Null", "NULL"), "null"),
@@ -79,6 +79,8 @@ def read_subset(text: str, max_depth: int, max_nodes: int) -> Any:
     if not text or len(text) + 1 > max_nodes or not text.isascii():
         return NOT_SUBSET
     if text.encode("ascii").translate(None, _ALLOWED) or _BAD_COLON.search(text) or " :" in text:
+        return NOT_SUBSET
+    if " #" in text or "\n#" in text or text.startswith("#"):  # a comment; ``#`` inside a name is no comment
         return NOT_SUBSET
     # A flow collection the writer wrapped continues after a comma; inside one, a line break is a space.
     lines = text.replace(",\n", ",").split("\n")

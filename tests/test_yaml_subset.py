@@ -77,6 +77,7 @@ def test_written_files_take_the_fast_path(text: str) -> None:
         ("a:\n- 1\n- {x: 1, y: p}\n- [p, q]\n- k: v\n  l:\n  - 2\nb: [1,\n    2]\n",
          {"a": [1, {"x": 1, "y": "p"}, ["p", "q"], {"k": "v", "l": [2]}], "b": [1, 2]}),
         ("a:\n  b:\n    c: 1\n  d: x y, z\n", {"a": {"b": {"c": 1}, "d": "x y, z"}}),
+        ("a#1: [g#0, h#]\nb: c#d\n", {"a#1": ["g#0", "h#"], "b": "c#d"}),  # no comment without a space
         ("a: 9" + "9" * 4000 + "\n", NOT_SUBSET),  # more than 4,000 characters: a string to the event reader
     ],
 )  # fmt: skip
@@ -96,7 +97,8 @@ def test_accepted_text_reads_as_yaml_does(text: str, expected: Any) -> None:
         "a: 0x1f\n", "a: 1_000\n", "a: 010\n", "a: .5\n", "a: +1\n", "a: 1:30\n",  # strings or refused
         "a: [True]\n", "a: [nullable, null]\n",
         "a: 1\na: 2\n", "a: {x: 1, x: 2}\n",  # duplicate keys: the event reader names both lines
-        "a: 'x'\n", "a: x # note\n", "a: &x 1\nb: *x\n", "a: !!str 1\n", "---\na: 1\n", "a: |\n  x\n",
+        "a: 'x'\n", "a: x # note\n", "# note\na: 1\n", "a: [x, #y]\n",  # quotes, comments
+        "a: &x 1\nb: *x\n", "a: !!str 1\n", "---\na: 1\n", "a: |\n  x\n",
         "a: b\n  c\n",  # a plain scalar over two lines
         "a: 1\n b: 2\n", "a:\n  - 1\n - 2\n", "- a\n", "1: a\n", "null: a\n", "a: x\n\nb: y\n", "a: x \n",
         "a: [[1, 2], [3]]\n", "a: {x: [1]}\n",  # flow collections nested: the event reader's
@@ -122,7 +124,7 @@ def test_a_duplicate_key_is_still_named_with_its_lines() -> None:
         parse_instance(text)
 
 
-_ALPHABET = "ab1.-_ :,{}[]\n~e"
+_ALPHABET = "ab1.-_ :,{}[]\n~e#"
 
 
 def _edit(text: str, choose: Any) -> str:
