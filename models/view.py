@@ -177,14 +177,16 @@ def result_json_text(instance: Instance, result: Result) -> str:
     """
     data = result_json(instance, result, tables=False)
     text = json.dumps(data)
-    allocation = result.allocation
-    markers = [json.dumps(marker) for key, marker in (("tenants", _TENANTS), ("nodes", _NODES))
-               if data.get(key) == marker]  # fmt: skip
-    tables = _tables(instance, allocation) if allocation is not None else None
-    if tables is None or not all(text.count(marker) == 1 for marker in markers):
+    tables = _tables(instance, result.allocation) if result.allocation is not None else None
+    if tables is None:
         return json.dumps(result_json(instance, result))
-    for marker, table in zip(markers, tables, strict=False):
-        text = text.replace(marker, table, 1)
+    for key, marker in (("tenants", _TENANTS), ("nodes", _NODES)):
+        if data.get(key) != marker:  # not in this view, or a method's extra entry of that name replaced it
+            continue
+        placeholder = json.dumps(marker)
+        if key not in tables or text.count(placeholder) != 1:
+            return json.dumps(result_json(instance, result))
+        text = text.replace(placeholder, tables[key], 1)
     return text
 
 
@@ -230,7 +232,7 @@ def _separators(fields: list[str], resources: list[str], after: str = "") -> lis
     return [*texts, "}" + after + "}, "]
 
 
-def _tables(instance: Instance, allocation: Allocation) -> list[str] | None:
+def _tables(instance: Instance, allocation: Allocation) -> dict[str, str] | None:
     """The JSON texts of ``tenants`` and (for a hierarchy) ``nodes``; None to leave them to ``json.dumps``."""
     tenants = _keys([tenant.name for tenant in instance.tenants])
     units = _keys(allocation.unit_names(instance))
@@ -270,7 +272,7 @@ def _tables(instance: Instance, allocation: Allocation) -> list[str] | None:
     per_server = ["{" + ", ".join(labelled[a:b]) + "}" for a, b in pairwise(bounds)]
     separators = _separators(["tasks", "dominant_share", "weighted_share"], resources)
     separators[-1:] = ["}, " + encode_basestring_ascii("per_server") + ": ", "}, "]
-    tables = [_fill(separators, [tenants, counts, share_texts, weighted, *amounts, per_server])]
+    tables = {"tenants": _fill(separators, [tenants, counts, share_texts, weighted, *amounts, per_server])}
     if instance.hierarchy is not None:
         if len(set(tree.names)) != len(tree.names):
             return None
@@ -281,8 +283,8 @@ def _tables(instance: Instance, allocation: Allocation) -> list[str] | None:
         depth = list(map(str, tree.depth[order].tolist()))
         leaf = ["true" if value else "false" for value in tree.is_leaf[order].tolist()]
         separators = _separators(["parent", "depth", "leaf", "weight", "guarantee", "dominant_share"], resources)
-        tables.append(_fill(separators, [names, parents, depth, leaf, node_weight, node_guarantee, node_share,
-                                         *node_amounts]))  # fmt: skip
+        tables["nodes"] = _fill(separators, [names, parents, depth, leaf, node_weight, node_guarantee, node_share,
+                                             *node_amounts])  # fmt: skip
     return tables
 
 

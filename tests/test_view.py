@@ -146,6 +146,10 @@ def test_result_json_text_of_a_generated_tree_and_placements() -> None:
     for placement in ("pooled", "servers"):
         result = solve(instance, "hdrf", placement=placement)
         assert result_json_text(instance, result) == json.dumps(result_json(instance, result))
+    # A method's extra entry named like a table replaces it in the view, and so in the text.
+    for extra in ({"tenants": [1.5, "x"]}, {"nodes": {"a": None}}, {"tenants": 0, "nodes": 1}):
+        result = replace(solve(instance, "hdrf"), extra=extra)
+        assert result_json_text(instance, result) == json.dumps(result_json(instance, result))
 
 
 @settings(derandomize=True, max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
