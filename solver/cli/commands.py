@@ -108,8 +108,11 @@ def _solve_options(args: argparse.Namespace) -> dict[str, Any]:
     """``SolveOptions`` fields from the arguments actually given (the method refuses those it cannot use)."""
     names = ("algorithm", "strategy", "slots", "gap", "placement", "objective", "alpha", "workers", "seed")
     options: dict[str, Any] = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+    extra = _parse_options(args.option)  # the method refuses settings it does not use, naming them
     if args.horizon is not None:  # simulated hierarchical schedulers (naive-hdrf, dynamic-hdrf, hslots)
-        options["extra"] = {"horizon": args.horizon}
+        extra["horizon"] = args.horizon
+    if extra:
+        options["extra"] = extra
     if args.no_fair_cap:  # exact DAG methods: drop the C_k <= T_k fair completion caps
         options["fair_cap"] = False
     if args.verbose:
@@ -437,7 +440,7 @@ def command_methods(args: argparse.Namespace) -> int:
             kind = "exact" if entry["exact"] else "heuristic" if command == "solve" else "online"
             print(f"  {entry['name']:<{width}}  {entry['family']:<9}  {kind:<9}  {entry['summary']}")
             settings = ""
-            if entry["extra"] and command == "simulate":
+            if entry["extra"]:
                 settings = f"; settings (--option): {', '.join(entry['extra'])}"
             print(f"  {'':<{width}}  backends: {backends}; options: {', '.join(entry['options'])}{settings}")
     return EXIT_OK
@@ -468,6 +471,9 @@ def _add_solve(subcommands: Any, formatter: type[argparse.HelpFormatter]) -> Non
                        help="hdrf, collapsed: one pool or placeable on servers (default: auto, servers when the "
                        "machines differ); DAG jobs: pooled (the default) or every task on one machine "
                        "(servers)")  # fmt: skip
+    solve.add_argument("--option", action="append", metavar="KEY=VALUE",
+                       help="a method's own setting, e.g. decompose=false for spacetime-cp (fairpack methods "
+                       "lists them)")  # fmt: skip
     solve.add_argument("--horizon", type=positive_seconds, metavar="T",
                        help=f"simulated time (naive-hdrf, dynamic-hdrf, hslots; default: {HORIZON:g})")  # fmt: skip
     solve.add_argument("--seed", type=int, help="seed of a solver or a simulation")
