@@ -137,9 +137,10 @@ def command_solve(args: argparse.Namespace) -> int:
                            **_solve_options(args))  # fmt: skip
     except BackendUnavailable as error:
         return fail(str(error), EXIT_SOLVER)
-    data = result_json(instance, result)
+    # ``--json`` alone: the text is written from columns (result_json_text), the same as json.dumps of the view.
+    data = result_json(instance, result) if output != "json" or args.output else None
     _print_result(instance, result, data, output, args)
-    if args.output:
+    if data is not None and args.output:
         Path(args.output).write_text(json.dumps(data, indent=1))
     if args.plot:
         code = _plot(instance, result, args.plot)
@@ -163,12 +164,17 @@ def _left(limit: float | None, started: float) -> float | None:
     return max(limit - reserve - (time.perf_counter() - started), 1e-3)
 
 
-def _print_result(instance: Instance, result: Result, data: dict[str, Any], output: str,
+def _print_result(instance: Instance, result: Result, data: dict[str, Any] | None, output: str,
                   args: argparse.Namespace) -> None:  # fmt: skip
+    """The result on stdout as ``output``; ``data`` is its JSON view (None: JSON text written in bulk)."""
+    from models.view import result_json_text
     from solver.cli.render import format_csv, format_table
 
     for warning in result.warnings:
         print(f"fairpack: warning: {warning}", file=sys.stderr)
+    if data is None:
+        print(result_json_text(instance, result))
+        return
     if output == "json":
         print(json.dumps(data))
     elif output == "csv":
