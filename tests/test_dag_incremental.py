@@ -136,6 +136,12 @@ ONE = np.ones(1)
 # Waves of 3, then 1 task, while a slower second stage runs beside them.
 @example((np.array([1.3, 5.0]), np.array([[1.0], [1.0]]), np.array([10.0, 1.0]), [(), ()], np.array([3.5]),
           np.array([2.0, 1.0]), [(0, 0.2, 3)]))
+# Batches of one stage ending in turn (rounds of steady batches), a lower stage ready beside them that never fits.
+@example((np.array([1.0, 2.0]), np.array([[1.0, 0.3], [1.0, 0.6]]), np.array([40.0, 5.0]), [(), ()],
+          np.array([3.5, 10.0]), np.array([2.0, 1.0]), [(0, 0.2, 2), (0, 0.7, 1)]))
+# Steady batches of two stages, each replacing itself: the higher one's tasks do not fit the lower one's room.
+@example((np.array([1.3, 1.0]), np.array([[2.0], [1.0]]), np.array([30.0, 30.0]), [(), ()], np.array([3.0]),
+          np.array([2.0, 1.0]), [(0, 0.5, 1), (1, 0.2, 1)]))
 def test_pack_waves_give_the_reference_pack(dag: tuple) -> None:  # type: ignore[type-arg]
     expected = reference_pack(*dag)
     got = pack(*dag)

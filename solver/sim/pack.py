@@ -114,9 +114,19 @@ def pack(  # noqa: C901  (one tight loop kept whole: it runs hundreds of thousan
     makespan = 0.0
     tol = [EPS * max(1.0, float(c)) for c in capacity]
     waved = False  # the last step was a run of waves, which ends as a launch pass does
+    # Steady state: `steady` holds the batches (stage, tasks) whose end is known to replace itself -- the
+    # batch ends alone, the launch pass that follows launches exactly that stage and count, nothing else, and
+    # leaves the free room as it was before the end, bit for bit. Each such event was seen once, through the
+    # general loop, with the free room and the runnable stages of now; while both stay as they are (every
+    # event is then one of these), an end of such a batch does the same float operations on the same values,
+    # so it is replayed without its fit tests. Anything else empties the set.
+    steady: set[tuple[int, int]] = set()
+    watch: tuple[int, int, list[float]] | None = None  # the last event's lone batch and the free room before it
     while True:
         progressed = not waved
         waved = False
+        launched = 0  # launches in this launch pass, the last of them `launch`
+        launch = (-1, 0)
         while progressed:  # launch in priority order until nothing fits (zero-duration stages cascade)
             progressed = False
             last = -1
@@ -136,6 +146,8 @@ def pack(  # noqa: C901  (one tight loop kept whole: it runs hundreds of thousan
                     del ready[i]
                 if record:
                     launches[g].append((t, n))
+                launched += 1
+                launch = (g, n)
                 end = t + dur[g]
                 makespan = max(makespan, end)
                 if dur[g] > 0:
@@ -145,6 +157,14 @@ def pack(  # noqa: C901  (one tight loop kept whole: it runs hundreds of thousan
                 elif unlaunched[g] == 0 and active[g] == 0:
                     complete(g)
                     progressed = True
+        if watch is not None:
+            # Tasks left (so the stage stayed runnable and its count was what fitted, not what was left), and
+            # the room as before: the lone batch replaced itself.
+            if launched == 1 and launch == watch[:2] and unlaunched[launch[0]] > 0 and free == watch[2]:
+                steady.add(launch)
+            else:
+                steady.clear()
+            watch = None
         if not heap:
             break
         if len(heap) == 1 and len(ready) == 1 and order[ready[0]] == heap[0][1] and dur[heap[0][1]] > 0:
@@ -159,14 +179,37 @@ def pack(  # noqa: C901  (one tight loop kept whole: it runs hundreds of thousan
                 ready.clear()
             unlaunched[g] = left
             waved = True
+            steady.clear()
             continue
         t = heap[0][0]
-        while heap and settled(heap[0][0]) <= t:  # the simulator's time rule (models.tolerance)
-            _, g, n = heapq.heappop(heap)
+        _, g, n = heapq.heappop(heap)  # settled(t) <= t: the first end is always now
+        alone = not heap or settled(heap[0][0]) > t
+        if alone and (g, n) in steady and unlaunched[g] > n:
+            # The batch replaces itself (`steady`): the end, then the launch pass's one launch, as they were.
+            makespan = max(makespan, t)
+            unlaunched[g] -= n
+            if record:
+                launches[g].append((t, n))
+            end = t + dur[g]
+            makespan = max(makespan, end)
+            heapq.heappush(heap, (end, g, n))
+            waved = True  # the launch pass is done
+            if all(h[1] == g and (g, h[2]) in steady for h in heap):  # every running batch replaces itself
+                heap, unlaunched[g], makespan = _rounds(sorted(heap), unlaunched[g], dur[g],
+                                                        launches[g] if record else None, makespan)  # fmt: skip
+                heapq.heapify(heap)
+            continue
+        watch = (g, n, free) if alone else None
+        if not alone:
+            steady.clear()
+        while True:
             active[g] -= n
             free = [f + n * d for f, d in zip(free, need[g], strict=True)]
             if active[g] == 0 and unlaunched[g] == 0:
                 complete(g)
+            if not heap or settled(heap[0][0]) > t:  # the simulator's time rule (models.tolerance)
+                break
+            _, g, n = heapq.heappop(heap)
         makespan = max(makespan, t)
     if any(left > 0 for left in unlaunched):
         return Packed(math.inf, tuple(tuple(x) for x in launches))
@@ -219,6 +262,46 @@ def _waves(end: float, n: int, left: int, free: list[float], need: list[float], 
                 if left == 0:
                     return t, n, left, free, makespan
         previous = (free, n)
+
+
+def _rounds(batches: list[tuple[float, int, int]], left: int, duration: float,
+            launches: list[tuple[float, int]] | None,
+            makespan: float) -> tuple[list[tuple[float, int, int]], int, float]:  # fmt: skip
+    """Steady batches of one stage in :func:`pack`, each replacing itself at its end, round after round.
+
+    ``batches`` (sorted ``(end, stage, tasks)``, every one in the pack's steady set) are all that runs; the
+    general loop would pop the earliest, find it alone at its time, relaunch it ``duration`` later and pop the
+    next. With distinct ends each relaunched batch ends after all the others (float addition is monotonic),
+    so the batches end in turn, round after round, and only each one's clock (``end + duration``, the same
+    addition) moves. Stops before an end that is not alone, or that would launch the stage's last tasks
+    (``left`` at most its batch), or after a relaunch that does not end strictly last; the general loop
+    takes it from there.
+
+    Returns ``(batches, tasks left, makespan)``.
+    """
+    ends = [end for end, _, _ in batches]
+    counts = [n for _, _, n in batches]
+    m = len(ends)
+    j = 0
+    while True:
+        t, n = ends[j], counts[j]
+        if left <= n or (m > 1 and settled(ends[j + 1 if j + 1 < m else 0]) <= t):
+            break
+        left -= n
+        if launches is not None:
+            launches.append((t, n))
+        end = t + duration
+        if t > makespan:  # max(makespan, t), max(makespan, end): as the general loop
+            makespan = t
+        if end > makespan:
+            makespan = end
+        ordered = m == 1 or end > ends[j - 1]  # ends[-1] when j == 0: the last of the round before
+        ends[j] = end
+        if not ordered:
+            break
+        j = j + 1 if j + 1 < m else 0
+    g = batches[0][1]
+    return [(end, g, n) for end, n in zip(ends, counts, strict=True)], left, makespan
 
 
 def _fitting(fit: list[tuple[int, float]], free: list[float], tol: list[float]) -> int:
