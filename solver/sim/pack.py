@@ -66,7 +66,9 @@ def pack(  # noqa: C901  (one tight loop kept whole: it runs hundreds of thousan
     and the same stage launches again into the room they leave. That stretch runs in a loop of its own
     (``_waves``), doing the very float operations of the general loop in the same order, without the heap,
     the walk over the runnable stages or the list comprehensions; the makespan and launches are the same to
-    the last bit.
+    the last bit. Batches that replace themselves at their ends (several at once, see ``steady`` and
+    ``_rounds``) are replayed the same way. The makespan is raised by comparisons, not ``max`` calls (the
+    same value: ``max(a, b)`` is ``b if b > a else a``).
     """
     # Plain Python numbers: a job has a handful of resources and the loop below runs hundreds of
     # thousands of fit tests per Carbyne simulation; numpy's per-call overhead on 2-element arrays made
@@ -149,7 +151,8 @@ def pack(  # noqa: C901  (one tight loop kept whole: it runs hundreds of thousan
                 launched += 1
                 launch = (g, n)
                 end = t + dur[g]
-                makespan = max(makespan, end)
+                if end > makespan:
+                    makespan = end
                 if dur[g] > 0:
                     active[g] += n
                     free = [f - n * d for f, d in zip(free, need[g], strict=True)]
@@ -186,12 +189,14 @@ def pack(  # noqa: C901  (one tight loop kept whole: it runs hundreds of thousan
         alone = not heap or settled(heap[0][0]) > t
         if alone and (g, n) in steady and unlaunched[g] > n:
             # The batch replaces itself (`steady`): the end, then the launch pass's one launch, as they were.
-            makespan = max(makespan, t)
+            if t > makespan:
+                makespan = t
             unlaunched[g] -= n
             if record:
                 launches[g].append((t, n))
             end = t + dur[g]
-            makespan = max(makespan, end)
+            if end > makespan:
+                makespan = end
             heapq.heappush(heap, (end, g, n))
             waved = True  # the launch pass is done
             if all(h[1] == g and (g, h[2]) in steady for h in heap):  # every running batch replaces itself
@@ -210,7 +215,8 @@ def pack(  # noqa: C901  (one tight loop kept whole: it runs hundreds of thousan
             if not heap or settled(heap[0][0]) > t:  # the simulator's time rule (models.tolerance)
                 break
             _, g, n = heapq.heappop(heap)
-        makespan = max(makespan, t)
+        if t > makespan:
+            makespan = t
     if any(left > 0 for left in unlaunched):
         return Packed(math.inf, tuple(tuple(x) for x in launches))
     return Packed(makespan, tuple(tuple(x) for x in launches))
@@ -237,7 +243,8 @@ def _waves(end: float, n: int, left: int, free: list[float], need: list[float], 
     while True:
         t = end
         free = [f + n * d for f, d in zip(free, need, strict=True)]
-        makespan = max(makespan, t)
+        if t > makespan:
+            makespan = t
         n = min(left, _fitting(fit, free, tol)) if fit else left
         if n <= 0:
             return t, 0, left, free, makespan
@@ -245,20 +252,29 @@ def _waves(end: float, n: int, left: int, free: list[float], need: list[float], 
         if launches is not None:
             launches.append((t, n))
         end = t + duration
-        makespan = max(makespan, end)
+        if end > makespan:
+            makespan = end
         free = [f - n * d for f, d in zip(free, need, strict=True)]
         if left == 0:
             return t, n, left, free, makespan
         if previous is not None and previous[1] == n and previous[0] == free:
-            # A fixed point: n < the tasks left before this wave, so n is what fits, and it fits again.
-            while left >= n:
-                t = end
-                makespan = max(makespan, t)
-                left -= n
-                if launches is not None:
-                    launches.append((t, n))
-                end = t + duration
-                makespan = max(makespan, end)
+            # A fixed point: n < the tasks left before this wave, so n is what fits, and it fits again, for
+            # every whole wave left. Only the clock moves; a positive duration never moves it back (rounding
+            # is monotonic), so the makespan's maxima are the last end's.
+            waves = left // n
+            if waves:
+                if launches is None:
+                    for _ in range(waves):
+                        t = end
+                        end = t + duration
+                else:
+                    for _ in range(waves):
+                        t = end
+                        launches.append((t, n))
+                        end = t + duration
+                left -= waves * n
+                if end > makespan:
+                    makespan = end
                 if left == 0:
                     return t, n, left, free, makespan
         previous = (free, n)

@@ -48,6 +48,7 @@ import heapq
 import itertools
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -231,6 +232,21 @@ def _latest_ends(launches: tuple[tuple[float, int], ...], duration: float) -> tu
     return ends, after
 
 
+@dataclass(frozen=True)
+class _JobShape:
+    """One job's stages in local numbering, as :func:`pack` takes them (Carbyne's plans)."""
+
+    stages: IntArray
+    first: int
+    duration: FloatArray
+    demand: FloatArray
+    demands: list[list[float]]
+    parents: list[tuple[int, ...]]
+    children: list[tuple[int, ...]]  # the reversed DAG's parents
+    tail: FloatArray
+    reach: FloatArray
+
+
 class Carbyne(BasePolicy):
     """Carbyne; see the module docstring.
 
@@ -266,6 +282,11 @@ class Carbyne(BasePolicy):
         # ended), so they are memoised per simulation.
         self.reverse: dict[tuple[int, bytes, bytes], list[tuple[list[float], list[int]]]] = {}
         self.reverse_hits = 0
+        self.shapes: dict[int, _JobShape] = {}
+        # A forward pack with nothing running does not depend on time either: an idle job (waiting, altruistic,
+        # for its latest start) is planned again and again on the same state. Memoised the same way.
+        self.idle: dict[tuple[int, bytes, bytes], float] = {}
+        self.idle_hits = 0
         # Plain-float copies for the per-pick tests (the same float operations as numpy's, element by element).
         self.negative_tail = -jobs.tail
         self.negative_tails = self.negative_tail.tolist()
@@ -297,42 +318,65 @@ class Carbyne(BasePolicy):
         self.exhausted: set[int] = set()  # jobs none of whose groups fits any more during this event
         self.last = -1
 
+    def _shape(self, jobs: Workload, k: int) -> _JobShape:
+        """Job ``k``'s stages as :func:`pack` takes them, built once (the DAG never changes)."""
+        shape = self.shapes.get(k)
+        if shape is None:
+            stages = jobs.job_stages[k]
+            first = int(stages[0])
+            shape = self.shapes[k] = _JobShape(
+                stages, first, jobs.duration[stages], jobs.demand[stages], jobs.demand[stages].tolist(),
+                [tuple(p - first for p in jobs.parents[g]) for g in stages.tolist()],
+                [tuple(c - first for c in jobs.children[g]) for g in stages.tolist()],
+                jobs.tail[stages], self.reach[stages])  # fmt: skip
+        return shape
+
     def _plan(self, sim: Simulation, k: int) -> None:
         self.planned.add(k)
-        jobs = sim.jobs
-        stages = jobs.job_stages[k]
-        first = int(stages[0])
+        shape = self._shape(sim.jobs, k)
+        stages, first = shape.stages, shape.first
         left = sim.unlaunched[stages]
-        if not np.any(left > 0) or not np.any((left > 0) & (sim.missing[stages] == 0)):
+        lefts, missing = left.tolist(), sim.missing[stages].tolist()
+        runnable = [local for local, (n, m) in enumerate(zip(lefts, missing, strict=True)) if n > 0 and m == 0]
+        if not runnable:
             return  # nothing runnable now, so nothing can be urgent now
-        cap = self.cap[k]
-        dur, dem = jobs.duration[stages], jobs.demand[stages]
-        tol = EPS * np.maximum(1.0, jobs.capacity)
-        if np.any(dem[left > 0] > cap[None, :] + tol[None, :]):
+        caps, tol = self.caps[k], self.tolerance
+        limit = [c + t for c, t in zip(caps, tol, strict=True)]  # as cap + tol in numpy: the same additions
+        rows = shape.demands
+        if any(d > c for local, n in enumerate(lefts) if n > 0 for d, c in zip(rows[local], limit, strict=True)):
             return  # cannot run on its share at all: it lives on leftovers
-        runnable = (left > 0) & (sim.missing[stages] == 0)
-        if not np.any(np.all(sim.usage[k][None, :] + dem[runnable] <= cap[None, :] + tol[None, :], axis=1)):
+        usage = sim.usage[k].tolist()
+        if not any(all(u + d <= c for u, d, c in zip(usage, rows[local], limit, strict=True)) for local in runnable):
             # No runnable task fits within its share now, and none will during this event (its usage only
             # grows until the next event): the guaranteed phase never offers it a slot, so urgency is moot.
             return
         self.plans += 1
-        parents = [tuple(p - first for p in jobs.parents[g]) for g in stages]
-        running = [(g - first, end - sim.t, n) for g in stages.tolist() for end, n in sim.running_ends[g]]
-        forward = pack(dur, dem, left, parents, cap, jobs.tail[stages], running, record=False).makespan
+        cap = self.cap[k]
+        t = sim.t
+        running = [(local, end - t, n) for local, g in enumerate(stages.tolist()) for end, n in sim.running_ends[g]]
+        key = (k, cap.tobytes(), left.tobytes())
+        forward = self.idle.get(key) if not running else None
+        if forward is None:
+            forward = pack(shape.duration, shape.demand, left, shape.parents, cap, shape.tail, running,
+                           record=False).makespan  # fmt: skip
+            if not running:
+                self.idle[key] = forward
+        else:
+            self.idle_hits += 1
         if not math.isfinite(forward):
             return
-        key = (k, cap.tobytes(), left.tobytes())
         backward = self.reverse.get(key)
         if backward is None:
-            reversed_parents = [tuple(c - first for c in jobs.children[g]) for g in stages]
-            packed = pack(dur, dem, left, reversed_parents, cap, self.reach[stages])
-            backward = self.reverse[key] = [_latest_ends(launches, float(d))
-                                            for launches, d in zip(packed.launches, dur, strict=True)]  # fmt: skip
+            packed = pack(shape.duration, shape.demand, left, shape.children, cap, shape.reach)
+            backward = self.reverse[key] = [_latest_ends(launches, d)
+                                            for launches, d in zip(packed.launches, shape.duration.tolist(),
+                                                                   strict=True)]  # fmt: skip
         else:
             self.reverse_hits += 1
         due = settled(forward)
+        urgent = self.urgent
         for local, (ends, after) in enumerate(backward):
-            self.urgent[first + local] = after[bisect.bisect_left(ends, due)]
+            urgent[first + local] = after[bisect.bisect_left(ends, due)]
 
     def _refresh(self, sim: Simulation, k: int) -> None:
         """Job ``k`` launched a task: its dominant share and its remaining work changed."""
