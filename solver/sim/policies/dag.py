@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 
 from models.tolerance import settled
-from models.types import FloatArray, IntArray
+from models.types import BoolArray, FloatArray, IntArray
 from solver.sim.engine import BasePolicy, Simulation
 from solver.sim.pack import EPS, pack
 from solver.sim.shares import drf_shares
@@ -140,17 +140,21 @@ class _Pending:
     """
 
     def __init__(self, sim: Simulation, secondary: FloatArray | IntArray, secondary_list: list[Any],
-                 job_of: list[int]) -> None:  # fmt: skip
+                 job_of: list[int], hopeless: BoolArray | None = None) -> None:  # fmt: skip
         jobs = sim.jobs
         groups = np.flatnonzero(sim.runnable())
         dominant = _dominant(sim)
         owner = jobs.stage_job[groups]
-        order = np.lexsort((groups, secondary[groups], dominant[owner]))
         self.dominant: list[float] = dominant.tolist()
         self.secondary = secondary_list
-        self.heap: list[tuple[float, Any, int]] = list(zip(dominant[owner[order]].tolist(),
-                                                           secondary[groups[order]].tolist(),
-                                                           groups[order].tolist(), strict=True))  # sorted: a heap
+        # Groups that fail `first`'s test whatever happens this event (``hopeless``) are dropped from the start:
+        # never ranked, never pushed again.
+        ranked = groups if hopeless is None else groups[~hopeless[groups]]
+        owned = jobs.stage_job[ranked]
+        order = np.lexsort((ranked, secondary[ranked], dominant[owned]))
+        self.heap: list[tuple[float, Any, int]] = list(zip(dominant[owned[order]].tolist(),
+                                                           secondary[ranked[order]].tolist(),
+                                                           ranked[order].tolist(), strict=True))  # sorted: a heap
         self.groups = groups
         # A job's groups are numbered contiguously: cut the sorted groups where the job changes.
         edges = [0, *(np.flatnonzero(np.diff(owner)) + 1).tolist(), groups.size]
@@ -158,7 +162,7 @@ class _Pending:
         self.by_job: dict[int, list[int]] = {job_of[listed[a]]: listed[a:b]
                                              for a, b in itertools.pairwise(edges) if b > a}  # fmt: skip
         self.owner = job_of
-        self.dropped: set[int] = set()
+        self.dropped: set[int] = set() if hopeless is None else set(groups[hopeless[groups]].tolist())
 
     def relaunched(self, sim: Simulation, k: int, dominant: float) -> None:
         """Job ``k`` launched a task and its dominant share is now ``dominant``: re-rank its live groups."""
@@ -293,7 +297,10 @@ class Carbyne(BasePolicy):
         self.demands = jobs.demand.tolist()
         self.capacity = jobs.capacity.tolist()
         self.weights = jobs.weight.tolist()
-        self.tolerance = (EPS * np.maximum(1.0, jobs.capacity)).tolist()
+        self.tolerance_array = EPS * np.maximum(1.0, jobs.capacity)
+        self.tolerance = self.tolerance_array.tolist()
+        self.hopeless = np.zeros(jobs.num_stages, dtype=bool)
+        self.floor: list[float] = []
         self.stage_works = self.stage_work.tolist()
         self.job_of = jobs.stage_job.tolist()
         self.stages = [stages.tolist() for stages in jobs.job_stages]
@@ -305,11 +312,20 @@ class Carbyne(BasePolicy):
             active[sim.active] = True
             self.cap = drf_shares(self.work, jobs.weight, active) * jobs.capacity[None, :]
             self.caps = self.cap.tolist()
+            # A task larger than its job's share (by more than any round-off of the job's usage below 0) never
+            # passes the guaranteed phase's share test: such groups are left out of its ranking.
+            slack = 1e-6 * np.maximum(1.0, jobs.capacity)
+            self.hopeless = np.any(jobs.demand > (self.cap + self.tolerance_array + slack)[jobs.stage_job], axis=1)
         self.urgent[:] = 0
         self.planned: set[int] = set()
         self.altruistic = self.rng.random(jobs.num_jobs) < self.altruism
         self.altruists = self.altruistic.tolist()
-        self.pending = _Pending(sim, self.negative_tail, self.negative_tails, self.job_of)
+        self.pending = _Pending(sim, self.negative_tail, self.negative_tails, self.job_of, self.hopeless)
+        # The least demand of the runnable groups on each resource they all use: when the free room is below it
+        # on some resource (one machine), no task of theirs fits, and the event has nothing more to launch.
+        demand = jobs.demand[self.pending.groups]
+        self.floor = (np.where(np.all(demand > 0, axis=0), demand.min(axis=0), -np.inf).tolist()
+                      if demand.shape[0] else [np.inf] * jobs.capacity.size)  # fmt: skip
         # SRTF over the remaining work of every job, summed stage by stage as numpy's add.at does.
         remaining = np.zeros(jobs.num_jobs)
         np.add.at(remaining, jobs.stage_job, sim.unlaunched * self.stage_work)
@@ -393,6 +409,8 @@ class Carbyne(BasePolicy):
         if self.last >= 0:
             self._refresh(sim, self.last)
         room = _room(sim)
+        if room is not None and not sim.jobs.has_options and any(r < f for r, f in zip(room, self.floor, strict=True)):
+            return None  # no runnable task fits (both phases would find none, task by task)
         demands, job_of = self.demands, self.job_of
         usage_of: dict[int, list[float]] = {}
 
