@@ -8,6 +8,7 @@ same times on the same machines.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import replace
 from pathlib import Path
 
@@ -104,6 +105,23 @@ def test_tpch_mix_schedules_equal_the_reference(data_dir: Path) -> None:
     instance = tpch_jobs(data_dir, [2, 3, 5, 9, 11, 16], seed=3, executors=40, release_spread=20)
     workload = Workload.of_jobs(instance, "pooled")
     _same(instance, "pooled", _policies(3, 1.0, workload))
+
+
+@pytest.mark.data
+def test_carbyne_on_the_36k_tpch_mix_is_the_schedule_recorded_before_the_speed_work(data_dir: Path) -> None:
+    # The speed mix of issue 16 (benchmarks/dag_carbyne.py: tpch family, 50 queries, 250 executors, seed 0,
+    # 36,008 tasks). sha256 of every task's (job, stage, index) and (start, end), recorded with main at 922b43a,
+    # before the steady-batch replay of pack and the shortcuts of Carbyne's picks.
+    from models.generators.families import FAMILIES
+
+    instance = FAMILIES["tpch"].instance({"queries": 50, "executors": 250}, 0, data_dir)
+    jobs = Workload.of_jobs(instance, "pooled")
+    schedule = Simulation(instance, jobs, Carbyne(jobs), "pooled").run().schedule()
+    order = np.lexsort((schedule.index, schedule.stage, schedule.job))
+    rows = np.column_stack([schedule.job, schedule.stage, schedule.index])[order].astype(np.int64)
+    times = np.column_stack([schedule.start, schedule.end])[order].astype(np.float64)
+    assert len(order) == 36_008
+    assert hashlib.sha256(rows.tobytes() + times.tobytes()).hexdigest()[:16] == "0f40e1fa8a4fe970"
 
 
 @st.composite

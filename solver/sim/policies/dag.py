@@ -230,9 +230,8 @@ def _latest_ends(launches: tuple[tuple[float, int], ...], duration: float) -> tu
     ``x`` number ``after[bisect_left(ends, x)]`` (``after`` counts from each position on, and ends with 0).
     """
     ends = [start + duration for start, _ in launches]
-    after = [0] * (len(launches) + 1)
-    for position in range(len(launches) - 1, -1, -1):
-        after[position] = after[position + 1] + launches[position][1]
+    after = list(itertools.accumulate([n for _, n in reversed(launches)], initial=0))  # sums of integers: exact
+    after.reverse()
     return ends, after
 
 
