@@ -257,6 +257,12 @@ class Carbyne(BasePolicy):
     leftovers), and a job is planned only when one of its tasks is first looked at in the guaranteed phase: a
     plan depends on nothing but the job's own state, which no launch of another job changes, and only the
     urgency of a task that fits within its job's share is ever read. ``plans`` counts the plans made.
+
+    What still costs is the plans themselves: two packs of the job's remaining DAG on its share, each as long
+    as the job's tasks divided by the tasks its share runs at once, at every event where the job has room in
+    its share. Reverse packs and the forward packs of idle jobs are memoised (they do not depend on time); a
+    forward pack with tasks running depends on the time through their remaining lengths, so it is made anew:
+    reusing it would change the schedule.
     """
 
     name = "carbyne"
