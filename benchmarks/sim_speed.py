@@ -13,7 +13,8 @@ apart. The machine is shared: the load is saved beside every figure.
 
 ``--baseline DIR`` (a source tree of another revision, e.g. ``git archive main | tar -x -C DIR``) runs every
 row with that code first and then with this one, back to back, so a before/after ratio is measured under the
-same load. Rows of the workloads not in ``--only`` are kept from the saved results (with their own load).
+same load. Rows not run now (workloads not in ``--only``, policies not in ``--policies``) are kept from the saved
+results, with their own load and date.
 """
 
 from __future__ import annotations
@@ -141,30 +142,37 @@ def main() -> None:
                        help="TPC-H mix sizes (queries; 200 queries of 2g is about 175,000 tasks)")
     parse.add_argument("--google-tasks", type=int, nargs="+", default=[100_000, 1_000_000])
     parse.add_argument("--only", choices=KINDS, nargs="+", default=list(KINDS))
+    parse.add_argument("--policies", nargs="+", default=None,
+                       help="run only these policies' rows (the other rows of the workloads run are kept)")
     parse.add_argument("--baseline", default=None, help="source tree of another revision, run before every row")
     parse.add_argument("--baseline-label", default="baseline", help="what the baseline is (for the table)")
     args = parse.parse_args()
     started = time.perf_counter()
     rows: list[dict[str, Any]] = []
-    if "alibaba" in args.only:
-        for policy in ("fifo", "first-fit", "best-fit", "slots", "per-server-drf"):
-            rows += _ladder("alibaba", [0], policy, args.data_dir, args.cap, args.baseline)
-    if "tpch" in args.only:
-        for policy in ("sjf", "drf-dag", "carbyne"):
-            rows += _ladder("tpch", args.tpch_queries, policy, args.data_dir, args.cap, args.baseline)
-    if "google" in args.only:
-        for policy in ("first-fit", "best-fit"):
-            rows += _ladder("google", args.google_tasks, policy, args.data_dir, args.cap, args.baseline)
+    chosen = set(args.policies) if args.policies else None
+    policies = {"alibaba": ("fifo", "first-fit", "best-fit", "slots", "per-server-drf"),
+                "tpch": ("sjf", "drf-dag", "carbyne"), "google": ("first-fit", "best-fit")}
+    sizes = {"alibaba": [0], "tpch": args.tpch_queries, "google": args.google_tasks}
+    for kind in KINDS:
+        if kind in args.only:
+            for policy in policies[kind]:
+                if chosen is None or policy in chosen:
+                    rows += _ladder(kind, sizes[kind], policy, args.data_dir, args.cap, args.baseline)
     saved = Path(args.out) / "sim_speed.json"
     kept = json.loads(saved.read_text())["rows"] if saved.exists() else []
-    rows = sorted([*rows, *(row for row in kept if row["kind"] not in args.only)],
-                  key=lambda row: KINDS.index(row["kind"]))  # the table's order, whatever ran this time
+    ran = {(row["kind"], row["policy"]) for row in rows}
+    order = {(kind, policy): i for i, (kind, policy) in
+             enumerate((kind, policy) for kind in KINDS for policy in policies[kind])}  # fmt: skip
+    rows = sorted([*rows, *(row for row in kept if (row["kind"], row["policy"]) not in ran)],
+                  key=lambda row: (order.get((row["kind"], row["policy"]), len(order)), row["size"]))  # table order
+    ran_now = ", ".join(args.only) + ("; " + ", ".join(args.policies) if args.policies else "")
     lines = ["# Simulator speed", "", f"{load_line()} Total {time.perf_counter() - started:.0f} s for the rows "
-             f"run now ({', '.join(args.only)}); the other rows are kept from earlier runs. The load column is the "
+             f"run now ({ran_now}); the other rows are kept from earlier runs. The load column is the "
              "1-minute load when the row started.",
              "Each row is one `solver.api.simulate` call (simulation, schedule, timeline, verification) in a "
              "fresh process; the Google day's task stream is synthetic on the real Google 2011 machines.",
-             *([f"Before: the same row run with {args.baseline_label} just before it (same load)."]
+             *([f"Before: the same row run with {args.baseline_label} just before it (same load), for the rows run "
+                "now; rows kept from earlier runs keep the baseline of their own run."]
                if args.baseline else []), "",
              "| workload | policy | tasks | simulate (s) | us/task | verified | peak MB | load | when | before (s) | "
              "speed-up |", "|---|---|---:|---:|---:|---|---:|---|---|---:|---:|"]  # fmt: skip

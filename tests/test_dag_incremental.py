@@ -8,6 +8,7 @@ same times on the same machines.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import replace
 from pathlib import Path
 
@@ -106,6 +107,23 @@ def test_tpch_mix_schedules_equal_the_reference(data_dir: Path) -> None:
     _same(instance, "pooled", _policies(3, 1.0, workload))
 
 
+@pytest.mark.data
+def test_carbyne_on_the_36k_tpch_mix_is_the_schedule_recorded_before_the_speed_work(data_dir: Path) -> None:
+    # The speed mix of issue 16 (benchmarks/dag_carbyne.py: tpch family, 50 queries, 250 executors, seed 0,
+    # 36,008 tasks). sha256 of every task's (job, stage, index) and (start, end), recorded with main at 922b43a,
+    # before the steady-batch replay of pack and the shortcuts of Carbyne's picks.
+    from models.generators.families import FAMILIES
+
+    instance = FAMILIES["tpch"].instance({"queries": 50, "executors": 250}, 0, data_dir)
+    jobs = Workload.of_jobs(instance, "pooled")
+    schedule = Simulation(instance, jobs, Carbyne(jobs), "pooled").run().schedule()
+    order = np.lexsort((schedule.index, schedule.stage, schedule.job))
+    rows = np.column_stack([schedule.job, schedule.stage, schedule.index])[order].astype(np.int64)
+    times = np.column_stack([schedule.start, schedule.end])[order].astype(np.float64)
+    assert len(order) == 36_008
+    assert hashlib.sha256(rows.tobytes() + times.tobytes()).hexdigest()[:16] == "0f40e1fa8a4fe970"
+
+
 @st.composite
 def _dags(draw: st.DrawFn) -> tuple:  # type: ignore[type-arg]
     """A random DAG of stages with running tasks, on a capacity that may be a fraction of a task or many."""
@@ -136,6 +154,12 @@ ONE = np.ones(1)
 # Waves of 3, then 1 task, while a slower second stage runs beside them.
 @example((np.array([1.3, 5.0]), np.array([[1.0], [1.0]]), np.array([10.0, 1.0]), [(), ()], np.array([3.5]),
           np.array([2.0, 1.0]), [(0, 0.2, 3)]))
+# Batches of one stage ending in turn (rounds of steady batches), a lower stage ready beside them that never fits.
+@example((np.array([1.0, 2.0]), np.array([[1.0, 0.3], [1.0, 0.6]]), np.array([40.0, 5.0]), [(), ()],
+          np.array([3.5, 10.0]), np.array([2.0, 1.0]), [(0, 0.2, 2), (0, 0.7, 1)]))
+# Steady batches of two stages, each replacing itself: the higher one's tasks do not fit the lower one's room.
+@example((np.array([1.3, 1.0]), np.array([[2.0], [1.0]]), np.array([30.0, 30.0]), [(), ()], np.array([3.0]),
+          np.array([2.0, 1.0]), [(0, 0.5, 1), (1, 0.2, 1)]))
 def test_pack_waves_give_the_reference_pack(dag: tuple) -> None:  # type: ignore[type-arg]
     expected = reference_pack(*dag)
     got = pack(*dag)

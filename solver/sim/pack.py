@@ -66,7 +66,9 @@ def pack(  # noqa: C901  (one tight loop kept whole: it runs hundreds of thousan
     and the same stage launches again into the room they leave. That stretch runs in a loop of its own
     (``_waves``), doing the very float operations of the general loop in the same order, without the heap,
     the walk over the runnable stages or the list comprehensions; the makespan and launches are the same to
-    the last bit.
+    the last bit. Batches that replace themselves at their ends (several at once, see ``steady`` and
+    ``_rounds``) are replayed the same way. The makespan is raised by comparisons, not ``max`` calls (the
+    same value: ``max(a, b)`` is ``b if b > a else a``).
     """
     # Plain Python numbers: a job has a handful of resources and the loop below runs hundreds of
     # thousands of fit tests per Carbyne simulation; numpy's per-call overhead on 2-element arrays made
@@ -114,9 +116,19 @@ def pack(  # noqa: C901  (one tight loop kept whole: it runs hundreds of thousan
     makespan = 0.0
     tol = [EPS * max(1.0, float(c)) for c in capacity]
     waved = False  # the last step was a run of waves, which ends as a launch pass does
+    # Steady state: `steady` holds the batches (stage, tasks) whose end is known to replace itself -- the
+    # batch ends alone, the launch pass that follows launches exactly that stage and count, nothing else, and
+    # leaves the free room as it was before the end, bit for bit. Each such event was seen once, through the
+    # general loop, with the free room and the runnable stages of now; while both stay as they are (every
+    # event is then one of these), an end of such a batch does the same float operations on the same values,
+    # so it is replayed without its fit tests. Anything else empties the set.
+    steady: set[tuple[int, int]] = set()
+    watch: tuple[int, int, list[float]] | None = None  # the last event's lone batch and the free room before it
     while True:
         progressed = not waved
         waved = False
+        launched = 0  # launches in this launch pass, the last of them `launch`
+        launch = (-1, 0)
         while progressed:  # launch in priority order until nothing fits (zero-duration stages cascade)
             progressed = False
             last = -1
@@ -136,8 +148,11 @@ def pack(  # noqa: C901  (one tight loop kept whole: it runs hundreds of thousan
                     del ready[i]
                 if record:
                     launches[g].append((t, n))
+                launched += 1
+                launch = (g, n)
                 end = t + dur[g]
-                makespan = max(makespan, end)
+                if end > makespan:
+                    makespan = end
                 if dur[g] > 0:
                     active[g] += n
                     free = [f - n * d for f, d in zip(free, need[g], strict=True)]
@@ -145,6 +160,14 @@ def pack(  # noqa: C901  (one tight loop kept whole: it runs hundreds of thousan
                 elif unlaunched[g] == 0 and active[g] == 0:
                     complete(g)
                     progressed = True
+        if watch is not None:
+            # Tasks left (so the stage stayed runnable and its count was what fitted, not what was left), and
+            # the room as before: the lone batch replaced itself.
+            if launched == 1 and launch == watch[:2] and unlaunched[launch[0]] > 0 and free == watch[2]:
+                steady.add(launch)
+            else:
+                steady.clear()
+            watch = None
         if not heap:
             break
         if len(heap) == 1 and len(ready) == 1 and order[ready[0]] == heap[0][1] and dur[heap[0][1]] > 0:
@@ -159,15 +182,41 @@ def pack(  # noqa: C901  (one tight loop kept whole: it runs hundreds of thousan
                 ready.clear()
             unlaunched[g] = left
             waved = True
+            steady.clear()
             continue
         t = heap[0][0]
-        while heap and settled(heap[0][0]) <= t:  # the simulator's time rule (models.tolerance)
-            _, g, n = heapq.heappop(heap)
+        _, g, n = heapq.heappop(heap)  # settled(t) <= t: the first end is always now
+        alone = not heap or settled(heap[0][0]) > t
+        if alone and (g, n) in steady and unlaunched[g] > n:
+            # The batch replaces itself (`steady`): the end, then the launch pass's one launch, as they were.
+            if t > makespan:
+                makespan = t
+            unlaunched[g] -= n
+            if record:
+                launches[g].append((t, n))
+            end = t + dur[g]
+            if end > makespan:
+                makespan = end
+            heapq.heappush(heap, (end, g, n))
+            waved = True  # the launch pass is done
+            if all(h[1] == g and (g, h[2]) in steady for h in heap):  # every running batch replaces itself
+                heap, unlaunched[g], makespan = _rounds(sorted(heap), unlaunched[g], dur[g],
+                                                        launches[g] if record else None, makespan)  # fmt: skip
+                heapq.heapify(heap)
+            continue
+        watch = (g, n, free) if alone else None
+        if not alone:
+            steady.clear()
+        while True:
             active[g] -= n
             free = [f + n * d for f, d in zip(free, need[g], strict=True)]
             if active[g] == 0 and unlaunched[g] == 0:
                 complete(g)
-        makespan = max(makespan, t)
+            if not heap or settled(heap[0][0]) > t:  # the simulator's time rule (models.tolerance)
+                break
+            _, g, n = heapq.heappop(heap)
+        if t > makespan:
+            makespan = t
     if any(left > 0 for left in unlaunched):
         return Packed(math.inf, tuple(tuple(x) for x in launches))
     return Packed(makespan, tuple(tuple(x) for x in launches))
@@ -194,7 +243,8 @@ def _waves(end: float, n: int, left: int, free: list[float], need: list[float], 
     while True:
         t = end
         free = [f + n * d for f, d in zip(free, need, strict=True)]
-        makespan = max(makespan, t)
+        if t > makespan:
+            makespan = t
         n = min(left, _fitting(fit, free, tol)) if fit else left
         if n <= 0:
             return t, 0, left, free, makespan
@@ -202,23 +252,72 @@ def _waves(end: float, n: int, left: int, free: list[float], need: list[float], 
         if launches is not None:
             launches.append((t, n))
         end = t + duration
-        makespan = max(makespan, end)
+        if end > makespan:
+            makespan = end
         free = [f - n * d for f, d in zip(free, need, strict=True)]
         if left == 0:
             return t, n, left, free, makespan
         if previous is not None and previous[1] == n and previous[0] == free:
-            # A fixed point: n < the tasks left before this wave, so n is what fits, and it fits again.
-            while left >= n:
-                t = end
-                makespan = max(makespan, t)
-                left -= n
-                if launches is not None:
-                    launches.append((t, n))
-                end = t + duration
-                makespan = max(makespan, end)
+            # A fixed point: n < the tasks left before this wave, so n is what fits, and it fits again, for
+            # every whole wave left. Only the clock moves; a positive duration never moves it back (rounding
+            # is monotonic), so the makespan's maxima are the last end's.
+            waves = left // n
+            if waves:
+                if launches is None:
+                    for _ in range(waves):
+                        t = end
+                        end = t + duration
+                else:
+                    for _ in range(waves):
+                        t = end
+                        launches.append((t, n))
+                        end = t + duration
+                left -= waves * n
+                if end > makespan:
+                    makespan = end
                 if left == 0:
                     return t, n, left, free, makespan
         previous = (free, n)
+
+
+def _rounds(batches: list[tuple[float, int, int]], left: int, duration: float,
+            launches: list[tuple[float, int]] | None,
+            makespan: float) -> tuple[list[tuple[float, int, int]], int, float]:  # fmt: skip
+    """Steady batches of one stage in :func:`pack`, each replacing itself at its end, round after round.
+
+    ``batches`` (sorted ``(end, stage, tasks)``, every one in the pack's steady set) are all that runs; the
+    general loop would pop the earliest, find it alone at its time, relaunch it ``duration`` later and pop the
+    next. With distinct ends each relaunched batch ends after all the others (float addition is monotonic),
+    so the batches end in turn, round after round, and only each one's clock (``end + duration``, the same
+    addition) moves. Stops before an end that is not alone, or that would launch the stage's last tasks
+    (``left`` at most its batch), or after a relaunch that does not end strictly last; the general loop
+    takes it from there.
+
+    Returns ``(batches, tasks left, makespan)``.
+    """
+    ends = [end for end, _, _ in batches]
+    counts = [n for _, _, n in batches]
+    m = len(ends)
+    j = 0
+    while True:
+        t, n = ends[j], counts[j]
+        if left <= n or (m > 1 and settled(ends[j + 1 if j + 1 < m else 0]) <= t):
+            break
+        left -= n
+        if launches is not None:
+            launches.append((t, n))
+        end = t + duration
+        if t > makespan:  # max(makespan, t), max(makespan, end): as the general loop
+            makespan = t
+        if end > makespan:
+            makespan = end
+        ordered = m == 1 or end > ends[j - 1]  # ends[-1] when j == 0: the last of the round before
+        ends[j] = end
+        if not ordered:
+            break
+        j = j + 1 if j + 1 < m else 0
+    g = batches[0][1]
+    return [(end, g, n) for end, n in zip(ends, counts, strict=True)], left, makespan
 
 
 def _fitting(fit: list[tuple[int, float]], free: list[float], tol: list[float]) -> int:

@@ -48,12 +48,13 @@ import heapq
 import itertools
 import math
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 
 from models.tolerance import settled
-from models.types import FloatArray, IntArray
+from models.types import BoolArray, FloatArray, IntArray
 from solver.sim.engine import BasePolicy, Simulation
 from solver.sim.pack import EPS, pack
 from solver.sim.policies.options import flag, fraction, integer
@@ -140,17 +141,21 @@ class _Pending:
     """
 
     def __init__(self, sim: Simulation, secondary: FloatArray | IntArray, secondary_list: list[Any],
-                 job_of: list[int]) -> None:  # fmt: skip
+                 job_of: list[int], hopeless: BoolArray | None = None) -> None:  # fmt: skip
         jobs = sim.jobs
         groups = np.flatnonzero(sim.runnable())
         dominant = _dominant(sim)
         owner = jobs.stage_job[groups]
-        order = np.lexsort((groups, secondary[groups], dominant[owner]))
         self.dominant: list[float] = dominant.tolist()
         self.secondary = secondary_list
-        self.heap: list[tuple[float, Any, int]] = list(zip(dominant[owner[order]].tolist(),
-                                                           secondary[groups[order]].tolist(),
-                                                           groups[order].tolist(), strict=True))  # sorted: a heap
+        # Groups that fail `first`'s test whatever happens this event (``hopeless``) are dropped from the start:
+        # never ranked, never pushed again.
+        ranked = groups if hopeless is None else groups[~hopeless[groups]]
+        owned = jobs.stage_job[ranked]
+        order = np.lexsort((ranked, secondary[ranked], dominant[owned]))
+        self.heap: list[tuple[float, Any, int]] = list(zip(dominant[owned[order]].tolist(),
+                                                           secondary[ranked[order]].tolist(),
+                                                           ranked[order].tolist(), strict=True))  # sorted: a heap
         self.groups = groups
         # A job's groups are numbered contiguously: cut the sorted groups where the job changes.
         edges = [0, *(np.flatnonzero(np.diff(owner)) + 1).tolist(), groups.size]
@@ -158,7 +163,7 @@ class _Pending:
         self.by_job: dict[int, list[int]] = {job_of[listed[a]]: listed[a:b]
                                              for a, b in itertools.pairwise(edges) if b > a}  # fmt: skip
         self.owner = job_of
-        self.dropped: set[int] = set()
+        self.dropped: set[int] = set() if hopeless is None else set(groups[hopeless[groups]].tolist())
 
     def relaunched(self, sim: Simulation, k: int, dominant: float) -> None:
         """Job ``k`` launched a task and its dominant share is now ``dominant``: re-rank its live groups."""
@@ -226,10 +231,35 @@ def _latest_ends(launches: tuple[tuple[float, int], ...], duration: float) -> tu
     ``x`` number ``after[bisect_left(ends, x)]`` (``after`` counts from each position on, and ends with 0).
     """
     ends = [start + duration for start, _ in launches]
-    after = [0] * (len(launches) + 1)
-    for position in range(len(launches) - 1, -1, -1):
-        after[position] = after[position + 1] + launches[position][1]
+    after = list(itertools.accumulate([n for _, n in reversed(launches)], initial=0))  # sums of integers: exact
+    after.reverse()
     return ends, after
+
+
+M = TypeVar("M")
+
+
+def _memo(store: dict[int, tuple[bytes, dict[bytes, M]]], k: int, counts: bytes) -> dict[bytes, M]:
+    """Job ``k``'s memo for its task counts ``counts`` (by share), emptied when the counts are new."""
+    entry = store.get(k)
+    if entry is None or entry[0] != counts:
+        entry = store[k] = (counts, {})
+    return entry[1]
+
+
+@dataclass(frozen=True)
+class _JobShape:
+    """One job's stages in local numbering, as :func:`pack` takes them (Carbyne's plans)."""
+
+    stages: IntArray
+    first: int
+    duration: FloatArray
+    demand: FloatArray
+    demands: list[list[float]]
+    parents: list[tuple[int, ...]]
+    children: list[tuple[int, ...]]  # the reversed DAG's parents
+    tail: FloatArray
+    reach: FloatArray
 
 
 class Carbyne(BasePolicy):
@@ -239,6 +269,12 @@ class Carbyne(BasePolicy):
     leftovers), and a job is planned only when one of its tasks is first looked at in the guaranteed phase: a
     plan depends on nothing but the job's own state, which no launch of another job changes, and only the
     urgency of a task that fits within its job's share is ever read. ``plans`` counts the plans made.
+
+    What still costs is the plans themselves: two packs of the job's remaining DAG on its share, each as long
+    as the job's tasks divided by the tasks its share runs at once, at every event where the job has room in
+    its share. Reverse packs and the forward packs of idle jobs are memoised (they do not depend on time); a
+    forward pack with tasks running depends on the time through their remaining lengths, so it is made anew:
+    reusing it would change the schedule.
     """
 
     name = "carbyne"
@@ -264,16 +300,26 @@ class Carbyne(BasePolicy):
         self.plans = 0
         # Reverse packs depend only on the job, its share and its unlaunched task counts -- not on time or
         # running tasks -- and most events leave all three unchanged for most jobs (another job's tasks
-        # ended), so they are memoised per simulation.
-        self.reverse: dict[tuple[int, bytes, bytes], list[tuple[list[float], list[int]]]] = {}
+        # ended), so they are memoised per simulation: per job, the counts they were made for and the packs
+        # by share. A job's counts only go down, so packs made for other counts than its current ones are
+        # never asked for again and are let go (200 queries kept 1.9 GB of them).
+        self.reverse: dict[int, tuple[bytes, dict[bytes, list[tuple[list[float], list[int]]]]]] = {}
         self.reverse_hits = 0
+        self.shapes: dict[int, _JobShape] = {}
+        # A forward pack with nothing running does not depend on time either: an idle job (waiting, altruistic,
+        # for its latest start) is planned again and again on the same state. Memoised the same way.
+        self.idle: dict[int, tuple[bytes, dict[bytes, float]]] = {}
+        self.idle_hits = 0
         # Plain-float copies for the per-pick tests (the same float operations as numpy's, element by element).
         self.negative_tail = -jobs.tail
         self.negative_tails = self.negative_tail.tolist()
         self.demands = jobs.demand.tolist()
         self.capacity = jobs.capacity.tolist()
         self.weights = jobs.weight.tolist()
-        self.tolerance = (EPS * np.maximum(1.0, jobs.capacity)).tolist()
+        self.tolerance_array = EPS * np.maximum(1.0, jobs.capacity)
+        self.tolerance = self.tolerance_array.tolist()
+        self.hopeless = np.zeros(jobs.num_stages, dtype=bool)
+        self.floor: list[float] = []
         self.stage_works = self.stage_work.tolist()
         self.job_of = jobs.stage_job.tolist()
         self.stages = [stages.tolist() for stages in jobs.job_stages]
@@ -285,11 +331,20 @@ class Carbyne(BasePolicy):
             active[sim.active] = True
             self.cap = drf_shares(self.work, jobs.weight, active) * jobs.capacity[None, :]
             self.caps = self.cap.tolist()
+            # A task larger than its job's share (by more than any round-off of the job's usage below 0) never
+            # passes the guaranteed phase's share test: such groups are left out of its ranking.
+            slack = 1e-6 * np.maximum(1.0, jobs.capacity)
+            self.hopeless = np.any(jobs.demand > (self.cap + self.tolerance_array + slack)[jobs.stage_job], axis=1)
         self.urgent[:] = 0
         self.planned: set[int] = set()
         self.altruistic = self.rng.random(jobs.num_jobs) < self.altruism
         self.altruists = self.altruistic.tolist()
-        self.pending = _Pending(sim, self.negative_tail, self.negative_tails, self.job_of)
+        self.pending = _Pending(sim, self.negative_tail, self.negative_tails, self.job_of, self.hopeless)
+        # The least demand of the runnable groups on each resource they all use: when the free room is below it
+        # on some resource (one machine), no task of theirs fits, and the event has nothing more to launch.
+        demand = jobs.demand[self.pending.groups]
+        self.floor = (np.where(np.all(demand > 0, axis=0), demand.min(axis=0), -np.inf).tolist()
+                      if demand.shape[0] else [np.inf] * jobs.capacity.size)  # fmt: skip
         # SRTF over the remaining work of every job, summed stage by stage as numpy's add.at does.
         remaining = np.zeros(jobs.num_jobs)
         np.add.at(remaining, jobs.stage_job, sim.unlaunched * self.stage_work)
@@ -298,42 +353,67 @@ class Carbyne(BasePolicy):
         self.exhausted: set[int] = set()  # jobs none of whose groups fits any more during this event
         self.last = -1
 
+    def _shape(self, jobs: Workload, k: int) -> _JobShape:
+        """Job ``k``'s stages as :func:`pack` takes them, built once (the DAG never changes)."""
+        shape = self.shapes.get(k)
+        if shape is None:
+            stages = jobs.job_stages[k]
+            first = int(stages[0])
+            shape = self.shapes[k] = _JobShape(
+                stages, first, jobs.duration[stages], jobs.demand[stages], jobs.demand[stages].tolist(),
+                [tuple(p - first for p in jobs.parents[g]) for g in stages.tolist()],
+                [tuple(c - first for c in jobs.children[g]) for g in stages.tolist()],
+                jobs.tail[stages], self.reach[stages])  # fmt: skip
+        return shape
+
     def _plan(self, sim: Simulation, k: int) -> None:
         self.planned.add(k)
-        jobs = sim.jobs
-        stages = jobs.job_stages[k]
-        first = int(stages[0])
+        shape = self._shape(sim.jobs, k)
+        stages, first = shape.stages, shape.first
         left = sim.unlaunched[stages]
-        if not np.any(left > 0) or not np.any((left > 0) & (sim.missing[stages] == 0)):
+        lefts, missing = left.tolist(), sim.missing[stages].tolist()
+        runnable = [local for local, (n, m) in enumerate(zip(lefts, missing, strict=True)) if n > 0 and m == 0]
+        if not runnable:
             return  # nothing runnable now, so nothing can be urgent now
-        cap = self.cap[k]
-        dur, dem = jobs.duration[stages], jobs.demand[stages]
-        tol = EPS * np.maximum(1.0, jobs.capacity)
-        if np.any(dem[left > 0] > cap[None, :] + tol[None, :]):
+        caps, tol = self.caps[k], self.tolerance
+        limit = [c + t for c, t in zip(caps, tol, strict=True)]  # as cap + tol in numpy: the same additions
+        rows = shape.demands
+        if any(d > c for local, n in enumerate(lefts) if n > 0 for d, c in zip(rows[local], limit, strict=True)):
             return  # cannot run on its share at all: it lives on leftovers
-        runnable = (left > 0) & (sim.missing[stages] == 0)
-        if not np.any(np.all(sim.usage[k][None, :] + dem[runnable] <= cap[None, :] + tol[None, :], axis=1)):
+        usage = sim.usage[k].tolist()
+        if not any(all(u + d <= c for u, d, c in zip(usage, rows[local], limit, strict=True)) for local in runnable):
             # No runnable task fits within its share now, and none will during this event (its usage only
             # grows until the next event): the guaranteed phase never offers it a slot, so urgency is moot.
             return
         self.plans += 1
-        parents = [tuple(p - first for p in jobs.parents[g]) for g in stages]
-        running = [(g - first, end - sim.t, n) for g in stages.tolist() for end, n in sim.running_ends[g]]
-        forward = pack(dur, dem, left, parents, cap, jobs.tail[stages], running, record=False).makespan
+        cap = self.cap[k]
+        t = sim.t
+        running = [(local, end - t, n) for local, g in enumerate(stages.tolist()) for end, n in sim.running_ends[g]]
+        counts, share = left.tobytes(), cap.tobytes()
+        idle = _memo(self.idle, k, counts)
+        forward = idle.get(share) if not running else None
+        if forward is None:
+            forward = pack(shape.duration, shape.demand, left, shape.parents, cap, shape.tail, running,
+                           record=False).makespan  # fmt: skip
+            if not running:
+                idle[share] = forward
+        else:
+            self.idle_hits += 1
         if not math.isfinite(forward):
             return
-        key = (k, cap.tobytes(), left.tobytes())
-        backward = self.reverse.get(key)
+        reverse = _memo(self.reverse, k, counts)
+        backward = reverse.get(share)
         if backward is None:
-            reversed_parents = [tuple(c - first for c in jobs.children[g]) for g in stages]
-            packed = pack(dur, dem, left, reversed_parents, cap, self.reach[stages])
-            backward = self.reverse[key] = [_latest_ends(launches, float(d))
-                                            for launches, d in zip(packed.launches, dur, strict=True)]  # fmt: skip
+            packed = pack(shape.duration, shape.demand, left, shape.children, cap, shape.reach)
+            backward = reverse[share] = [_latest_ends(launches, d)
+                                         for launches, d in zip(packed.launches, shape.duration.tolist(),
+                                                                strict=True)]  # fmt: skip
         else:
             self.reverse_hits += 1
         due = settled(forward)
+        urgent = self.urgent
         for local, (ends, after) in enumerate(backward):
-            self.urgent[first + local] = after[bisect.bisect_left(ends, due)]
+            urgent[first + local] = after[bisect.bisect_left(ends, due)]
 
     def _refresh(self, sim: Simulation, k: int) -> None:
         """Job ``k`` launched a task: its dominant share and its remaining work changed."""
@@ -350,6 +430,8 @@ class Carbyne(BasePolicy):
         if self.last >= 0:
             self._refresh(sim, self.last)
         room = _room(sim)
+        if room is not None and not sim.jobs.has_options and any(r < f for r, f in zip(room, self.floor, strict=True)):
+            return None  # no runnable task fits (both phases would find none, task by task)
         demands, job_of = self.demands, self.job_of
         usage_of: dict[int, list[float]] = {}
 
