@@ -42,8 +42,10 @@ INITIAL_FREE_SHARE = 0.3
 MIN_FREE = 4
 #: Steps in a row without a strictly better schedule after which the search gives its time back (to the
 #: proof that follows it): on J30 the optimum is usually found within a few steps, and the proof is what
-#: is left to do.
-STALL_STEPS = 30
+#: is left to do. 30 left the hardest J30 proofs (groups 13, 29, 45) unfinished at 10 s; 8 proved 3 of 7
+#: of them more at the same makespans, with J60/J120 makespans unchanged on 8 instances (sum 924 vs 923),
+#: one worker, load 4.2-5.3 on 2 cores (benchmarks/results/psplib_search.md).
+STALL_STEPS = 8
 
 
 def resource_flow_arcs(start: IntArray, duration: IntArray, demand: IntArray, capacity: IntArray) -> IntArray:
