@@ -48,6 +48,7 @@ matrix and checked with numpy; only on failure is the first offending entry loca
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -59,7 +60,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from models.types import (
     DEFAULT_LOCALITY,
@@ -78,6 +78,7 @@ from models.types import (
     check_utility,
     printable,
 )
+from models.yaml_subset import NOT_SUBSET, read_subset
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,8 @@ DEFAULT_LIMITS = Limits()
 
 def _yaml_parser(text: str, fast: bool = True) -> Any:
     """An event parser over ``text``: libyaml's (C) when available and ``fast``, else PyYAML's pure-Python one."""
+    import yaml
+
     if fast and getattr(yaml, "__with_libyaml__", False):
         from yaml._yaml import CParser
 
@@ -180,6 +183,8 @@ def _path(stack: Sequence[_Open]) -> str:
 
 def _read_yaml(text: str, limits: Limits, fast: bool = True) -> Any:  # noqa: C901  (one loop: runs once per event)
     """Compose one YAML document into plain Python data, iteratively, under ``limits``."""
+    import yaml  # imported when needed: the plain YAML fairpack writes is read without it (models.yaml_subset)
+
     parser = _yaml_parser(text, fast)
     get_event = parser.get_event
     scalar_event, alias_event = yaml.ScalarEvent, yaml.AliasEvent
@@ -356,6 +361,8 @@ def _yaml11_hint(value: str) -> str:
     """A note when YAML 1.1 (PyYAML's default) would have read ``value``, unquoted, as something else."""
     if len(value) > 40:
         return ""
+    import yaml
+
     tag = yaml.resolver.Resolver().resolve(yaml.ScalarNode, value, (True, False))
     kinds = {"int": "an integer", "float": "a float", "bool": "a boolean", "timestamp": "a date"}
     kind = kinds.get(tag.rsplit(":", 1)[-1])
@@ -452,8 +459,12 @@ def _matrix(
     """Resource vectors (mappings name -> amount, missing = 0) of many entities as one read-only matrix.
 
     Keys are matched to resources one by one (they are Python dict entries); the amounts are checked in
-    bulk (finite, non-negative, at most ``limits.max_quantity``).
+    bulk (finite, non-negative, at most ``limits.max_quantity``). Valid input takes a bulk path; anything
+    else is walked entry by entry, which locates the first bad one for the message.
     """
+    fast = _matrix_fast(mappings, resources, limits)
+    if fast is not None:
+        return fast
     index = {name: column for column, name in enumerate(resources)}
     rows: list[int] = []
     columns: list[int] = []
@@ -486,6 +497,33 @@ def _matrix(
     matrix[rows, columns] = amounts
     matrix.setflags(write=False)
     return matrix
+
+
+def _matrix_fast(mappings: Sequence[Any], resources: tuple[str, ...], limits: Limits) -> FloatArray | None:
+    """``_matrix`` of valid input in bulk (every mapping a dict of known resources to finite Python numbers in
+    range), or None for ``_matrix`` to walk and name the first bad entry."""
+    known = frozenset(resources)
+    if not all(type(mapping) is dict and known.issuperset(mapping) for mapping in mappings):
+        return None
+    flat = [mapping.get(name, 0.0) for mapping in mappings for name in resources]
+    if not {float, int}.issuperset(map(type, flat)):
+        return None
+    try:
+        matrix = np.array(flat, dtype=np.float64).reshape(len(mappings), len(resources))
+    except OverflowError:
+        return None
+    with np.errstate(invalid="ignore"):
+        if not ((matrix >= 0) & (matrix <= limits.max_quantity)).all():  # False for NaN too
+            return None
+    matrix.setflags(write=False)
+    return matrix
+
+
+def _valid_names(values: Sequence[Any]) -> bool:
+    """Whether every value passes ``_name`` (checked in bulk; ``_name`` itself words the message)."""
+    if not {str}.issuperset(map(type, values)):
+        return False
+    return all(map(str.strip, values)) and "".join(values).isprintable()
 
 
 # ------------------------------------------------------------------------------------------- schema
@@ -556,6 +594,9 @@ def _names_list(value: Any, field: str, what: str) -> list[str]:
 
 
 def _names(entries: Sequence[dict[str, Any]], where: Callable[[int], str]) -> list[str]:
+    names = [entry["name"] for entry in entries]
+    if _valid_names(names):
+        return names
     return [_name(entry["name"], f"{where(position)}.name") for position, entry in enumerate(entries)]
 
 
@@ -655,30 +696,17 @@ def _nested_nodes(root: Any, limits: Limits) -> list[tuple[dict[str, Any], int, 
 
 def _flat_nodes(values: list[Any], limits: Limits) -> list[tuple[dict[str, Any], int, str]]:
     """Order a parent-pointer list root first; cycles and dangling parents are errors."""
-    specs = [_entry(value, f"hierarchy[{position}]", "node") for position, value in enumerate(values)]
-    by_name: dict[str, int] = {}
-    for position, spec in enumerate(specs):
-        name = _name(spec["name"], f"hierarchy[{position}].name")
-        if name in by_name:
-            raise InstanceError(f"duplicate node name {name!r}", f"hierarchy[{position}].name")
-        if spec.get("children") is not None:
-            raise InstanceError("use either nested children or flat parent links", f"hierarchy[{position}].children")
-        by_name[name] = position
-    roots = [i for i, spec in enumerate(specs) if spec.get("parent") is None]
-    if len(roots) != 1:
-        raise InstanceError(f"a hierarchy needs exactly one root, found {len(roots)}", "hierarchy")
+    links = _flat_links_fast(values)
+    specs, parents = links if links is not None else _flat_links(values)
+    root = parents.index(-1)
     children: dict[int, list[int]] = {}
-    for position, spec in enumerate(specs):
-        parent = spec.get("parent")
-        if parent is None:
-            continue
-        if not isinstance(parent, str) or parent not in by_name:
-            raise InstanceError(f"unknown parent {parent!r}", f"hierarchy[{position}].parent")
-        children.setdefault(by_name[parent], []).append(position)
+    for position, parent in enumerate(parents):
+        if parent >= 0:
+            children.setdefault(parent, []).append(position)
     # Depth-first preorder, children in file order: the same node (and tenant) order as the nested form,
     # so a flat list written by ``instance_to_dict`` reads back unchanged.
     order: list[int] = []
-    stack = [(roots[0], 0)]
+    stack = [(root, 0)]
     while stack:
         current, depth = stack.pop()
         if depth > limits.max_depth:
@@ -692,12 +720,57 @@ def _flat_nodes(values: list[Any], limits: Limits) -> list[tuple[dict[str, Any],
         shown = stuck if len(stuck) <= 10 else [*stuck[:10], f"... {len(stuck) - 10} more"]
         raise InstanceError(f"parent links form a cycle through {shown}", "hierarchy")
     new_index = {old: new for new, old in enumerate(order)}
-    result = []
-    for old in order:
-        spec = specs[old]
-        parent = -1 if spec.get("parent") is None else new_index[by_name[spec["parent"]]]
-        result.append((spec, parent, f"hierarchy[{old}]"))
-    return result
+    new_index[-1] = -1
+    return [(specs[old], new_index[parents[old]], f"hierarchy[{old}]") for old in order]
+
+
+def _flat_links_fast(values: list[Any]) -> tuple[list[dict[str, Any]], list[int]] | None:
+    """``_flat_links`` of a valid list, in bulk; None when anything is wrong (``_flat_links`` names it)."""
+    allowed = _ALLOWED["node"]
+    if not all(type(value) is dict and "name" in value and allowed.issuperset(value) and value.get("children") is None
+               for value in values):  # fmt: skip
+        return None
+    names = [value["name"] for value in values]
+    if not _valid_names(names):
+        return None
+    by_name: dict[Any, int] = dict(zip(names, range(len(names)), strict=True))
+    if len(by_name) != len(names):
+        return None
+    by_name[None] = -1  # the root's
+    try:
+        found = [by_name.get(value.get("parent"), -2) for value in values]
+    except TypeError:  # an unhashable parent
+        return None
+    if -2 in found or found.count(-1) != 1:
+        return None
+    return values, found
+
+
+def _flat_links(values: list[Any]) -> tuple[list[dict[str, Any]], list[int]]:
+    """The nodes checked one by one (entries, names, one root, parents that exist) and each one's parent
+    position (-1 for the root); raises on the first fault."""
+    specs = [_entry(value, f"hierarchy[{position}]", "node") for position, value in enumerate(values)]
+    by_name: dict[str, int] = {}
+    for position, spec in enumerate(specs):
+        name = _name(spec["name"], f"hierarchy[{position}].name")
+        if name in by_name:
+            raise InstanceError(f"duplicate node name {name!r}", f"hierarchy[{position}].name")
+        if spec.get("children") is not None:
+            raise InstanceError("use either nested children or flat parent links", f"hierarchy[{position}].children")
+        by_name[name] = position
+    roots = [i for i, spec in enumerate(specs) if spec.get("parent") is None]
+    if len(roots) != 1:
+        raise InstanceError(f"a hierarchy needs exactly one root, found {len(roots)}", "hierarchy")
+    parents = []
+    for position, spec in enumerate(specs):
+        parent = spec.get("parent")
+        if parent is None:
+            parents.append(-1)
+            continue
+        if not isinstance(parent, str) or parent not in by_name:
+            raise InstanceError(f"unknown parent {parent!r}", f"hierarchy[{position}].parent")
+        parents.append(by_name[parent])
+    return specs, parents
 
 
 def _read_hierarchy(value: Any, resources: tuple[str, ...], limits: Limits) -> tuple[Hierarchy, _Tenants, list[str]]:
@@ -705,24 +778,16 @@ def _read_hierarchy(value: Any, resources: tuple[str, ...], limits: Limits) -> t
     flat = _flat_nodes(list(value), limits) if isinstance(value, list | tuple) else _nested_nodes(value, limits)
     # A root alone is a tree too: it is the one leaf (every method treats it as one tenant).
     has_children = {parent for _, parent, _ in flat if parent >= 0}
-    names = [_name(spec["name"], f"{path}.name") for spec, _, path in flat]
-    seen: dict[str, str] = {}
-    leaves: list[int] = []
-    for position, (spec, _, path) in enumerate(flat):
-        name = names[position]
-        if name in seen:
-            raise InstanceError(f"duplicate node name {name!r} (also at {seen[name]})", f"{path}.name")
-        seen[name] = path
-        if position not in has_children:
-            if spec.get("demand") is None:
-                raise InstanceError("a leaf needs a demand vector", path)
-            leaves.append(position)
-        elif spec.get("demand") is not None:
-            raise InstanceError("only leaves carry a demand", f"{path}.demand")
-        elif spec.get("tasks") is not None:
-            raise InstanceError(
-                "only leaves carry a task cap ('tasks'); an internal node's share is its leaves'", f"{path}.tasks"
-            )
+    names = [spec["name"] for spec, _, _ in flat]
+    leaves = [position for position in range(len(flat)) if position not in has_children]
+    is_leaf = set(leaves)
+    # Valid trees are checked in bulk; otherwise the walk below finds the first fault and words it.
+    valid = _valid_names(names) and len(set(names)) == len(names) and all(
+        (spec.get("demand") is not None) if position in is_leaf else (spec.get("demand") is None
+                                                                      and spec.get("tasks") is None)
+        for position, (spec, _, _) in enumerate(flat))  # fmt: skip
+    if not valid:
+        _check_nodes(flat, has_children)
     weights = _weights([spec for spec, _, _ in flat], lambda k: flat[k][2], limits)
     leaf_paths = [flat[position][2] for position in leaves]
     tenants = _read_tenants([flat[position][0] for position in leaves], leaf_paths.__getitem__, resources, limits)
@@ -731,6 +796,27 @@ def _read_hierarchy(value: Any, resources: tuple[str, ...], limits: Limits) -> t
         tenant_of[position] = k
     nodes = HierarchyNode.many(names, [parent for _, parent, _ in flat], weights, tenant_of, lambda k: flat[k][2])
     return Hierarchy(nodes), tenants, leaf_paths
+
+
+def _check_nodes(flat: list[tuple[dict[str, Any], int, str]], has_children: set[int]) -> None:
+    """The nodes one by one, in order: raise the first fault (a bad or repeated name, a leaf without
+    demand, an internal node with a demand or a task cap)."""
+    names = [_name(spec["name"], f"{path}.name") for spec, _, path in flat]
+    seen: dict[str, str] = {}
+    for position, (spec, _, path) in enumerate(flat):
+        name = names[position]
+        if name in seen:
+            raise InstanceError(f"duplicate node name {name!r} (also at {seen[name]})", f"{path}.name")
+        seen[name] = path
+        if position not in has_children:
+            if spec.get("demand") is None:
+                raise InstanceError("a leaf needs a demand vector", path)
+        elif spec.get("demand") is not None:
+            raise InstanceError("only leaves carry a demand", f"{path}.demand")
+        elif spec.get("tasks") is not None:
+            raise InstanceError(
+                "only leaves carry a task cap ('tasks'); an internal node's share is its leaves'", f"{path}.tasks"
+            )
 
 
 # --------------------------------------------------------------------------------------------- jobs
@@ -1082,6 +1168,11 @@ def _parse(data: bytes, kind: str, limits: Limits) -> Any:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise InstanceError(f"not UTF-8 text: byte {data[error.start]:#04x} at offset {error.start}") from None
+    data = read_subset(text, limits.max_depth, limits.max_nodes)  # the plain YAML fairpack writes, fast
+    if data is not NOT_SUBSET:
+        return data
+    import yaml
+
     try:
         try:
             return _read_yaml(text, limits)
@@ -1155,14 +1246,19 @@ def _parse_stdin(data: bytes, limits: Limits) -> Instance:
     return parse_instance(data, source, "yaml", limits, name="stdin")
 
 
-class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+@functools.cache
+def _dumper() -> type:
     """PyYAML's safe dumper (libyaml's emitter when present) that also quotes strings YAML 1.2 reads as numbers.
 
     The safe dumper quotes strings by YAML 1.1's rules only, so a name such as ``1e5`` would be written
-    plain and read back by this loader as a number."""
+    plain and read back by this loader as a number. Made on first use, so reading needs no PyYAML import."""
+    import yaml
 
+    class Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+        pass
 
-_Dumper.add_implicit_resolver("tag:yaml.org,2002:float", _NUMBER, list("-+0123456789."))
+    Dumper.add_implicit_resolver("tag:yaml.org,2002:float", _NUMBER, list("-+0123456789."))
+    return Dumper
 
 
 def instance_to_yaml(instance: Instance) -> str:
@@ -1171,7 +1267,9 @@ def instance_to_yaml(instance: Instance) -> str:
     The same text ``yaml.safe_dump(instance_to_dict(instance), sort_keys=False, default_flow_style=None)``
     gives, except that strings YAML 1.2 reads as numbers are quoted; several times faster with libyaml.
     """
-    return yaml.dump(instance_to_dict(instance), Dumper=_Dumper, sort_keys=False, default_flow_style=None)
+    import yaml
+
+    return yaml.dump(instance_to_dict(instance), Dumper=_dumper(), sort_keys=False, default_flow_style=None)
 
 
 def _option_dict(option: Option) -> dict[str, Any]:
@@ -1243,7 +1341,9 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
         data["time"] = {"slot": instance.time_slot}
     if instance.data is not None:
         machine_names = [f"{s.name}/{k}" if s.count > 1 else s.name for s in instance.servers for k in range(s.count)]
-        data["blocks"] = {name: [machine_names[m] for m in replicas]
-                          for name, replicas in zip(instance.data.names, instance.data.replicas, strict=True)}
+        data["blocks"] = {
+            name: [machine_names[m] for m in replicas]
+            for name, replicas in zip(instance.data.names, instance.data.replicas, strict=True)
+        }
         data["locality"] = dict(zip(LOCALITY_LEVELS, instance.data.factors, strict=True))
     return data

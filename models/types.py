@@ -88,6 +88,14 @@ def _check_task_cap(tasks: float, field_name: str) -> None:
         raise InstanceError(f"task count must be non-negative, got {tasks!r}", field_name)
 
 
+def _check_names(names: Sequence[str], where: Callable[[int], str]) -> None:
+    """``_check_name`` on every name: in bulk when all pass, one by one to word the first fault."""
+    if {str}.issuperset(map(type, names)) and all(map(str.strip, names)) and "".join(names).isprintable():
+        return
+    for position, name in enumerate(names):
+        _check_name(name, f"{where(position)}.name")
+
+
 def _entry_field(position: int) -> str:
     return f"[{position}]"
 
@@ -243,11 +251,10 @@ class Tenant(_ValueEquality):
             _check_positive(float(weights[weight]), f"{where(weight)}.weight")
         if cap is not None:
             _check_task_cap(float(tasks[cap]), f"{where(cap)}.tasks")
-        for position, name in enumerate(names):
-            _check_name(name, f"{where(position)}.name")
+        _check_names(names, where)
         return tuple(
-            _new(cls, name=name, demand=demand[k], weight=float(weights[k]), tasks=float(tasks[k]))  # type: ignore[misc]
-            for k, name in enumerate(names)
+            _new(cls, name=name, demand=row, weight=weight, tasks=cap)  # type: ignore[misc]
+            for name, row, weight, cap in zip(names, demand, weights.tolist(), tasks.tolist(), strict=True)
         )
 
 
@@ -283,8 +290,7 @@ class HierarchyNode(_ValueEquality):
             weight = _first_bad(np.isfinite(weights) & (weights > 0))
         if weight is not None:
             _check_positive(float(weights[weight]), f"{where(weight)}.weight")
-        for position, name in enumerate(names):
-            _check_name(name, f"{where(position)}.name")
+        _check_names(names, where)
         return tuple(
             _new(cls, name=name, parent=parent, weight=weight, tenant=tenant)  # type: ignore[misc]
             for name, parent, weight, tenant in zip(names, parents, weights.tolist(), tenants, strict=True)
@@ -305,6 +311,9 @@ class Hierarchy(_ValueEquality):
                 raise InstanceError(f"node {node.name!r} has invalid parent {node.parent}", "hierarchy")
         # Walking up from every node must reach the root: otherwise parent links form a cycle. Each node is
         # walked once (a walk stops at a node already known to reach the root), so a long chain is linear.
+        # Parents listed before their children (as the loader orders them) reach the root by construction.
+        if all(node.parent < index for index, node in enumerate(self.nodes[1:], start=1)):
+            return
         reaches_root = [False] * len(self.nodes)
         reaches_root[0] = True
         for index in range(len(self.nodes)):

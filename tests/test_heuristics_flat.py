@@ -9,12 +9,14 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from models.generators import google_instance
 from models.metrics import min_weighted_share
 from models.result import Allocation
 from models.types import Instance, InstanceError, ServerClass, Tenant
@@ -256,6 +258,13 @@ def check_pareto(instance: Instance, allocation: Allocation) -> None:
             assert not fits_somewhere(instance, allocation, i), f"tenant {i} could still run a task"
 
 
+def assert_best_fit_matches(instance: Instance) -> None:
+    """Best-Fit equals the reference, with the pure-Python search and with the compiled one."""
+    expected = reference_best_fit(instance)
+    assert np.array_equal(best_fit(instance, compiled=False).tasks, expected)
+    assert np.array_equal(best_fit(instance, compiled=True).tasks, expected)
+
+
 @settings(derandomize=True, max_examples=300, deadline=None)
 @given(instances())
 def test_properties_and_references(instance: Instance) -> None:
@@ -265,7 +274,7 @@ def test_properties_and_references(instance: Instance) -> None:
         if name != "slots":
             check_pareto(instance, allocation)
     assert np.array_equal(first_fit(instance).tasks, reference_first_fit(instance))
-    assert np.array_equal(best_fit(instance).tasks, reference_best_fit(instance))
+    assert_best_fit_matches(instance)
     assert np.array_equal(per_server_drf(instance).tasks, reference_per_server_drf(instance))
     assert np.array_equal(slots(instance, 4).tasks, reference_slots(instance, 4))
 
@@ -274,7 +283,7 @@ def test_properties_and_references(instance: Instance) -> None:
 @given(instances(resources=2, max_count=12))
 def test_two_resources_with_many_identical_machines(instance: Instance) -> None:
     # Two resources take Best-Fit's sorted-ratio search; counts up to 12 exercise runs and batches.
-    assert np.array_equal(best_fit(instance).tasks, reference_best_fit(instance))
+    assert_best_fit_matches(instance)
     assert np.array_equal(first_fit(instance).tasks, reference_first_fit(instance))
 
 
@@ -302,8 +311,34 @@ def test_single_tenant_batches_match_one_at_a_time() -> None:
         cap = float(rng.choice([math.inf, 17.0, 250.0]))
         instance = make(servers, [(demand, 1.0, cap)])
         assert np.array_equal(first_fit(instance).tasks, reference_first_fit(instance))
-        assert np.array_equal(best_fit(instance).tasks, reference_best_fit(instance))
+        assert_best_fit_matches(instance)
         assert np.array_equal(per_server_drf(instance).tasks, reference_per_server_drf(instance))
+
+
+def test_compiled_best_fit_on_hundreds_of_machines() -> None:
+    # Hundreds of entries in the compiled search's sorted order: blocks split and empty, entries no tenant
+    # fits any more are dropped, the frontier of needs changes as tenants stop.
+    from benchmarks.flat_heuristics_speed import machine_by_machine_best_fit
+
+    distinct = google_instance(None, tenants=40, seed=3, machines=800, distinct=True)
+    assert np.array_equal(best_fit(distinct, compiled=True).tasks, machine_by_machine_best_fit(distinct).tasks)
+    for seed in range(3):
+        merged = google_instance(None, tenants=60, seed=seed, machines=1500)
+        assert np.array_equal(best_fit(merged, compiled=True).tasks, best_fit(merged, compiled=False).tasks)
+
+
+@pytest.mark.data
+def test_best_fit_on_the_google_table(data_dir: Path) -> None:
+    # The real machine table: scaled to 1,200 machines against the machine-by-machine reference, and whole
+    # (12,583 machines, 1,000 tenants: the issue's speed case) the compiled search against the pure-Python one.
+    from benchmarks.flat_heuristics_speed import machine_by_machine_best_fit
+
+    scaled = google_instance(data_dir, tenants=100, seed=5, machines=1200)
+    assert np.array_equal(best_fit(scaled, compiled=True).tasks, machine_by_machine_best_fit(scaled).tasks)
+    whole = google_instance(data_dir, tenants=1000, seed=1)
+    compiled = best_fit(whole)  # compiled by default at this size
+    assert compiled.tasks.sum() == 296_049
+    assert np.array_equal(compiled.tasks, best_fit(whole, compiled=False).tasks)
 
 
 # ---- the issue's cases --------------------------------------------------------------------------------
@@ -355,6 +390,7 @@ def test_machine_ties_break_by_index_not_by_float_noise() -> None:
     h = [paper_fitness(instance, 0, room[m]) for m in range(2)]
     assert h[1] < h[0] and h[0] - h[1] < 1e-15  # a difference of rounding alone
     assert best_fit(instance).tasks.tolist() == [[1, 0]]
+    assert best_fit(instance, compiled=True).tasks.tolist() == [[1, 0]]
 
 
 def test_grant_order_matches_one_at_a_time_with_ties() -> None:

@@ -242,3 +242,69 @@ def test_cli_pdlp_and_scip_answer_as_the_default_does() -> None:
         data = json.loads(done.stdout)
         assert data["status"] == "optimal" and data["verified"] is True
         assert data["objective"] == pytest.approx(reference["objective"], rel=REL)
+
+
+# --- the methods' own settings (``--option k=v``) ----------------------------------------------------------
+
+#: Instances a method's settings are tried on: the first one its default run solves (exit 0) is used.
+SETTING_INSTANCES = [TWO_JOBS, FIG1, ROOT / "instances" / "hdrf_fig4.yaml", ROOT / "instances" / "tetrisched_gpu.yaml"]
+#: Values of the wrong kind or out of range for every setting (as ``--option`` parses them: text, numbers).
+BAD_SETTING_VALUES = ["abc", "-1", "1e400", "2"]
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str]:
+    code = main([str(arg) for arg in args])
+    return code, capsys.readouterr().err
+
+
+def _run_with(capsys: pytest.CaptureFixture[str], command: str, name: str, path: Path, *option: str) -> tuple[int, str]:
+    """``fairpack solve|simulate path --method|--policy name --quiet`` (a short horizon for the simulations)."""
+    how = ("--method",) if command == "solve" else ("--horizon", "20", "--policy")
+    return _cli(capsys, command, path, *how, name, "--quiet", *option)
+
+
+@pytest.fixture(scope="module")
+def settings() -> list[tuple[str, str, str]]:
+    """(command, method or policy, setting) for every setting ``fairpack methods --json`` advertises."""
+    done = run_cli("methods", "--json")
+    assert done.returncode == 0, done.stderr
+    return [(entry["command"], entry["name"], key) for entry in json.loads(done.stdout) for key in entry["extra"]]
+
+
+def test_every_setting_of_the_wrong_kind_is_refused_with_its_name(
+    capsys: pytest.CaptureFixture[str], settings: list[tuple[str, str, str]]
+) -> None:
+    """``--option key=value`` with a value of the wrong kind: the answer (exit 0) if the value is a valid one
+    after all, else exit 2 naming the setting -- never an internal error (exit 1), which carbyne's altruism,
+    the heuristics' fair_margin and spacetime's fair_completion were."""
+    assert settings, "no method advertises a setting"
+    names = {name for _, name, _ in settings}
+    usable: dict[str, Path] = {}
+    for command, name, _ in settings:
+        if name in usable:
+            continue
+        for path in SETTING_INSTANCES:
+            if _run_with(capsys, command, name, path)[0] == 0:
+                usable[name] = path
+                break
+    assert usable.keys() == names, f"no instance runs {sorted(names - usable.keys())}"
+    failures = []
+    for command, name, key in settings:
+        for value in BAD_SETTING_VALUES:
+            code, err = _run_with(capsys, command, name, usable[name], "--option", f"{key}={value}")
+            if code not in (0, 2) or "internal error" in err or (code == 2 and key not in err):
+                failures.append((command, name, key, value, code, err.strip()[-160:]))
+    assert not failures, "\n".join(map(str, failures))
+
+
+def test_solve_takes_a_methods_setting_and_refuses_one_it_does_not_use(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _ = _cli(capsys, "solve", TWO_JOBS, "--method", "spacetime-cp", "--option", "decompose=false", "--quiet")
+    assert code == 0
+    code, err = _cli(capsys, "solve", TWO_JOBS, "--method", "carbyne", "--option", "altruism=0.5,reverse_order=true",
+                     "--quiet")  # fmt: skip
+    assert code == 0, err
+    # sjf has no altruism: it used to be accepted and ignored
+    code, err = _cli(capsys, "solve", TWO_JOBS, "--method", "sjf", "--option", "altruism=0.5")
+    assert code == 2 and "altruism" in err and "carbyne" not in err.split("accepts")[-1]
+    code, err = _cli(capsys, "solve", TWO_JOBS, "--method", "spacetime", "--option", "fair_completion=3")
+    assert code == 2 and "fair_completion" in err and "library option" in err

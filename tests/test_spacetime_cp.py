@@ -295,13 +295,17 @@ def chain(first: float, second: float = 1.0, slot: float | None = None, tasks: i
 
 
 def test_float_noise_in_a_duration_is_not_a_tick_of_its_own() -> None:
-    # 1.000000001 is a whole number of 1e-4 ticks up to a relative 1e-9: 10,000 of them, as the heuristic
-    # schedules round it. Before, the exactness test snapped it but the duration was rounded up to 10,001,
-    # so the heuristic's horizon was shorter than the chain: "infeasible".
-    result = solve(chain(1.000000001), "spacetime-cp", time_limit=10)
+    # 1.0000000005 is 1 up to the time rule (relative 1e-9, models.tolerance), so a whole number of ticks
+    # (10,000 of 1e-4 before, now of the coarsest unit 1), as the heuristic schedules round it. Once the
+    # exactness test snapped such a value but the duration was rounded up to 10,001 ticks, so the heuristic's
+    # horizon was shorter than the chain: "infeasible". (The test used 1.000000001, which is 1.00000008e-9
+    # from 1 in floats: just beyond the checker's rule, which every integer model now scales by.)
+    result = solve(chain(1.0000000005), "spacetime-cp", time_limit=10)
     assert result.status == "optimal" and result.verified, (result.status, result.message)
     assert result.extra["tick"] >= 1e-4
-    assert result.objective == pytest.approx(2.000000001)
+    assert result.objective == pytest.approx(2.0000000005)
+    beyond = solve(chain(1.000000001), "spacetime-cp", time_limit=10)  # rounded up to ticks, and verified
+    assert beyond.verified and beyond.objective >= 2.000000001, (beyond.status, beyond.message)
 
 
 def test_tiny_slot_keeps_fair_deadlines_reachable() -> None:

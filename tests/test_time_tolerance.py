@@ -169,3 +169,27 @@ def test_spacetime_refuses_more_slots_than_integers_hold_without_a_warning() -> 
         solve(replace(instance, time_slot=0.5), "spacetime")
     size = int(str(refused.value).split("about ")[1].split(" nonzeros")[0].replace(",", ""))
     assert 4e15 <= size < 1e17
+
+
+#: The same two jobs at one time scale (durations 2 and 1, time slot 1), the second released a nanosecond in.
+NANOSECOND_RELEASE = (MIXED.replace("1.0e+15", "1").replace("release: 0.5", "release: 1.0e-9")
+                      .replace("time: {slot: 5.0e-10}\n", ""))  # fmt: skip
+
+
+@pytest.mark.parametrize("method", ["spacetime-cp", "spacetime", "locality-cp"])
+def test_a_release_of_a_nanosecond_is_not_read_as_zero(method: str) -> None:
+    """The integer models judged a value whole within 1e-9 of their *unit*: at a slot of 1 a release of 1e-9
+    became 0, and ``spacetime`` and ``spacetime-cp`` started the short job before its release ("optimal,
+    verified NO"). Now every integer model scales by the checker's rule (``solver.spacetime.units``): the
+    release is rounded up to a whole tick and the schedule verifies (not called optimal: the ticks rounded),
+    or, for ``locality-cp``, which does not round, the instance is refused with the field named."""
+    instance = parse_instance(NANOSECOND_RELEASE, "nanosecond.yaml")
+    if method == "locality-cp":
+        with pytest.raises(InstanceError, match="not whole multiples"):
+            solve(instance, method)
+        return
+    result = solve(instance, method, fair_cap=False)
+    assert result.verified and result.schedule is not None, result.message
+    short = result.schedule.job == 1
+    assert float(result.schedule.start[short].min()) >= 1e-9
+    assert result.status == "feasible"  # optimal only for the durations and releases in whole ticks

@@ -5,19 +5,21 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from models.generators import random_tree_instance
 from models.hierarchy import tree_of
 from models.io import load_instance
-from models.result import Allocation, UnitKind
+from models.result import Allocation, Result, UnitKind
 from models.types import Instance
-from models.view import allocation_json, nodes_json, result_json
+from models.view import allocation_json, nodes_json, result_json, result_json_text
 from solver.api import solve
 from solver.cli.render import format_table
 
@@ -119,3 +121,46 @@ def test_a_hierarchy_table_shows_the_first_rows_of_the_whole_tree() -> None:
     # Title, numbers, times, header and the first three rows, cell by cell (column widths follow the rows shown).
     assert [line.split() for line in short[:7]] == [line.split() for line in whole[:7]]
     assert short[7].startswith("  ... and ") and not whole[7].startswith("  ... and ")
+
+
+# ------------------------------------------------------------------ the JSON text written from columns
+
+
+# Every bundled instance with methods of its family: allocation views (class, machine and pool units,
+# hierarchies) and schedule views.
+TEXT_CASES = [("drf_paper", "drfh"), ("drf_paper", "first-fit"), ("drfh_fig1", "drfh"), ("drfh_fig1", "best-fit"),
+              ("drfh_fig1", "drfh-int"), ("weighted_caps", "drfh"), ("weighted_caps", "slots"), ("hdrf_fig4", "hdrf"),
+              ("hdrf_fig10", "hdrf"), ("hdrf_fig10", "collapsed"), ("dag_two_jobs", "sjf"),
+              ("dag_two_jobs", "carbyne"), ("tetrisched_gpu", "tetris")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "method"), TEXT_CASES)
+def test_result_json_text_is_json_dumps_of_the_view(name: str, method: str) -> None:
+    instance = load_instance(ROOT / "instances" / f"{name}.yaml")
+    result = solve(instance, method)
+    assert result_json_text(instance, result) == json.dumps(result_json(instance, result))
+
+
+def test_result_json_text_of_a_generated_tree_and_placements() -> None:
+    instance = random_tree_instance(5, leaves=300, depth=4, resources=4)
+    for placement in ("pooled", "servers"):
+        result = solve(instance, "hdrf", placement=placement)
+        assert result_json_text(instance, result) == json.dumps(result_json(instance, result))
+    # A method's extra entry named like a table replaces it in the view, and so in the text.
+    for extra in ({"tenants": [1.5, "x"]}, {"nodes": {"a": None}}, {"tenants": 0, "nodes": 1}):
+        result = replace(solve(instance, "hdrf"), extra=extra)
+        assert result_json_text(instance, result) == json.dumps(result_json(instance, result))
+
+
+@settings(derandomize=True, max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=allocations(), special=st.sampled_from([0.0, -0.0, math.nan, math.inf, -math.inf, 1e-300, 1e300]))
+def test_result_json_text_writes_every_number_as_json_dumps(case: tuple[Instance, Allocation], special: float) -> None:
+    # Odd numbers in the task matrix (nan, inf, -0.0, whole and near-whole counts) and tenants named with
+    # characters JSON escapes or % formats.
+    instance, allocation = case
+    tasks = allocation.tasks.copy()
+    tasks[0, 0] = special
+    renamed = replace(instance, tenants=tuple(replace(t, name=f'{t.name} %s "é"\\') for t in instance.tenants))
+    for view in (instance, renamed):
+        result = Result(status="optimal", method="m", backend="none", allocation=Allocation(tasks, allocation.kind))
+        assert result_json_text(view, result) == json.dumps(result_json(view, result))

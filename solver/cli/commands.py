@@ -108,8 +108,11 @@ def _solve_options(args: argparse.Namespace) -> dict[str, Any]:
     """``SolveOptions`` fields from the arguments actually given (the method refuses those it cannot use)."""
     names = ("algorithm", "strategy", "slots", "gap", "placement", "objective", "alpha", "workers", "seed")
     options: dict[str, Any] = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+    extra = _parse_options(args.option)  # the method refuses settings it does not use, naming them
     if args.horizon is not None:  # simulated hierarchical schedulers (naive-hdrf, dynamic-hdrf, hslots)
-        options["extra"] = {"horizon": args.horizon}
+        extra["horizon"] = args.horizon
+    if extra:
+        options["extra"] = extra
     if args.no_fair_cap:  # exact DAG methods: drop the C_k <= T_k fair completion caps
         options["fair_cap"] = False
     if args.verbose:
@@ -134,9 +137,10 @@ def command_solve(args: argparse.Namespace) -> int:
                            **_solve_options(args))  # fmt: skip
     except BackendUnavailable as error:
         return fail(str(error), EXIT_SOLVER)
-    data = result_json(instance, result)
+    # ``--json`` alone: the text is written from columns (result_json_text), the same as json.dumps of the view.
+    data = result_json(instance, result) if output != "json" or args.output else None
     _print_result(instance, result, data, output, args)
-    if args.output:
+    if data is not None and args.output:
         Path(args.output).write_text(json.dumps(data, indent=1))
     if args.plot:
         code = _plot(instance, result, args.plot)
@@ -160,12 +164,17 @@ def _left(limit: float | None, started: float) -> float | None:
     return max(limit - reserve - (time.perf_counter() - started), 1e-3)
 
 
-def _print_result(instance: Instance, result: Result, data: dict[str, Any], output: str,
+def _print_result(instance: Instance, result: Result, data: dict[str, Any] | None, output: str,
                   args: argparse.Namespace) -> None:  # fmt: skip
+    """The result on stdout as ``output``; ``data`` is its JSON view (None: JSON text written in bulk)."""
+    from models.view import result_json_text
     from solver.cli.render import format_csv, format_table
 
     for warning in result.warnings:
         print(f"fairpack: warning: {warning}", file=sys.stderr)
+    if data is None:
+        print(result_json_text(instance, result))
+        return
     if output == "json":
         print(json.dumps(data))
     elif output == "csv":
@@ -431,7 +440,7 @@ def command_methods(args: argparse.Namespace) -> int:
             kind = "exact" if entry["exact"] else "heuristic" if command == "solve" else "online"
             print(f"  {entry['name']:<{width}}  {entry['family']:<9}  {kind:<9}  {entry['summary']}")
             settings = ""
-            if entry["extra"] and command == "simulate":
+            if entry["extra"]:
                 settings = f"; settings (--option): {', '.join(entry['extra'])}"
             print(f"  {'':<{width}}  backends: {backends}; options: {', '.join(entry['options'])}{settings}")
     return EXIT_OK
@@ -462,6 +471,9 @@ def _add_solve(subcommands: Any, formatter: type[argparse.HelpFormatter]) -> Non
                        help="hdrf, collapsed: one pool or placeable on servers (default: auto, servers when the "
                        "machines differ); DAG jobs: pooled (the default) or every task on one machine "
                        "(servers)")  # fmt: skip
+    solve.add_argument("--option", action="append", metavar="KEY=VALUE",
+                       help="a method's own setting, e.g. decompose=false for spacetime-cp (fairpack methods "
+                       "lists them)")  # fmt: skip
     solve.add_argument("--horizon", type=positive_seconds, metavar="T",
                        help=f"simulated time (naive-hdrf, dynamic-hdrf, hslots; default: {HORIZON:g})")  # fmt: skip
     solve.add_argument("--seed", type=int, help="seed of a solver or a simulation")

@@ -236,7 +236,13 @@ class Alive:
         self.mask &= ~hopeless
 
 
-def progressive_fill(setup: FlatSetup, place: Callable[[int, int], int], alive: Alive, chunk: int = 8192) -> list[int]:
+#: ``serve(tenants, counts, alive)`` grants a plain segment of the grant order in one call.
+Serve = Callable[[IntArray, IntArray, Alive], None]
+
+
+def progressive_fill(
+    setup: FlatSetup, place: Callable[[int, int], int], alive: Alive, chunk: int = 8192, serve: Serve | None = None
+) -> list[int]:
     """Serve the tenant with the lowest weighted global dominant share, a task at a time.
 
     ``place(i, k)`` puts the next ``k`` tasks of tenant ``i`` (consecutive in the grant order, so no
@@ -244,9 +250,12 @@ def progressive_fill(setup: FlatSetup, place: Callable[[int, int], int], alive: 
     returns how many it placed; fewer than ``k`` means the next one fits nowhere, and the tenant is
     blocked for good (free room only shrinks). ``alive`` starts as the tenants that may get a task;
     tenants blocked or at their cap are killed in it (``place`` may read it, and kill tenants it knows
-    can never fit again). Returns the task counts.
+    can never fit again). ``serve``, when given, grants the plain segments instead of calling ``place``
+    entry by entry (a compiled heuristic serves a whole segment in one call): it gets the segment's
+    tenants, the task counts as an array and ``alive``, and updates both as ``_serve_segment`` does.
+    Returns the task counts.
     """
-    counts = [0] * setup.tenants
+    counts: list[int] | IntArray = [0] * setup.tenants if serve is None else np.zeros(setup.tenants, dtype=np.int64)
     caps = setup.caps.tolist()
     dead = alive.dead
 
@@ -265,9 +274,12 @@ def progressive_fill(setup: FlatSetup, place: Callable[[int, int], int], alive: 
     for segment in grant_segments(setup.step, setup.caps, state, chunk):
         if segment.fuzzy:
             resolve_fuzzy(segment, take)
-        else:
+        elif isinstance(counts, list):
             _serve_segment(segment.tenants, place, alive, counts, caps)
-    return counts
+        else:
+            assert serve is not None
+            serve(segment.tenants, counts, alive)
+    return counts if isinstance(counts, list) else counts.tolist()
 
 
 def _serve_segment(tenants: IntArray, place: Callable[[int, int], int], alive: Alive, counts: list[int],

@@ -82,13 +82,14 @@ def _simulated(policy: str) -> Callable[[Instance, SolveOptions, Budget], Result
     def run(instance: Instance, options: SolveOptions, budget: Budget) -> Result:
         from solver.hdrf.water_filling import hdrf_shares
         from solver.sim.backlog import SimOptions, backlog_result
+        from solver.sim.policies.options import flag
 
         extra = dict(options.extra)
         if options.seed is not None:
             extra["seed"] = options.seed
         settings = SimOptions.from_extra(extra, options.slots)
         # The distance to static H-DRF: pooled water-filling of the same tree.
-        reference = hdrf_shares(instance) if bool(extra.get("reference", True)) else None
+        reference = hdrf_shares(instance) if flag(extra, "reference", True) else None
         left = budget.remaining()
         deadline = None if left is None else time.perf_counter() + left
         return backlog_result(instance, policy, settings, reference, deadline)

@@ -45,9 +45,11 @@ import numpy as np
 from models.hierarchy import tree_of
 from models.result import Allocation, Result
 from models.types import FloatArray, Instance
+from solver.registry import OptionError
 from solver.sim.engine import BasePolicy, Simulation
 from solver.sim.policies.flat import FLAT_POLICIES, make_flat_policy
 from solver.sim.policies.hierarchy import POLICIES, HierarchicalScheduler
+from solver.sim.policies.options import choice, duration, flag, integer
 from solver.sim.share_meter import ShareMeter, Starvation
 from solver.sim.workload import Workload
 
@@ -93,52 +95,75 @@ class SimOptions:
     record: bool = False
 
     def __post_init__(self) -> None:
+        # OptionError (a ValueError) names the setting, so the CLI refuses it with exit 2, not a traceback.
         if not (math.isfinite(self.horizon) and self.horizon > 0):
-            raise ValueError(f"horizon must be a positive number, got {self.horizon!r}")
+            raise OptionError(f"must be a positive number, got {self.horizon!r}", "horizon")
         if not 0 <= self.warmup < self.horizon:
-            raise ValueError(f"warmup must be in [0, horizon), got {self.warmup!r} (horizon {self.horizon})")
+            raise OptionError(f"must be in [0, horizon), got {self.warmup!r} (horizon {self.horizon})", "warmup")
         if self.duration not in ("exponential", "fixed"):
-            raise ValueError(f"duration must be 'exponential' or 'fixed', got {self.duration!r}")
+            raise OptionError(f"must be 'exponential', 'fixed' or a number, got {self.duration!r}", "duration")
         if isinstance(self.slots, bool) or not isinstance(self.slots, int | np.integer) or self.slots < 1:
-            raise ValueError(f"slots must be a positive integer, got {self.slots!r}")
+            raise OptionError(f"must be a positive integer, got {self.slots!r}", "slots")
         if self.samples < 1:
-            raise ValueError(f"samples must be positive, got {self.samples!r}")
+            raise OptionError(f"must be positive, got {self.samples!r}", "samples")
 
     @classmethod
     def from_extra(cls, extra: Mapping[str, Any], slots: int = 10) -> SimOptions:
-        """Options from ``SolveOptions.extra`` (keys named like the attributes; unknown keys ignored).
+        """Options from ``SolveOptions.extra`` (keys named like the attributes; unknown keys ignored), each
+        typed here so that a value of the wrong kind is an ``OptionError`` naming it.
 
-        ``duration`` may also be a number: a fixed duration of that length for every leaf.
+        ``duration`` may also be a number: a fixed duration of that length for every leaf. Without
+        ``warmup``, the warm-up is 20 time units, or a tenth of a horizon of 20 or less (where 20 would leave
+        nothing to measure).
         """
-        values = {key: extra[key] for key in cls.__dataclass_fields__ if key in extra}
-        if isinstance(values.get("duration"), int | float):
-            values["mean"] = float(values.pop("duration"))
-            values["duration"] = "fixed"
-        values.setdefault("slots", slots)
-        for key in ("horizon", "warmup"):
-            if key in values:
-                values[key] = float(values[key])
-        if "seed" in values:
-            values["seed"] = int(values["seed"])
+        values: dict[str, Any] = {"slots": slots}
+        if "horizon" in extra:
+            values["horizon"] = duration(extra, "horizon", None)
+        horizon = values.get("horizon", cls.horizon)
+        values["warmup"] = duration(extra, "warmup", cls.warmup if horizon > cls.warmup else horizon / 10)
+        fixed = extra.get("duration")
+        if isinstance(fixed, int | float) and not isinstance(fixed, bool):
+            values["mean"], values["duration"] = float(fixed), "fixed"
+        elif fixed is not None:
+            values["duration"] = choice(extra, "duration", "exponential", ("exponential", "fixed"))
+        if "mean" in extra and "mean" not in values:
+            mean = extra["mean"]
+            values["mean"] = mean if isinstance(mean, Mapping | Sequence) and not isinstance(mean, str) else \
+                duration(extra, "mean", None)
+        if "starvation_after" in extra:
+            values["starvation_after"] = duration(extra, "starvation_after", None)
+        if "samples" in extra:
+            values["samples"] = integer(extra, "samples", cls.samples, least=1)
+        if "seed" in extra:
+            values["seed"] = integer(extra, "seed", 0, least=-(2**63))
+        if "record" in extra:
+            values["record"] = flag(extra, "record", False)
         return cls(**values)
 
     def means(self, instance: Instance) -> FloatArray:
         """Mean task duration of every tenant."""
         n = len(instance.tenants)
+        try:
+            values = self._mean_values(instance)
+        except (TypeError, ValueError) as error:  # a mapping or list holding something other than numbers
+            raise OptionError(f"must be a number, one per tenant or a mapping of tenants to numbers ({error})",
+                              "mean") from None  # fmt: skip
         if isinstance(self.mean, Mapping):
             unknown = set(self.mean) - {t.name for t in instance.tenants}
             if unknown:
-                raise ValueError(f"mean duration given for unknown tenants {sorted(unknown)}")
-            values = np.array([float(self.mean.get(t.name, 1.0)) for t in instance.tenants])
-        elif isinstance(self.mean, int | float):
-            values = np.full(n, float(self.mean))
-        else:
-            values = np.asarray(self.mean, dtype=np.float64).reshape(-1)
-            if values.shape != (n,):
-                raise ValueError(f"expected {n} mean durations (one per tenant), got {values.size}")
+                raise OptionError(f"given for unknown tenants {sorted(unknown)}", "mean")
+        elif not isinstance(self.mean, int | float) and values.shape != (n,):
+            raise OptionError(f"expected {n} mean durations (one per tenant), got {values.size}", "mean")
         if not np.all(np.isfinite(values) & (values > 0)):
-            raise ValueError("mean task durations must be positive and finite")
+            raise OptionError("mean task durations must be positive and finite", "mean")
         return values
+
+    def _mean_values(self, instance: Instance) -> FloatArray:
+        if isinstance(self.mean, Mapping):
+            return np.array([float(self.mean.get(t.name, 1.0)) for t in instance.tenants])
+        if isinstance(self.mean, int | float):
+            return np.full(len(instance.tenants), float(self.mean))
+        return np.asarray(self.mean, dtype=np.float64).reshape(-1)
 
 
 @dataclass

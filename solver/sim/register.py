@@ -7,7 +7,8 @@ from solver.registry import Method, register_policy
 _DRIVER = "solver.sim.run:run_simulation"
 _COMMON = frozenset({"placement", "seed"})
 _BACKLOG = frozenset({"horizon", "duration", "mean", "warmup", "starvation_after", "samples", "reference"})
-_DAG = frozenset({"altruism", "reverse_order", "horizon"})
+_DAG = frozenset({"horizon"})
+_CARBYNE = _DAG | {"altruism", "reverse_order"}  # the other DAG policies have no such settings
 _SAMPLING = frozenset({"rtt", "horizon"})
 _SHARED_STATE = frozenset({"t_job", "t_task", "t_job_service", "t_task_service", "detection", "horizon"})
 _LOCALITY = frozenset({"slots", "horizon"})
@@ -35,7 +36,7 @@ register_policy(
     _policy("dynamic-hdrf", "online", "dynamic H-DRF over tenants' backlogs (blocked children ignored)",
             extra=_BACKLOG),
     _policy("hslots", "online", "hierarchical slots over tenants' backlogs", frozenset({"slots"}), _BACKLOG),
-    _policy("carbyne", "online", "Carbyne: DRF shares, reverse packing, leftovers given away", extra=_DAG),
+    _policy("carbyne", "online", "Carbyne: DRF shares, reverse packing, leftovers given away", extra=_CARBYNE),
     _policy("drf-dag", "online", "DRF between jobs, breadth-first inside each job", extra=_DAG),
     _policy("drf-strict", "online", "every job held to its DRF share (the fair-share schedule, T_k)", extra=_DAG),
     _policy("tetris", "online", "Tetris: packing by alignment score", extra=_DAG),

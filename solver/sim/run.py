@@ -21,7 +21,7 @@ import numpy as np
 from models.result import Result
 from models.timeline import job_table, timeline_summary, utilisation_series
 from models.traces import TraceData
-from models.types import Instance, InstanceError
+from models.types import FloatArray, Instance, InstanceError
 from solver.budget import Budget
 from solver.registry import OptionError, SolveOptions, get_policy
 from solver.sim.backlog import SimOptions, backlog_result
@@ -145,5 +145,20 @@ def _backlog(instance: Instance, policy: str, options: SolveOptions, deadline: f
     if options.seed is not None:
         extra["seed"] = options.seed
     settings = SimOptions.from_extra(extra, options.slots)
-    reference = extra.get("reference")
-    return backlog_result(instance, policy, settings, None if reference is None else reference, deadline)
+    return backlog_result(instance, policy, settings, _reference(extra, len(instance.tenants)), deadline)
+
+
+def _reference(extra: dict[str, Any], tenants: int) -> FloatArray | None:
+    """``extra['reference']``: the static shares (one per tenant) the run's shares are compared with; a library
+    option, so a scalar from ``--option`` is refused by name."""
+    value = extra.get("reference")
+    if value is None:
+        return None
+    try:
+        shares = np.asarray(value, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        shares = np.empty(0)
+    if shares.shape != (tenants,) or not np.all(np.isfinite(shares)):
+        raise OptionError(f"must be {tenants} static shares, one per tenant (a library option: "
+                          f"extra={{'reference': [...]}}), got {value!r}", "reference")  # fmt: skip
+    return shares

@@ -14,6 +14,7 @@ from models.types import Instance
 from solver.sim.engine import Observer, Simulation
 from solver.sim.fairshare import FairShare, fair_completion_times
 from solver.sim.policies.dag import Carbyne, make_policy
+from solver.sim.policies.options import duration, flag
 from solver.sim.workload import Workload
 
 
@@ -47,16 +48,18 @@ def run_heuristic(instance: Instance, name: str, extra: dict[str, Any] | None = 
     deadline; late jobs are listed.
     """
     extra = dict(extra or {})
+    # Typed up front, so that a bad value is refused (OptionError) before any work, whichever path uses it.
+    compute_fair, attach_fair = flag(extra, "fair_completion", True), flag(extra, "attach_fair", True)
+    margin = duration(extra, "fair_margin", 0.0) or 0.0
     started = time.perf_counter()
     jobs = Workload.of_jobs(instance, placement)
-    if fair is None and extra.get("fair_completion", True) is not False:
+    if fair is None and compute_fair:
         fair = fair_completion_times(instance, placement, jobs, deadline=deadline)
     fair_s = time.perf_counter() - started
     schedule, info = run_policy(instance, name, extra, jobs, placement, deadline=deadline)
     solve_s = time.perf_counter() - started - fair_s
     info["fair_s"] = fair_s
     if fair is not None:
-        margin = float(extra.get("fair_margin", 0.0))
         names = [job.name for job in instance.jobs]
         info["fair_completion"] = {n: (float(v) if math.isfinite(v) else None)
                                    for n, v in zip(names, fair.completion, strict=True)}  # fmt: skip
@@ -65,7 +68,7 @@ def run_heuristic(instance: Instance, name: str, extra: dict[str, Any] | None = 
         late = late_jobs(instance, schedule, fair.completion, margin)
         info["fair_margin"] = margin
         info["late_jobs"] = [names[k] for k in late]
-        if extra.get("attach_fair", True):
+        if attach_fair:
             schedule = replace(schedule, fair_completion=fair.completion)
     info["objective_name"] = "avg-jct" if len(instance.jobs) > 1 else "makespan"
     info["placement"] = placement

@@ -51,8 +51,9 @@ from solver.spacetime.choice_model import (
     translate,
 )
 from solver.spacetime.choices import Units
-from solver.spacetime.cp import Deadline, _add_resource_limits, _integer_scale, bounded_unit
+from solver.spacetime.cp import Deadline, add_resource_limits
 from solver.spacetime.fair import NO_FAIR_SHARE, FairMode, fair_share, share_deadline
+from solver.spacetime.units import bounded_unit, integer_scale
 
 
 @dataclass(frozen=True)
@@ -242,13 +243,13 @@ class ChoiceCp:
             intervals = [self.interval[a] for a in alts] + [iv for iv, _ in fixed[u]]
             heights = np.array([demand[int(choices.task[a])] for a in alts] + [d for _, d in fixed[u]],
                                dtype=np.int64).reshape(len(intervals), -1)  # fmt: skip
-            _add_resource_limits(model, intervals, heights, p.capacity[u])
+            add_resource_limits(model, intervals, heights, p.capacity[u])
         if p.units.count > 1:
             pooled = p.capacity.sum(axis=0)
             rows = [self.task_interval[t] for t in range(p.num_tasks)]
             extra = [iv for unit in fixed for iv, _ in unit]
             heights = np.vstack([demand, *[d[None, :] for unit in fixed for _, d in unit]]) if extra else demand
-            _add_resource_limits(model, rows + extra, heights.astype(np.int64), pooled)
+            add_resource_limits(model, rows + extra, heights.astype(np.int64), pooled)
 
     def objective(self) -> None:
         if self.problem.objective == "utility":
@@ -263,7 +264,7 @@ class ChoiceCp:
         job_coef = {"makespan": np.zeros_like(weight), "avg-jct": weight}.get(p.objective, p.alpha * weight)
         makespan_coef = total if p.objective == "makespan" else 0.0 if p.objective == "avg-jct" else (
             (1 - p.alpha) * total)  # fmt: skip
-        unit, self.coef_exact = _integer_scale(np.concatenate([job_coef, [makespan_coef]]))
+        unit, self.coef_exact = integer_scale(np.concatenate([job_coef, [makespan_coef]]))
         ints = np.round(job_coef / unit).astype(np.int64)
         primary = sum(int(c) * v for c, v in zip(ints.tolist(), self.completion, strict=True) if c)
         primary += round(makespan_coef / unit) * self.makespan

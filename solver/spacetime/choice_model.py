@@ -27,15 +27,8 @@ import numpy as np
 
 from models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
 from solver.spacetime.choices import Choices, Units, task_choices
-from solver.spacetime.cp import (
-    MAX_RESOURCE_UNITS,
-    FlatTasks,
-    _integer_scale,
-    _time_unit,
-    _within_capacity,
-    checked_objective,
-    to_units,
-)
+from solver.spacetime.cp import MAX_RESOURCE_UNITS, FlatTasks, checked_objective, within_capacity
+from solver.spacetime.units import integer_scale, time_unit, to_units
 
 #: Largest (ticks x units x resources) usage profile the list schedule keeps.
 MAX_PROFILE_CELLS = 20_000_000
@@ -204,7 +197,7 @@ class ChoiceProblem:
         begin = np.concatenate([start[keep], np.zeros(running, dtype=np.int64)])
         stop = np.concatenate([end[keep], self.running_end])
         demand = np.vstack([self.demand[flat.task_stage[keep]], self.running_demand])
-        return _within_capacity(begin, stop, demand, unit, self.capacity)
+        return within_capacity(begin, stop, demand, unit, self.capacity)
 
     def _gangs_hold(self, start: IntArray, alt: IntArray, keep: BoolArray) -> bool:
         """Stages run under a gang option: every task in it, in one group, all starting together."""
@@ -238,7 +231,7 @@ def _scale_amounts(demand: FloatArray, capacity: FloatArray, running: FloatArray
     exact = True
     for r in range(capacity.shape[1]):
         values = np.concatenate([demand[:, r], capacity[:, r], running[:, r]])
-        unit, ok = _integer_scale(values)
+        unit, ok = integer_scale(values)
         while float(values.max(initial=0)) / unit > MAX_RESOURCE_UNITS:
             unit, ok = unit * 10, False
         exact &= ok
@@ -268,7 +261,7 @@ def build_problem(instance: Instance, units: Units, objective: str | None = None
     longest = float(flat.release.max(initial=0) + choices.max_duration().sum())
     if tick is None:
         times = np.concatenate([choices.duration, flat.release, utility_times(instance)])
-        tick, time_exact = _time_unit(times, max(longest, 1.0), instance.time_slot)
+        tick, time_exact = time_unit(times, max(longest, 1.0), instance.time_slot)
     else:
         time_exact = to_units(np.concatenate([choices.duration, flat.release]), tick)[1]
     running = planning_ticks.running if planning_ticks is not None else Running(

@@ -80,6 +80,7 @@ from solver.spacetime.bounds import job_lower_bounds, objective_lower_bound, sta
 from solver.spacetime.fair import NO_FAIR_SHARE, FairMode, fair_share, share_deadline
 from solver.spacetime.lns import LNS_MAX_TASKS, LnsStats, improve
 from solver.spacetime.model import placement_fits
+from solver.spacetime.units import integer_scale, time_unit, to_units
 from solver.spacetime.warmstart import (
     WARM_HEURISTICS,
     heuristic_starts,
@@ -90,12 +91,6 @@ from solver.spacetime.warmstart import (
     serial_sgs,
 )
 
-#: Largest power of ten tried when turning fractional data into integers.
-MAX_DECIMALS = 6
-#: Values within this relative distance of a whole number of units count as whole (float noise).
-SNAP_TOL = 1e-9
-#: Most ticks the longest possible schedule may span (coarser ticks, inexact, beyond it).
-MAX_HORIZON_TICKS = 10**12
 #: Most tasks spacetime-cp models (each one a CP-SAT interval and Python objects; 175,000 took 7.6 GB).
 MAX_TASKS = 200_000
 #: Under a time limit, the share of the time left after the warm start that LNS may use at most (it stops
@@ -140,59 +135,6 @@ class Deadline:
     def until(self, share: float) -> float:
         """The moment ``share`` of the time left from now has passed (infinite without a limit)."""
         return float("inf") if self.end is None else time.perf_counter() + share * self.left()
-
-
-def _whole(scaled: FloatArray) -> tuple[FloatArray, BoolArray]:
-    """The nearest whole numbers of ``scaled`` and which values are whole up to ``SNAP_TOL`` (relative)."""
-    near = np.round(scaled)
-    return near, np.abs(scaled - near) <= SNAP_TOL * np.maximum(1.0, np.abs(scaled))
-
-
-def to_units(values: FloatArray, unit: float, up: bool = True) -> tuple[IntArray, bool]:
-    """``values`` in whole ``unit``s: the nearest whole number where within ``SNAP_TOL`` (relative) of one,
-    else rounded up (``up``) or down. Returns the integers and whether every value was whole."""
-    scaled = np.asarray(values, dtype=np.float64) / unit
-    near, whole = _whole(scaled)
-    rounded = np.where(whole, near, np.ceil(scaled) if up else np.floor(scaled))
-    return rounded.astype(np.int64), bool(np.all(whole))
-
-
-def _integer_scale(values: FloatArray, base: float = 1.0) -> tuple[float, bool]:
-    """The smallest ``base / 10**p`` (p <= MAX_DECIMALS) of which every value is a whole multiple (up to
-    ``SNAP_TOL``). Returns the unit and whether it is exact (if no power works, the finest unit, inexact).
-
-    Judged in floats, never cast: a value of 1e15 in units of 5e-10 is 2e24, beyond int64 (the cast warned
-    'invalid value encountered in cast'); the callers coarsen such units before converting."""
-    finite = np.asarray(values, dtype=np.float64)[np.isfinite(values)]
-    for power in range(MAX_DECIMALS + 1):
-        if np.all(_whole(finite / (base / 10**power))[1]):
-            return base / 10**power, True
-    return base / 10**MAX_DECIMALS, False
-
-
-def bounded_unit(numbers: FloatArray, reach: float, limit: float = 2.0**53) -> tuple[float, bool]:
-    """The unit of objective coefficients ``numbers`` (``_integer_scale``), coarsened by tens while the integer
-    objective could exceed ``limit`` (``sum |numbers| / unit * reach``, ``reach`` the largest value the
-    coefficients multiply): CP-SAT refuses a model whose objective may overflow (MODEL_INVALID). Coarsening is
-    exact only if every number is still a whole multiple."""
-    unit, exact = _integer_scale(numbers)
-    total = float(np.abs(numbers).sum())
-    if total / unit * reach <= limit:
-        return unit, exact
-    while total / unit * reach > limit:
-        unit *= 10
-    return unit, bool(np.all(_whole(np.asarray(numbers, dtype=np.float64) / unit)[1]))
-
-
-def _time_unit(times: FloatArray, total: float, slot: float) -> tuple[float, bool]:
-    """The tick (see the module docstring): exact if possible, coarsened while ``total`` (the longest
-    possible schedule) would span more than ``MAX_HORIZON_TICKS`` ticks."""
-    tick, exact = _integer_scale(times, slot)
-    if total / tick <= MAX_HORIZON_TICKS:
-        return tick, exact
-    while total / tick > MAX_HORIZON_TICKS:
-        tick *= 10
-    return tick, to_units(times[np.isfinite(times)], tick)[1]
 
 
 @dataclass(frozen=True)
@@ -268,7 +210,7 @@ MAX_RESOURCE_UNITS = 2**53
 
 def _scale(instance: Instance, flat: FlatTasks, placement: str) -> _Scaled:
     longest = float(flat.release.max(initial=0) + flat.duration @ flat.stage_tasks)
-    tick, time_exact = _time_unit(np.concatenate([flat.duration, flat.release]), longest, instance.time_slot)
+    tick, time_exact = time_unit(np.concatenate([flat.duration, flat.release]), longest, instance.time_slot)
     if placement == "servers":
         machine_class = instance.machine_class().astype(np.int64)
         machine_number = np.arange(machine_class.size) - np.searchsorted(machine_class, machine_class)
@@ -283,7 +225,7 @@ def _scale(instance: Instance, flat: FlatTasks, placement: str) -> _Scaled:
     cap = np.zeros(capacity.shape, dtype=np.int64)
     demand_exact = True
     for r in range(capacity.shape[1]):
-        unit, exact = _integer_scale(np.concatenate([flat.demand[:, r], capacity[:, r]]))
+        unit, exact = integer_scale(np.concatenate([flat.demand[:, r], capacity[:, r]]))
         while max(float(capacity[:, r].max(initial=0)), float(flat.demand[:, r].max(initial=0))) / unit > (
             MAX_RESOURCE_UNITS
         ):
@@ -439,11 +381,11 @@ class _Problem:
             return False
         if machine.shape != start.shape or not np.all(self.fits[flat.task_stage, machine]):
             return False
-        return _within_capacity(start, start + duration, self.scaled.demand[flat.task_stage], machine,
+        return within_capacity(start, start + duration, self.scaled.demand[flat.task_stage], machine,
                                 self.scaled.machine_capacity)  # fmt: skip
 
 
-def _within_capacity(begin: IntArray, end: IntArray, demand: IntArray, machine: IntArray,
+def within_capacity(begin: IntArray, end: IntArray, demand: IntArray, machine: IntArray,
                      capacity: IntArray) -> bool:  # fmt: skip
     """Whether tasks ``[begin, end)`` with ``demand`` on ``machine`` never exceed any machine's capacity."""
     busy = end > begin
@@ -621,7 +563,7 @@ class SpacetimeCp:
         """The objective's integer coefficients and its conversion to real units (no variables needed)."""
         p = self.problem
         job_coef, makespan_coef = _objective_weights(p.flat, p.objective, p.alpha)
-        unit, self.coef_exact = _integer_scale(np.concatenate([job_coef, [makespan_coef]]))
+        unit, self.coef_exact = integer_scale(np.concatenate([job_coef, [makespan_coef]]))
         self.job_coef = np.round(job_coef / unit).astype(np.int64)
         self.makespan_coef = round(makespan_coef / unit)
         # objective (real) = tick * unit * cp_value / W - (weighted releases term)
@@ -706,7 +648,7 @@ class SpacetimeCp:
             # Nothing runs after the makespan: an interval [M, horizon) holding the whole capacity.
             size = self.model.new_int_var(0, self.horizon, "tail_size")
             full = self.model.new_interval_var(self.makespan, size, self.horizon, "after_makespan")
-        _add_resource_limits(self.model, [self.interval[t] for t in busy], p.scaled.demand[p.flat.task_stage[busy]],
+        add_resource_limits(self.model, [self.interval[t] for t in busy], p.scaled.demand[p.flat.task_stage[busy]],
                              p.scaled.capacity, full)  # fmt: skip
         if p.placement == "servers":
             self.choices = _machine_choices(self.model, p.flat, p.scaled, p.fits, self.start, self.interval,
@@ -1026,7 +968,7 @@ def solve_spacetime_cp(
     )
 
 
-def _add_resource_limits(
+def add_resource_limits(
     model: Any, intervals: list[Any], demand: IntArray, capacity: IntArray, full: Any | None = None
 ) -> None:
     """One cumulative per resource that can bind (the items' total demand exceeds ``capacity``).
@@ -1097,5 +1039,5 @@ def _machine_choices(
     for m, items in enumerate(per_machine):
         if items:
             tasks = [t for _, t in items]
-            _add_resource_limits(model, [iv for iv, _ in items], demand[tasks], scaled.machine_capacity[m])
+            add_resource_limits(model, [iv for iv, _ in items], demand[tasks], scaled.machine_capacity[m])
     return choices

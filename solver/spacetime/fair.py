@@ -15,13 +15,13 @@ that ``--time-limit`` bounds the whole call.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from models.types import Instance
 from solver.sim.fairshare import FairShare, fair_completion_times
+from solver.spacetime.units import to_unit
 
 #: ``cap``: compute ``T_k`` and enforce ``C_k <= T_k``; ``report``: compute and report it only; ``off``: neither.
 FairMode = Literal["cap", "report", "off"]
@@ -62,8 +62,8 @@ def fair_mode(fair_cap: bool) -> FairMode:
 def slotted(instance: Instance, slot: float) -> Instance:
     """The instance with every duration and release rounded up to a whole number of slots."""
 
-    def up(value: float) -> float:
-        return math.ceil(value / slot - 1e-9) * slot
+    def up(value: float) -> float:  # whole slots by the rule every integer model uses (solver.spacetime.units)
+        return to_unit(value, slot) * slot
 
     jobs = tuple(replace(job, release=up(job.release),
                          stages=tuple(replace(stage, duration=up(stage.duration)) for stage in job.stages))

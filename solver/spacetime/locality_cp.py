@@ -25,8 +25,8 @@ import numpy as np
 
 from models.locality import factors, levels, task_blocks
 from models.result import Result, Schedule, Status
-from models.tolerance import TIME_RTOL
 from models.types import FloatArray, Instance, InstanceError, IntArray
+from solver.spacetime.units import integer_scale, to_units
 
 #: Largest power of ten the times and amounts may be scaled by to become whole numbers.
 MAX_DECIMALS = 4
@@ -45,17 +45,15 @@ class LocalityOptimum:
 
 
 def _whole(values: FloatArray, what: str) -> tuple[IntArray, float]:
-    """``values * 10^p`` as integers for the smallest ``p <= MAX_DECIMALS`` that makes them whole.
-
-    Whole up to float noise *relative to each value* (``TIME_RTOL``, the time rule's): an absolute allowance
-    (``1e-9 max(1, |x|)``) read a release of 1e-9 as 0, and the schedule then started a task before it."""
-    for p in range(MAX_DECIMALS + 1):
-        scaled = values * 10**p
-        if np.all(np.abs(scaled - np.round(scaled)) <= TIME_RTOL * np.abs(scaled)):
-            return np.round(scaled).astype(np.int64), float(10**p)
-    raise InstanceError(f"{what} are not whole multiples of 10^-{MAX_DECIMALS}: locality-cp models them as "
-                        "integers and would round (no longer exact); use spacetime-cp --placement servers (which "
-                        "rounds its ticks and says so) or round them", "jobs")  # fmt: skip
+    """``values`` as integers in the coarsest unit ``10^-p`` (``p <= MAX_DECIMALS``) that makes them whole, by
+    the rule of every integer model (:mod:`solver.spacetime.units`); returns them and ``10^p``. Refused when no
+    such unit exists: this model would round, and its optimum would no longer be exact."""
+    unit, exact = integer_scale(values, decimals=MAX_DECIMALS)
+    if not exact:
+        raise InstanceError(f"{what} are not whole multiples of 10^-{MAX_DECIMALS}: locality-cp models them as "
+                            "integers and would round (no longer exact); use spacetime-cp --placement servers "
+                            "(which rounds its ticks and says so) or round them", "jobs")  # fmt: skip
+    return to_units(values, unit)[0], round(1 / unit)
 
 
 def _barriers(model: Any, instance: Instance, counts: IntArray, start: list[Any], end: list[Any], horizon: int) -> None:
@@ -120,9 +118,8 @@ def _solve(instance: Instance, objective: str, time_limit: float | None, workers
     base = np.array([stage.duration for stage in stages])[task_stage]
     duration = base[:, None] * factors(instance, level)
     release = np.array([job.release for job in jobs])
-    scale_time = max(_whole(duration.ravel(), "durations")[1], _whole(release, "releases")[1])
-    ticks = np.round(duration * scale_time).astype(np.int64)
-    release_ticks = np.round(release * scale_time).astype(np.int64)
+    times, scale_time = _whole(np.concatenate([duration.ravel(), release]), "durations and releases")
+    ticks, release_ticks = times[: duration.size].reshape(duration.shape), times[duration.size :]
     amounts, _ = _whole(np.concatenate([demand.ravel(), capacity.ravel()]), "demands and capacities")
     int_demand = amounts[: demand.size].reshape(demand.shape)
     int_capacity = amounts[demand.size :].reshape(capacity.shape)

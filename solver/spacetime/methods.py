@@ -10,6 +10,7 @@ from models.result import Result
 from models.types import Instance, InstanceError
 from solver.budget import Budget
 from solver.registry import OptionError, SolveOptions
+from solver.sim.policies.options import choice, times_by_name
 
 
 def job_placement(options: SolveOptions, instance: Instance | None = None) -> str:
@@ -55,14 +56,14 @@ def run_spacetime_cp(instance: Instance, options: SolveOptions, budget: Budget) 
         from solver.spacetime.choice_cp import solve_choice_cp
 
         return solve_choice_cp(instance, options.objective, budget.remaining(), options.alpha,
-                               options.extra.get("fair_completion"), options.workers or 2, options.seed or 0,
+                               times_by_name(options.extra, "fair_completion"), options.workers or 2, options.seed or 0,
                                placement, fair_mode(options.fair_cap), options.verbose)  # fmt: skip
     return solve_spacetime_cp(
         instance,
         objective=options.objective,
         time_limit=budget.remaining(),
         alpha=options.alpha,
-        fair_completion=options.extra.get("fair_completion"),
+        fair_completion=times_by_name(options.extra, "fair_completion"),
         workers=options.workers or 2,
         seed=options.seed or 0,
         placement=placement,
@@ -102,11 +103,11 @@ def run_spacetime(instance: Instance, options: SolveOptions, budget: Budget) -> 
         objective=options.objective,
         time_limit=budget.remaining(),
         alpha=options.alpha,
-        fair_completion=options.extra.get("fair_completion"),
+        fair_completion=times_by_name(options.extra, "fair_completion"),
         fair_cap=options.fair_cap,
         placement=job_placement(options, instance),
         algorithm=options.algorithm,
-        servers_model=str(options.extra.get("servers_model", "auto")),
+        servers_model=choice(options.extra, "servers_model", "auto", ("auto", "class", "machine")),
         settings=options.solver_settings(),
     )
 

@@ -77,14 +77,10 @@ from models.diagnose import placement_fits
 from models.result import SCHEDULE_OBJECTIVES
 from models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
 from solver.lp import Block, LinearProgram, LPBuilder
+from solver.spacetime.units import to_units
 
-_EPS = 1e-9
 #: Relative slack when deciding whether a task's demand fits a capacity (as ``solver.spacetime.engine.EPS``).
 FIT_TOL = 1e-9
-
-
-def _ceil(values: FloatArray) -> IntArray:
-    return np.ceil(np.asarray(values, dtype=np.float64) - _EPS).astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -131,9 +127,9 @@ class SlotData:
         stages = [stage for job in instance.jobs for stage in job.stages]
         real_duration = np.array([s.duration for s in stages], dtype=np.float64)
         real_release = np.array([job.release for job in instance.jobs], dtype=np.float64)
-        ratios = np.concatenate([real_duration, real_release]) / slot
-        exact = bool(np.all(np.abs(ratios - np.round(ratios)) <= _EPS * np.maximum(1.0, ratios)))
-        duration = _ceil(real_duration / slot)
+        duration, durations_whole = to_units(real_duration, slot)
+        release, releases_whole = to_units(real_release, slot)
+        exact = durations_whole and releases_whole
         edges = np.array(
             [(int(offset[k]) + p, int(offset[k]) + s)
              for k, job in enumerate(instance.jobs) for s, stage in enumerate(job.stages) for p in stage.after],
@@ -171,7 +167,7 @@ class SlotData:
             duration=duration,
             real_duration=real_duration,
             demand=demand,
-            release=_ceil(real_release / slot),
+            release=release,
             real_release=real_release,
             weight=np.array([job.weight for job in instance.jobs], dtype=np.float64),
             edges=edges,

@@ -63,7 +63,7 @@ from solver.spacetime.choice_model import (
     list_schedule,
 )
 from solver.spacetime.choices import Units
-from solver.spacetime.cp import _time_unit
+from solver.spacetime.units import time_unit, to_unit
 
 #: Plan-ahead window by default, in mean (believed) task durations.
 DEFAULT_WINDOW = 3.0
@@ -106,7 +106,7 @@ class Tetrisched(SoftPolicy):
         self.deterministic = flag(extra, "deterministic", False)
         self.seed = int(extra.get("seed", 0))
         times = np.concatenate([jobs.duration, jobs.release, *[e.duration for e in jobs.options if e is not None]])
-        self.tick, _ = _time_unit(times, max(float(times.max(initial=1.0)), 1.0) * 10, instance.time_slot)
+        self.tick, _ = time_unit(times, max(float(times.max(initial=1.0)), 1.0) * 10, instance.time_slot)
         self.records: list[list[list[float]]] = [[] for _ in range(jobs.num_stages)]  # [believed end, machine, n]
         self.previous: dict[int, list[tuple[float, int, int]]] = {}  # group -> [(start, unit, option)] not launched
         self.kept: dict[int, list[int]] = {}  # group -> the original options its planned stage keeps, in order
@@ -222,7 +222,7 @@ class Tetrisched(SoftPolicy):
     def stage(self, sim: Simulation, g: int, after: tuple[int, ...]) -> Stage:
         """Group ``g``'s pending tasks as a stage with believed durations (rounded up to ticks)."""
         original = self.instance.jobs[int(sim.jobs.stage_job[g])].stages[int(sim.jobs.stage_local[g])]
-        up = [math.ceil(d / self.tick - 1e-9) * self.tick for d in self.believed_options(sim, g)]
+        up = [to_unit(d, self.tick) * self.tick for d in self.believed_options(sim, g)]
         options = tuple(replace(o, duration=d) for o, d in zip(original.options, up, strict=True)) if (
             original.options) else ()  # fmt: skip
         kept = list(range(len(options)))
@@ -367,8 +367,8 @@ class Tetrisched(SoftPolicy):
 
 
 def _ticks(value: float, tick: float) -> int:
-    """``value`` in whole ticks, rounded up (float noise aside)."""
-    return math.ceil(value / tick - 1e-9)
+    """``value`` in whole ticks, rounded up (float noise aside, by the rule of ``solver.spacetime.units``)."""
+    return to_unit(value, tick)
 
 
 def make_planner(name: str, jobs: Workload, instance: Instance, extra: dict[str, Any]) -> Tetrisched:

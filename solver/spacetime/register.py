@@ -7,7 +7,10 @@ from solver.registry import Method, register
 
 _DRIVERS = "solver.spacetime.methods"
 _OBJECTIVE = frozenset({"objective", "alpha", "placement"})
-_HEURISTIC_EXTRA = frozenset({"altruism", "reverse_order", "fair_completion", "fair_margin", "attach_fair"})
+# Settings of every DAG heuristic (T_k computed or not, the lateness margin, T_k on the schedule), and
+# Carbyne's own: the others would ignore altruism and reverse_order silently.
+_HEURISTIC_EXTRA = frozenset({"fair_completion", "fair_margin", "attach_fair"})
+_CARBYNE_EXTRA = _HEURISTIC_EXTRA | {"altruism", "reverse_order"}
 
 register(
     Method("spacetime-cp", "jobs", True, "DAG jobs packed in space and time with CP-SAT, pooled or per machine, "
@@ -24,7 +27,7 @@ register(
            f"{_DRIVERS}:run_locality_cp", ("cpsat",), frozenset({"cp"}), frozenset({"objective", "workers", "seed"}),
            kind="schedule"),
     Method("carbyne", "jobs", False, "Carbyne: DRF shares, reverse packing, leftovers given away",
-           f"{_DRIVERS}:run_carbyne", options=_OBJECTIVE | {"seed"}, extra_keys=_HEURISTIC_EXTRA, kind="schedule"),
+           f"{_DRIVERS}:run_carbyne", options=_OBJECTIVE | {"seed"}, extra_keys=_CARBYNE_EXTRA, kind="schedule"),
     Method("drf-dag", "jobs", False, "DRF between jobs, breadth-first inside each job",
            f"{_DRIVERS}:run_drf_dag", options=_OBJECTIVE, extra_keys=_HEURISTIC_EXTRA, kind="schedule"),
     Method("drf-strict", "jobs", False, "every job held to its DRF share, not work-conserving: the fair-share "

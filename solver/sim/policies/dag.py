@@ -56,6 +56,7 @@ from models.tolerance import settled
 from models.types import FloatArray, IntArray
 from solver.sim.engine import BasePolicy, Simulation
 from solver.sim.pack import EPS, pack
+from solver.sim.policies.options import flag, fraction, integer
 from solver.sim.shares import drf_shares
 from solver.sim.workload import Workload
 
@@ -474,8 +475,8 @@ class DrfStrict(BasePolicy):
 
 def make_policy(name: str, jobs: Workload, extra: dict[str, Any]) -> BasePolicy:
     if name == "carbyne":
-        return Carbyne(jobs, float(extra.get("altruism", 1.0)), bool(extra.get("reverse_order", False)),
-                       int(extra.get("seed", 0)))  # fmt: skip
+        return Carbyne(jobs, fraction(extra, "altruism", 1.0), flag(extra, "reverse_order", False),
+                       integer(extra, "seed", 0, least=-(2**63)))  # fmt: skip
     if name == "drf-dag":
         return DrfDag()
     if name == "drf-strict":

@@ -48,6 +48,38 @@ def duration(extra: Mapping[str, Any], key: str, default: float | None) -> float
     return number
 
 
+def fraction(extra: Mapping[str, Any], key: str, default: float) -> float:
+    """A number in [0, 1] (a probability such as Carbyne's altruism)."""
+    value = extra.get(key, default)
+    try:
+        number = float(value) if not isinstance(value, bool) else math.nan
+    except (TypeError, ValueError):
+        number = math.nan
+    if not 0 <= number <= 1:
+        raise OptionError(f"must be a number in [0, 1], got {value!r}", key)
+    return number
+
+
+def times_by_name(extra: Mapping[str, Any], key: str) -> dict[str, float] | None:
+    """A mapping of names (jobs) to finite non-negative times, or ``None`` when absent; a name mapped to
+    ``None`` has no time (as in a result's JSON, where an infinite ``T_k`` is null). Only the library can give a
+    mapping (``--option`` values are scalars), so a scalar is refused with that said."""
+    value = extra.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise OptionError(f"must map job names to times (a library option: extra={{{key!r}: {{job: time}}}}), "
+                          f"got {value!r}", key)  # fmt: skip
+    times: dict[str, float] = {}
+    for name, time in value.items():
+        if not isinstance(name, str):
+            raise OptionError(f"must map job names to times, got the name {name!r}", key)
+        number = duration({f"{key}.{name}": time}, f"{key}.{name}", None)
+        if number is not None:
+            times[name] = number
+    return times
+
+
 def choice(extra: Mapping[str, Any], key: str, default: str, allowed: tuple[str, ...]) -> str:
     value = extra.get(key, default)
     if value not in allowed:
