@@ -56,7 +56,7 @@ def ensure_environment(env: Path = ENV) -> Path:
     python = env / "bin" / "python"
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
-    probe = subprocess.run([str(python), "-c", "import pyjobshop; print(pyjobshop.__version__)"],
+    probe = subprocess.run([str(python), "-c", "from importlib.metadata import version; print(version('pyjobshop'))"],
                            capture_output=True, text=True)  # fmt: skip
     if probe.returncode != 0 or probe.stdout.strip() != PYJOBSHOP_VERSION:
         subprocess.run([str(python), "-m", "pip", "install", "-q", f"pyjobshop=={PYJOBSHOP_VERSION}"], check=True)
@@ -77,8 +77,8 @@ def fairpack_row(path: Path, time_limit: float) -> dict[str, Any]:
     from solver.api import solve
 
     started = time.perf_counter()
-    result = solve(load_psplib(path), "spacetime-cp", time_limit=time_limit, objective="makespan",
-                   extra={"workers": 1, "seed": 0})  # fmt: skip
+    result = solve(load_psplib(path), "spacetime-cp", time_limit=time_limit, objective="makespan", workers=1,
+                   seed=0)  # fmt: skip
     return {"proven": result.status == "optimal", "makespan": result.objective, "verified": bool(result.verified),
             "wall_s": time.perf_counter() - started}  # fmt: skip
 

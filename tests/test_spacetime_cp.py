@@ -377,6 +377,33 @@ def test_resource_flow_arcs_order_a_feasible_schedule() -> None:
         assert start[giver] + duration[giver] <= start[receiver]
 
 
+def test_lns_gives_its_time_back_once_stalled() -> None:
+    from ortools.sat.python import cp_model
+
+    from solver.spacetime import lns
+
+    # 20 unit-demand tasks on one unit of capacity: every serial order is optimal, so no step can improve the
+    # incumbent. LNS must stop after STALL_STEPS steps (the proof that follows needs the time), not at the limit.
+    duration = np.arange(1, 21, dtype=np.int64)
+    horizon = int(duration.sum())
+    model = cp_model.CpModel()
+    start = [model.new_int_var(0, horizon - int(d), f"s{t}") for t, d in enumerate(duration)]
+    intervals = [model.new_fixed_size_interval_var(s, int(d), f"i{t}") for t, (s, d) in
+                 enumerate(zip(start, duration, strict=True))]  # fmt: skip
+    model.add_cumulative(intervals, [1] * duration.size, 1)
+    makespan = model.new_int_var(0, horizon, "M")
+    for s, d in zip(start, duration, strict=True):
+        model.add(makespan >= s + int(d))
+    model.minimize(makespan)
+    incumbent = np.concatenate([[0], np.cumsum(duration)[:-1]])
+    started = time.perf_counter()
+    _, value, stats = lns.improve(model, [v.index for v in start], duration, np.ones((20, 1), dtype=np.int64),
+                                  np.array([1]), incumbent, horizon, started + 60, seed=0)  # fmt: skip
+    assert value == horizon and stats.improved == 0 and not stats.proven
+    assert stats.steps == lns.STALL_STEPS
+    assert time.perf_counter() - started < 30
+
+
 @pytest.mark.data
 def test_lns_improves_a_j60_list_schedule(data_dir: Path) -> None:
     path = data_dir / "psplib" / "j60" / "j609_2.sm"

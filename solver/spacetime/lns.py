@@ -42,8 +42,10 @@ INITIAL_FREE_SHARE = 0.3
 MIN_FREE = 4
 #: Steps in a row without a strictly better schedule after which the search gives its time back (to the
 #: proof that follows it): on J30 the optimum is usually found within a few steps, and the proof is what
-#: is left to do.
-STALL_STEPS = 30
+#: is left to do. At 10 s and one worker on the 13 J30 instances open at 10 s (groups 13, 29, 45), 30 stalled
+#: steps gave 4 proven and 10 optima found, 8 gave 7 and 12 in the same run; J60/J120 makespans unchanged
+#: on 8 instances (benchmarks/results/psplib_search.md).
+STALL_STEPS = 8
 
 
 def resource_flow_arcs(start: IntArray, duration: IntArray, demand: IntArray, capacity: IntArray) -> IntArray:
