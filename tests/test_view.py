@@ -152,6 +152,9 @@ def test_result_json_text_of_a_generated_tree_and_placements() -> None:
         assert result_json_text(instance, result) == json.dumps(result_json(instance, result))
 
 
+# nan and inf task counts times zero demands are nan in the view's products, on purpose: both writers must
+# spell them the same.
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 @settings(derandomize=True, max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=allocations(), special=st.sampled_from([0.0, -0.0, math.nan, math.inf, -math.inf, 1e-300, 1e300]))
 def test_result_json_text_writes_every_number_as_json_dumps(case: tuple[Instance, Allocation], special: float) -> None:
