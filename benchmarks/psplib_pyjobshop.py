@@ -153,8 +153,8 @@ def _ratio(ours: dict[str, Any], theirs: dict[str, Any], key: str) -> str:
 
 
 def main() -> None:
-    from benchmarks._common import data_dir_or_none, parser, save
-    from benchmarks.psplib_sets import _read_bounds, load_note
+    from benchmarks._common import parser, save
+    from benchmarks.psplib_sets import load_note, psplib_folder, read_bounds
 
     parse = parser(__doc__.splitlines()[0])
     parse.add_argument("--sets", nargs="+", default=["j30", "j60", "j120"])
@@ -162,11 +162,10 @@ def main() -> None:
     parse.add_argument("--seed", type=int, default=0)
     parse.add_argument("--time-limit", type=float, default=10.0)
     args = parse.parse_args()
-    data_dir = data_dir_or_none(args.data_dir)
-    if data_dir is None or not (data_dir / "psplib").is_dir():
-        print(f"skipped: no psplib/ under {args.data_dir}")
+    data_dir = psplib_folder(args.data_dir)
+    if data_dir is None:
         return
-    bounds = _read_bounds(data_dir)
+    bounds = read_bounds(data_dir)
     python = ensure_environment()
     load_start = os.getloadavg()
     rows: list[dict[str, Any]] = []

@@ -30,8 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks._common import data_dir_or_none, parser, save
-from benchmarks.psplib_sets import _read_bounds, load_note
+from benchmarks._common import parser, save
+from benchmarks.psplib_sets import load_note, psplib_folder, read_bounds
 
 #: CP-SAT parameter variants of the proof phase ("base" is what spacetime-cp sets for makespan).
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -131,11 +131,10 @@ def main() -> None:
     parse.add_argument("--configs", nargs="+", default=["{}"], help="JSON search settings (pipeline)")
     parse.add_argument("--name", default=None, help="results file name (default psplib_search_<experiment>)")
     args = parse.parse_args()
-    data_dir = data_dir_or_none(args.data_dir)
-    if data_dir is None or not (data_dir / "psplib").is_dir():
-        print(f"skipped: no psplib/ under {args.data_dir}")
+    data_dir = psplib_folder(args.data_dir)
+    if data_dir is None:
         return
-    bounds = _read_bounds(data_dir)
+    bounds = read_bounds(data_dir)
     load_start = os.getloadavg()
     rows: list[dict[str, Any]] = []
     for stem in args.instances:

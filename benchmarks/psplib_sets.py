@@ -36,9 +36,19 @@ def load_note(load: dict[str, list[float]]) -> str:
     return f"Load average (1 / 5 / 15 min) {start} at the start, {end} at the end, on {os.cpu_count()} cores"
 
 
-def _read_bounds(data_dir: Path) -> dict[str, dict[str, str]]:
+def read_bounds(data_dir: Path) -> dict[str, dict[str, str]]:
+    """The best-known bounds of every PSPLIB instance (``psplib/optima/psplib_bounds.csv``), by instance."""
     with (data_dir / "psplib" / "optima" / "psplib_bounds.csv").open() as handle:
         return {row["instance"]: row for row in csv.DictReader(handle)}
+
+
+def psplib_folder(data_dir: str) -> Path | None:
+    """The shared data folder when it holds ``psplib/``; else None, after saying the run is skipped."""
+    folder = data_dir_or_none(data_dir)
+    if folder is None or not (folder / "psplib").is_dir():
+        print(f"skipped: no psplib/ under {data_dir}")
+        return None
+    return folder
 
 
 def _instance_names(data_dir: Path, name: str, per_set: int | None) -> list[str]:
@@ -79,7 +89,7 @@ def _load_rows(path: Path) -> dict[str, dict[str, str]]:
 def run(data_dir: Path, sets: list[str], time_limit: float, workers: int, processes: int,
         per_set: int | None, rows_path: Path) -> dict[str, dict[str, str]]:
     """Solve every instance not yet in ``rows_path`` and append its row; return all rows."""
-    bounds = _read_bounds(data_dir)
+    bounds = read_bounds(data_dir)
     done = _load_rows(rows_path)
     todo = [(name, stem) for name in sets for stem in _instance_names(data_dir, name, per_set) if stem not in done]
     print(f"{len(done)} rows already in {rows_path.name}; {len(todo)} to solve", flush=True)
@@ -155,9 +165,8 @@ def main() -> None:
     parse.add_argument("--processes", type=int, default=1)
     parse.add_argument("--per-set", type=int, default=None, help="solve only the first N of each set")
     args = parse.parse_args()
-    data_dir = data_dir_or_none(args.data_dir)
-    if data_dir is None or not (data_dir / "psplib").is_dir():
-        print(f"skipped: no psplib/ under {args.data_dir}")
+    data_dir = psplib_folder(args.data_dir)
+    if data_dir is None:
         return
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
