@@ -153,6 +153,11 @@ class LevelSearch:
         self.model, self.backend, self.budget, self.relative_gap = model, backend, budget, relative_gap
         self.value = model.max_min_value
         self.best = start
+        # What the pattern and neighbourhood searches continue from: the start, lifted by their own finds
+        # but not by the by-class construction's allocation (kept in ``best`` all the same). From a packing
+        # that fills each class to the brim they ended lower on two of three 100 x 20 instances (99.16% and
+        # 99.22% of the LP's f against 99.54% and 99.34% from Best-Fit's start, 60 s each).
+        self.lifted = start
         self.low = self.value(start)
         self.levels = self._candidates(level_bound)
         self.ceiling = math.inf  # the smallest level proven out of reach: every level from it up is
@@ -260,8 +265,9 @@ class LevelSearch:
         from solver.drfh.patterns import search_patterns
 
         part = self.budget.part(PATTERN_SHARE) if self.budget.limited else Budget.of(PATTERN_BUDGET_S)
-        found = search_patterns(self.model, self.backend, self.best, self._top(), part)
+        found = search_patterns(self.model, self.backend, self.lifted, self._top(), part)
         self._count(found.solve_s, found.solves)
+        self.lifted = found.tasks
         self._adopt(found.tasks)
         self._tell("pattern search")
 
@@ -269,10 +275,11 @@ class LevelSearch:
         from solver.drfh.lns import search_neighbourhoods
 
         part = self.budget.part(LNS_SHARE) if self.budget.limited else Budget.of(LNS_BUDGET_S)
-        lifted = search_neighbourhoods(self.model, self.backend, self.best, self._next, part,
+        lifted = search_neighbourhoods(self.model, self.backend, self.lifted, self._next, part,
                                        seed=self.backend.settings.seed or 0)  # fmt: skip
         self._count(lifted.solve_s, lifted.repairs)
-        self._adopt(self.model.canonical(lifted.tasks))
+        self.lifted = self.model.canonical(lifted.tasks)
+        self._adopt(self.lifted)
         self._tell("neighbourhood search")
 
     def climb(self) -> None:
