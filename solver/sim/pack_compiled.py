@@ -29,7 +29,7 @@ from models.tolerance import TIME_ATOL, TIME_RTOL
 from models.types import FloatArray, IntArray
 from solver.sim.pack import EPS, Dag, Packed
 
-__all__ = ["pack_compiled", "run"]
+__all__ = ["late_tasks", "pack_compiled", "run"]
 
 
 def pack_compiled(
@@ -509,3 +509,17 @@ def run(  # noqa: C901  (the reference's one loop, kept whole so it reads agains
             makespan = np.inf
             break
     return makespan, log_g[:logged], log_t[:logged], log_n[:logged]
+
+
+@njit(cache=True)
+def late_tasks(stage, ends, tasks, due, out, first, size):  # fmt: skip
+    """``out[first + g]``, for every stage ``g < size``: the tasks of its launches ending at or after ``due``.
+
+    Carbyne's urgent tasks from a reverse pack's launches (``stage``, latest ``ends``, ``tasks``): integer sums.
+    """
+    for g in range(size):
+        out[first + g] = 0
+    for i in range(stage.size):
+        if ends[i] >= due:
+            out[first + stage[i]] += tasks[i]
+

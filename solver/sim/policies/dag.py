@@ -64,10 +64,11 @@ from solver.sim.workload import Workload
 HEURISTICS = ("carbyne", "drf-dag", "drf-strict", "tetris", "sjf")
 
 #: Carbyne plans with the compiled list scheduler (``solver.sim.pack_compiled``, numba) from this many tasks
-#: in the workload on (unless told otherwise). Below it the pure-Python :func:`pack` runs: a fresh process pays
-#: about 0.7 s of CPU to import numba and load the cached machine code (once per environment, about 15 s to
-#: compile it first), which the compiled packs win back only on workloads of some thousands of tasks.
-COMPILED_FROM_TASKS = 5000
+#: in the workload on (unless told otherwise); below it the pure-Python :func:`pack` runs. A fresh process pays
+#: about 0.65 s of CPU to import numba and load the cached machine code (about 15 s once per environment, to
+#: compile it); on TPC-H mixes the compiled packs save 0.2 s at 8,000 tasks and 1.4 s at 18,000 (whole runs,
+#: each in a fresh process, at load 2), so the break-even is near 11,000.
+COMPILED_FROM_TASKS = 10_000
 
 
 class CandidatePolicy(BasePolicy):
@@ -479,10 +480,7 @@ class Carbyne(BasePolicy):
             backward = reverse[share] = (stage, start + shape.duration[stage], tasks)
         else:
             self.reverse_hits += 1
-        stage, ends, tasks = backward
-        late = ends >= due
-        size = shape.stages.size
-        self.urgent[shape.first : shape.first + size] = np.bincount(stage[late], tasks[late], size)
+        self.kernel.late_tasks(*backward, due, self.urgent, shape.first, shape.stages.size)
 
     def _refresh(self, sim: Simulation, k: int) -> None:
         """Job ``k`` launched a task: its dominant share and its remaining work changed."""
