@@ -345,7 +345,7 @@ class Carbyne(BasePolicy):
         self.floor: list[float] = []
         self.stage_works = self.stage_work.tolist()
         self.job_of = jobs.stage_job.tolist()
-        self.stages = [stages.tolist() for stages in jobs.job_stages]
+        self.spans = [(int(stages[0]), int(stages[-1]) + 1) if stages.size else (0, 0) for stages in jobs.job_stages]
 
     def on_event(self, sim: Simulation) -> None:
         jobs = sim.jobs
@@ -485,10 +485,10 @@ class Carbyne(BasePolicy):
     def _refresh(self, sim: Simulation, k: int) -> None:
         """Job ``k`` launched a task: its dominant share and its remaining work changed."""
         self.pending.relaunched(sim, k, _job_dominant(sim.usage[k].tolist(), self.capacity, self.weights[k]))
-        unlaunched, works = sim.unlaunched, self.stage_works
+        first, end = self.spans[k]  # a job's stages are numbered contiguously
         remaining = 0.0
-        for g in self.stages[k]:
-            remaining += float(unlaunched[g]) * works[g]
+        for left, work in zip(sim.unlaunched[first:end].tolist(), self.stage_works[first:end], strict=True):
+            remaining += left * work  # as float(unlaunched[g]) * works[g], stage by stage
         if remaining != self.remaining[k]:
             self.remaining[k] = remaining
             heapq.heappush(self.by_work, (remaining, k))
