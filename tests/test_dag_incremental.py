@@ -61,9 +61,10 @@ def _policies(jobs_seed: int, altruism: float, jobs: Workload) -> dict[str, tupl
         "carbyne": (Carbyne(jobs, altruism, False, jobs_seed), ReferenceCarbyne(jobs, altruism, False, jobs_seed)),
         "carbyne reverse": (Carbyne(jobs, altruism, True, jobs_seed),
                             ReferenceCarbyne(jobs, altruism, True, jobs_seed)),
-        # Plans by the compiled pack (solver.sim.pack_compiled), which Carbyne runs by default on large workloads.
+        # Plans by the compiled pack (solver.sim.pack_compiled), which Carbyne runs by default on large workloads,
+        # against the pure-Python plans (themselves held to the reference just above: a cheaper run than it).
         "carbyne compiled": (Carbyne(jobs, altruism, False, jobs_seed, compiled=True),
-                             ReferenceCarbyne(jobs, altruism, False, jobs_seed)),
+                             Carbyne(jobs, altruism, False, jobs_seed, compiled=False)),
     }
 
 
@@ -171,7 +172,7 @@ def test_pack_waves_give_the_reference_pack(dag: tuple) -> None:  # type: ignore
     assert pack(*dag, record=False).makespan == got.makespan
 
 
-@settings(max_examples=600, deadline=None, derandomize=True)
+@settings(max_examples=400, deadline=None, derandomize=True)
 @given(_dags())
 # A running task larger than the capacity: once it ends, the last task of its stage never fits (inf).
 @example((ONE, np.array([[4.0]]), ONE, [()], ONE, ONE, [(0, 0.5, 1)]))
