@@ -140,3 +140,33 @@ def test_caps_that_cannot_be_computed_in_time_are_an_honest_failure(method: str,
     uncapped = solve(instance, method, time_limit=2.0, fair_cap=False)
     assert uncapped.verified and uncapped.schedule is not None
     assert "T_k not reported" in uncapped.message
+
+
+def _dag_methods() -> list[str]:
+    return [name for name in _schedule_methods() if "fair_completion" in methods()[name].extra_keys]
+
+
+@pytest.mark.parametrize("method", _dag_methods())
+def test_fair_completion_is_one_setting_for_every_dag_method(method: str) -> None:
+    """``fair_completion``: computed by default, ``false`` (as ``--option`` gives it) leaves every ``T_k`` out
+    -- no caps on the exact methods, no lateness on the heuristics -- and a mapping gives them. On
+    dag_two_jobs.yaml ``T = (4.5, 2.5)`` (see above); given ``long: 4`` and nothing for ``short``, the exact
+    methods must finish ``long`` by 4 and every method reports exactly the given times."""
+    instance = load_instance(TWO_JOBS)
+    off = solve(instance, method, time_limit=30, extra={"fair_completion": "false"})
+    assert off.verified, off.violations
+    assert all(fair is None for _, fair in jobs_view(instance, off).values())
+    assert "late_jobs" not in off.extra
+    given = solve(instance, method, time_limit=30, extra={"fair_completion": {"long": 4.0}})
+    assert given.verified, given.violations
+    view = jobs_view(instance, given)
+    assert {name: fair for name, (_, fair) in view.items()} == {"long": 4.0, "short": None}
+    if methods()[method].exact:
+        assert view["long"][0] <= 4.0 + 1e-9
+        # Capping long at 4 instead of 4.5 costs short: the optimum without caps (2.5) ends long at 5.5.
+        assert given.objective is not None and given.objective > 17 / 6 - 1e-9
+    else:
+        assert given.extra["late_jobs"] == (["long"] if view["long"][0] > 4.0 + 1e-9 else [])
+        assert given.extra["fair_method"] == {"long": "given", "short": "given"}
+    with pytest.raises(Exception, match="unknown job 'nobody'"):
+        solve(instance, method, time_limit=30, extra={"fair_completion": {"nobody": 1.0}})

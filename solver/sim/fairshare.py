@@ -11,19 +11,20 @@ always feasible, and the schedule is a warm start for the exact methods.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from models.result import Schedule
-from models.types import FloatArray, Instance
+from models.types import FloatArray, Instance, InstanceError
 from solver.sim.engine import Observer, Simulation
 from solver.sim.policies.dag import DrfStrict
 from solver.sim.shares import drf_shares
 from solver.sim.workload import Workload
 
-__all__ = ["FairShare", "drf_shares", "fair_completion_times"]
+__all__ = ["FairShare", "drf_shares", "fair_completion_times", "given_completion_times"]
 
 
 @dataclass(frozen=True)
@@ -70,3 +71,15 @@ def fair_completion_times(instance: Instance, placement: str = "pooled", jobs: W
         present = (jobs.release <= r) & ((jobs.release == r) | (finished > r))
         share[k] = drf_shares(work, jobs.weight, present)[k]
     return FairShare(sim.completion.copy(), share, sim.schedule(), placement)
+
+
+def given_completion_times(instance: Instance, times: Mapping[str, float | None]) -> FloatArray:
+    """Given ``T_k`` (job name -> time) as an array over the instance's jobs; a job not named, or named with
+    ``None``, has no fair completion time (``inf``). An unknown name is an ``InstanceError`` naming it."""
+    index = {job.name: k for k, job in enumerate(instance.jobs)}
+    completion = np.full(len(instance.jobs), np.inf)
+    for name, value in times.items():
+        if name not in index:
+            raise InstanceError(f"unknown job {name!r}", f"fair_completion.{name}")
+        completion[index[name]] = math.inf if value is None else float(value)
+    return completion

@@ -12,9 +12,9 @@ from models.metrics import late_jobs
 from models.result import Result, Schedule
 from models.types import Instance
 from solver.sim.engine import Observer, Simulation
-from solver.sim.fairshare import FairShare, fair_completion_times
+from solver.sim.fairshare import FairShare, fair_completion_times, given_completion_times
 from solver.sim.policies.dag import Carbyne, make_policy
-from solver.sim.policies.options import duration, flag
+from solver.sim.policies.options import duration, fair_times, flag
 from solver.sim.workload import Workload
 
 
@@ -42,34 +42,40 @@ def run_heuristic(instance: Instance, name: str, extra: dict[str, Any] | None = 
                   fair: FairShare | None = None, deadline: float | None = None) -> Result:  # fmt: skip
     """Run DAG policy ``name`` and package a ``Result`` with the schedule and the fair completion times.
 
-    ``extra``: ``altruism``, ``reverse_order``, ``seed`` (carbyne); ``fair_completion=False`` skips ``T_k``;
+    ``extra``: ``altruism``, ``reverse_order``, ``seed`` (carbyne); ``fair_completion``: computed (the
+    default), ``False`` skips ``T_k``, a mapping job name -> time gives them (:func:`fair_times`);
     ``fair_margin``; ``attach_fair`` (default True: ``T_k`` goes on ``Schedule.fair_completion``, the JSON
     ``jobs.*.fair_completion``). ``solver.api`` verifies heuristic schedules without treating ``T_k`` as a
     deadline; late jobs are listed.
     """
     extra = dict(extra or {})
     # Typed up front, so that a bad value is refused (OptionError) before any work, whichever path uses it.
-    compute_fair, attach_fair = flag(extra, "fair_completion", True), flag(extra, "attach_fair", True)
+    wanted, attach_fair = fair_times(extra), flag(extra, "attach_fair", True)
     margin = duration(extra, "fair_margin", 0.0) or 0.0
     started = time.perf_counter()
     jobs = Workload.of_jobs(instance, placement)
-    if fair is None and compute_fair:
+    given = given_completion_times(instance, wanted) if isinstance(wanted, dict) else None
+    if fair is None and wanted is True:
         fair = fair_completion_times(instance, placement, jobs, deadline=deadline)
     fair_s = time.perf_counter() - started
     schedule, info = run_policy(instance, name, extra, jobs, placement, deadline=deadline)
     solve_s = time.perf_counter() - started - fair_s
     info["fair_s"] = fair_s
-    if fair is not None:
+    completion = given if given is not None else None if fair is None else fair.completion
+    if completion is not None:
         names = [job.name for job in instance.jobs]
         info["fair_completion"] = {n: (float(v) if math.isfinite(v) else None)
-                                   for n, v in zip(names, fair.completion, strict=True)}  # fmt: skip
-        info["fair_method"] = dict(zip(names, fair.method, strict=True))
-        info["fair_share"] = {n: [float(x) for x in row] for n, row in zip(names, fair.share, strict=True)}
-        late = late_jobs(instance, schedule, fair.completion, margin)
+                                   for n, v in zip(names, completion, strict=True)}  # fmt: skip
+        if given is not None:
+            info["fair_method"] = dict.fromkeys(names, "given")
+        elif fair is not None:
+            info["fair_method"] = dict(zip(names, fair.method, strict=True))
+            info["fair_share"] = {n: [float(x) for x in row] for n, row in zip(names, fair.share, strict=True)}
+        late = late_jobs(instance, schedule, completion, margin)
         info["fair_margin"] = margin
         info["late_jobs"] = [names[k] for k in late]
         if attach_fair:
-            schedule = replace(schedule, fair_completion=fair.completion)
+            schedule = replace(schedule, fair_completion=completion)
     info["objective_name"] = "avg-jct" if len(instance.jobs) > 1 else "makespan"
     info["placement"] = placement
     if "stopped_at" in info:  # the time limit: the tasks launched so far, a valid partial schedule

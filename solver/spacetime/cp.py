@@ -75,6 +75,7 @@ from models.dag import adjacency, longest_paths
 from models.result import SCHEDULE_OBJECTIVES, Result, Schedule, Status
 from models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
 from solver import progress
+from solver.sim.fairshare import given_completion_times
 from solver.spacetime import decompose as decomposition
 from solver.spacetime.bounds import job_lower_bounds, objective_lower_bound, stage_work
 from solver.spacetime.fair import NO_FAIR_SHARE, FairMode, fair_share, share_deadline
@@ -263,12 +264,7 @@ def _objective_weights(flat: FlatTasks, objective: str, alpha: float) -> tuple[F
 def _fair_ticks(instance: Instance, fair: Any, tick: float) -> tuple[FloatArray | None, IntArray | None]:
     if not fair:
         return None, None
-    names = {job.name: k for k, job in enumerate(instance.jobs)}
-    real = np.full(len(instance.jobs), np.inf)
-    for name, value in dict(fair).items():
-        if name not in names:
-            raise InstanceError(f"unknown job {name!r}", f"fair_completion.{name}")
-        real[names[name]] = float(value)
+    real = given_completion_times(instance, fair)
     finite = np.isfinite(real)
     ticks = np.full(real.size, np.iinfo(np.int64).max // 4, dtype=np.int64)
     ticks[finite] = to_units(real[finite], tick, up=False)[0]  # the last whole tick at or before T_k

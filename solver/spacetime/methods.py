@@ -10,7 +10,7 @@ from models.result import Result
 from models.types import Instance, InstanceError
 from solver.budget import Budget
 from solver.registry import OptionError, SolveOptions
-from solver.sim.policies.options import choice, times_by_name
+from solver.sim.policies.options import choice, fair_times
 
 
 def job_placement(options: SolveOptions, instance: Instance | None = None) -> str:
@@ -43,9 +43,20 @@ def uses_choices(instance: Instance, objective: str | None, placement: str) -> b
     return instance.has_options or objective == "utility" or (placement == "servers" and reads_blocks)
 
 
+def given_fair_times(options: SolveOptions) -> dict[str, float] | None:
+    """The ``fair_completion`` setting as the exact methods take it: ``None`` to compute ``T_k`` (the default),
+    the given times, or no times at all (``fair_completion=false``: an empty mapping, so no job is capped and
+    no fair-share schedule is computed)."""
+    fair = fair_times(options.extra)
+    if fair is True:
+        return None
+    return {} if fair is False else fair
+
+
 def run_spacetime_cp(instance: Instance, options: SolveOptions, budget: Budget) -> Result:
     """CP-SAT space-time packing, every job capped at its fair completion time ``T_k`` unless ``--no-fair-cap``
-    (then ``T_k`` is only reported); ``extra['fair_completion']`` (job name -> T_k) sets explicit deadlines,
+    (then ``T_k`` is only reported); ``extra['fair_completion']`` (job name -> T_k) sets explicit deadlines
+    (``False``: none at all, :func:`given_fair_times`),
     ``extra['decompose']`` (``auto``, true, false) whether large pooled instances are searched by parts."""
     from solver.spacetime.cp import solve_spacetime_cp
     from solver.spacetime.fair import fair_mode
@@ -56,14 +67,14 @@ def run_spacetime_cp(instance: Instance, options: SolveOptions, budget: Budget) 
         from solver.spacetime.choice_cp import solve_choice_cp
 
         return solve_choice_cp(instance, options.objective, budget.remaining(), options.alpha,
-                               times_by_name(options.extra, "fair_completion"), options.workers or 2, options.seed or 0,
+                               given_fair_times(options), options.workers or 2, options.seed or 0,
                                placement, fair_mode(options.fair_cap), options.verbose)  # fmt: skip
     return solve_spacetime_cp(
         instance,
         objective=options.objective,
         time_limit=budget.remaining(),
         alpha=options.alpha,
-        fair_completion=times_by_name(options.extra, "fair_completion"),
+        fair_completion=given_fair_times(options),
         workers=options.workers or 2,
         seed=options.seed or 0,
         placement=placement,
@@ -103,7 +114,7 @@ def run_spacetime(instance: Instance, options: SolveOptions, budget: Budget) -> 
         objective=options.objective,
         time_limit=budget.remaining(),
         alpha=options.alpha,
-        fair_completion=times_by_name(options.extra, "fair_completion"),
+        fair_completion=given_fair_times(options),
         fair_cap=options.fair_cap,
         placement=job_placement(options, instance),
         algorithm=options.algorithm,
@@ -115,8 +126,8 @@ def run_spacetime(instance: Instance, options: SolveOptions, budget: Budget) -> 
 def _dag_heuristic(name: str) -> Callable[[Instance, SolveOptions, Budget], Result]:
     """A DAG-job policy run in the one simulator (``solver.sim``) on the instance's jobs and releases.
 
-    ``extra``: ``altruism``, ``reverse_order`` (carbyne), ``fair_completion=False`` (skip T_k),
-    ``fair_margin``, ``attach_fair`` (default True: T_k goes on the
+    ``extra``: ``altruism``, ``reverse_order`` (carbyne), ``fair_completion`` (False skips T_k, a mapping
+    gives them), ``fair_margin``, ``attach_fair`` (default True: T_k goes on the
     schedule and into ``jobs.*.fair_completion``; late jobs are listed in ``extra``, not treated as infeasible).
     """
 

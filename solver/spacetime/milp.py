@@ -57,6 +57,7 @@ import numpy as np
 from models.result import Result, Schedule, Status
 from models.types import FloatArray, Instance, InstanceError, IntArray
 from solver.backends import Backend, SolveOutcome, SolverSettings, get_backend
+from solver.sim.fairshare import given_completion_times
 from solver.spacetime.fair import NO_FAIR_SHARE, fair_mode, fair_share, share_deadline
 from solver.spacetime.model import (
     FIT_TOL,
@@ -138,12 +139,7 @@ def _fair_array(instance: Instance, fair: Any) -> FloatArray | None:
     if fair is None:
         return None
     if isinstance(fair, Mapping):
-        names = {job.name: k for k, job in enumerate(instance.jobs)}
-        array = np.full(len(instance.jobs), np.inf)
-        for name, value in fair.items():
-            if name not in names:
-                raise InstanceError(f"unknown job {name!r}", f"fair_completion.{name}")
-            array[names[name]] = math.inf if value is None else float(value)
+        array = given_completion_times(instance, fair)
     else:
         array = np.asarray(fair, dtype=np.float64).reshape(-1)
         if array.size != len(instance.jobs):

@@ -80,6 +80,19 @@ def times_by_name(extra: Mapping[str, Any], key: str) -> dict[str, float] | None
     return times
 
 
+def fair_times(extra: Mapping[str, Any], key: str = "fair_completion") -> bool | dict[str, float]:
+    """The fair completion times ``T_k``, one setting for every DAG method: ``true`` (the default) computes them
+    from the strict fair-share schedule, ``false`` leaves them out (no ``T_k``, no caps, no lateness), and a
+    mapping of job names to times (library only, see :func:`times_by_name`) gives them."""
+    value = extra.get(key, True)
+    if isinstance(value, Mapping):
+        return times_by_name(extra, key) or {}
+    if isinstance(value, bool) or (isinstance(value, str) and value.lower() in ("true", "false")):
+        return flag(extra, key, True)
+    raise OptionError(f"must be true or false, or map job names to times (a library option: extra={{{key!r}: "
+                      f"{{job: time}}}}), got {value!r}", key)  # fmt: skip
+
+
 def choice(extra: Mapping[str, Any], key: str, default: str, allowed: tuple[str, ...]) -> str:
     value = extra.get(key, default)
     if value not in allowed:
