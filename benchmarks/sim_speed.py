@@ -55,12 +55,13 @@ else:
     instance = google_day(data, 1, tasks=size)
 generate_s = time.perf_counter() - started
 from solver.api import simulate
-started = time.perf_counter()
+started, cpu = time.perf_counter(), time.process_time()
 result = simulate(instance, policy, trace)
-wall = time.perf_counter() - started
+wall, cpu = time.perf_counter() - started, time.process_time() - cpu
 jobs = instance.jobs if trace is None else trace.jobs
 tasks = sum(s.tasks for j in jobs for s in j.stages)
-print(json.dumps({"tasks": tasks, "generate_s": generate_s, "simulate_s": wall, "verified": bool(result.verified),
+print(json.dumps({"tasks": tasks, "generate_s": generate_s, "simulate_s": wall, "cpu_s": cpu,
+                  "verified": bool(result.verified),
                   "status": result.status, "events": result.extra.get("events"),
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
@@ -87,7 +88,8 @@ def _child(kind: str, size: int, policy: str, data_dir: str, timeout: float, cod
     row["when"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     row["us_per_task"] = 1e6 * row["simulate_s"] / max(row["tasks"], 1)
     print(f"{kind} {size} {policy}{' (baseline)' if code else ''}: {row['tasks']:,} tasks, {row['simulate_s']:.2f} s "
-          f"({row['us_per_task']:.0f} us/task), verified {row['verified']}, load {load}", flush=True)
+          f"({row['us_per_task']:.0f} us/task; {row['cpu_s']:.2f} s CPU), verified {row['verified']}, load {load}",
+          flush=True)  # fmt: skip
     return row
 
 
@@ -132,7 +134,14 @@ def _before(row: dict[str, Any]) -> str:
         note = f"projected {before['projected_s']:.0f} s" if "projected_s" in before else before.get("status", "")
         return f"{note} | "
     speedup = f"{before['simulate_s'] / row['simulate_s']:.1f}x" if "simulate_s" in row else ""
-    return f"{before['simulate_s']:.2f} (load {before['load']}) | {speedup}"
+    if "cpu_s" in before and "cpu_s" in row:
+        speedup += f" ({before['cpu_s'] / row['cpu_s']:.1f}x CPU)"
+    return f"{_seconds(before)} (load {before['load']}) | {speedup}"
+
+
+def _seconds(row: dict[str, Any]) -> str:
+    """A row's wall seconds, and its CPU seconds where measured (rows saved before they were are wall only)."""
+    return f"{row['simulate_s']:.2f}" + (f" / {row['cpu_s']:.2f} CPU" if "cpu_s" in row else "")
 
 
 def main() -> None:
@@ -180,7 +189,7 @@ def main() -> None:
         when = row.get("when", "earlier")
         if "simulate_s" in row:
             lines.append(f"| {row['kind']} {row['size'] or ''} | {row['policy']} | {row['tasks']:,} | "
-                         f"{row['simulate_s']:.2f} | {row['us_per_task']:.0f} | {row['verified']} | "
+                         f"{_seconds(row)} | {row['us_per_task']:.0f} | {row['verified']} | "
                          f"{row['peak_rss_mb']:.0f} | {row['load']} | {when} | {_before(row)} |")  # fmt: skip
         else:
             note = f"projected {row['projected_s']:.0f} s" if "projected_s" in row else row["status"]

@@ -61,6 +61,10 @@ def _policies(jobs_seed: int, altruism: float, jobs: Workload) -> dict[str, tupl
         "carbyne": (Carbyne(jobs, altruism, False, jobs_seed), ReferenceCarbyne(jobs, altruism, False, jobs_seed)),
         "carbyne reverse": (Carbyne(jobs, altruism, True, jobs_seed),
                             ReferenceCarbyne(jobs, altruism, True, jobs_seed)),
+        # Plans by the compiled pack (solver.sim.pack_compiled), which Carbyne runs by default on large workloads,
+        # against the pure-Python plans (themselves held to the reference just above: a cheaper run than it).
+        "carbyne compiled": (Carbyne(jobs, altruism, False, jobs_seed, compiled=True),
+                             Carbyne(jobs, altruism, False, jobs_seed, compiled=False)),
     }
 
 
@@ -166,3 +170,34 @@ def test_pack_waves_give_the_reference_pack(dag: tuple) -> None:  # type: ignore
     assert got.makespan == expected.makespan or (np.isinf(got.makespan) and np.isinf(expected.makespan))
     assert got.launches == expected.launches
     assert pack(*dag, record=False).makespan == got.makespan
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(_dags())
+# A running task larger than the capacity: once it ends, the last task of its stage never fits (inf).
+@example((ONE, np.array([[4.0]]), ONE, [()], ONE, ONE, [(0, 0.5, 1)]))
+# Rounds of steady batches of one stage beside a lower stage that never fits (the compiled `_rounds`).
+@example((np.array([1.0, 2.0]), np.array([[1.0, 0.3], [1.0, 0.6]]), np.array([40.0, 5.0]), [(), ()],
+          np.array([3.5, 10.0]), np.array([2.0, 1.0]), [(0, 0.2, 2), (0, 0.7, 1)]))
+# Steady batches of two stages, each replacing itself.
+@example((np.array([1.3, 1.0]), np.array([[2.0], [1.0]]), np.array([30.0, 30.0]), [(), ()], np.array([3.0]),
+          np.array([2.0, 1.0]), [(0, 0.5, 1), (1, 0.2, 1)]))
+# Thousands of waves (the fixed point of `_waves`), three resources (the general fit test), a zero-duration
+# stage between two others (a cascade of completions in one launch pass), and a repeated parent.
+@example((np.array([0.7, 0.0, 0.3]), np.array([[0.5, 0.2, 0.1], [0.0, 0.0, 0.0], [0.3, 1.0, 0.25]]),
+          np.array([5000.0, 3.0, 4000.0]), [(), (0,), (1, 1)], np.array([2.5, 6.1, 1.0]),
+          np.array([1.0, 3.0, 2.0]), [(0, 0.3, 2)]))
+# Two steady batches 1e-6 apart: from t ~ 1000 on the time resolution (1e-9 relative) makes them end together.
+@example((ONE, ONE[:, None], np.array([6000.0]), [()], np.array([2.5]), ONE, [(0, 0.5, 1), (0, 0.5 + 1e-6, 1)]))
+# Nothing to launch at all, and a stage with no tasks whose children must still run.
+@example((np.array([1.0, 2.0]), np.array([[1.0], [1.0]]), np.array([0.0, 7.0]), [(), (0,)], np.array([2.5]),
+          np.array([0.0, 0.0]), []))
+def test_compiled_pack_is_the_python_pack(dag: tuple) -> None:  # type: ignore[type-arg]
+    # solver.sim.pack_compiled.run is pack's loop on arrays, compiled: the same floats and launches to the bit.
+    from solver.sim.pack_compiled import pack_compiled
+
+    for record in (True, False):
+        expected = pack(*dag, record=record)
+        got = pack_compiled(*dag, record=record)
+        assert got.makespan == expected.makespan or (np.isinf(got.makespan) and np.isinf(expected.makespan))
+        assert got.launches == expected.launches

@@ -92,6 +92,11 @@ class DrfhIntModel:
         return int((self.class_upper >= 1).sum(axis=0) @ self.instance.counts)
 
     @property
+    def num_class_pairs(self) -> int:
+        """(tenant, machine class) pairs where a task fits: the columns of the by-class models."""
+        return int((self.class_upper >= 1).sum())
+
+    @property
     def num_machines(self) -> int:
         return int(self.instance.counts.sum())
 

@@ -27,7 +27,9 @@ from solver.drfh.int_levels import CandidateLevels
 from solver.drfh.int_model import DrfhIntModel
 from solver.lp import LinearProgram
 
-PATTERN_SHARE = 0.5  # of the time left after the LP bisection, for the pattern search
+CLASS_SHARE = 0.5  # of the time left after the LP bisection, for the by-class construction
+CLASS_BUDGET_S = 30.0  # its budget when there is no time limit
+PATTERN_SHARE = 0.5  # of the time left after the by-class construction, for the pattern search
 PATTERN_BUDGET_S = 60.0  # its budget when there is no time limit
 LNS_SHARE = 0.6  # of the time left after the pattern search, for the neighbourhood search
 LNS_BUDGET_S = 60.0  # its budget when there is no time limit
@@ -134,10 +136,13 @@ class LevelSearch:
 
     1. :meth:`bisect_relaxations` -- a level is infeasible if the LP relaxation with rounded-up task counts
        is (cheap, and usually decisive): the levels from ``ceiling`` up are out even fractionally;
-    2. :meth:`lift_by_patterns` -- the pattern search (identical machines aggregated) raises the start
+    2. :meth:`lift_by_classes` -- the by-class construction (``solver.drfh.class_pack``) packs the tasks of
+       a target level class by class, bisecting the level below the proven top (``CLASS_SHARE`` of the
+       time left);
+    3. :meth:`lift_by_patterns` -- the pattern search (identical machines aggregated) raises the start
        (``PATTERN_SHARE`` of the time left);
-    3. :meth:`lift_by_neighbourhoods` -- re-packs a few machines at a time (``LNS_SHARE`` of what is left);
-    4. :meth:`climb` -- feasibility MILPs settle the levels left one by one; reaching the top proves f.
+    4. :meth:`lift_by_neighbourhoods` -- re-packs a few machines at a time (``LNS_SHARE`` of what is left);
+    5. :meth:`climb` -- feasibility MILPs settle the levels left one by one; reaching the top proves f.
 
     ``status`` ends ``optimal`` (f proven), ``feasible`` (within ``relative_gap`` of the proven bound, stopped
     there) or ``time_limit``.
@@ -148,6 +153,11 @@ class LevelSearch:
         self.model, self.backend, self.budget, self.relative_gap = model, backend, budget, relative_gap
         self.value = model.max_min_value
         self.best = start
+        # What the pattern and neighbourhood searches continue from: the start, lifted by their own finds
+        # but not by the by-class construction's allocation (kept in ``best`` all the same). From a packing
+        # that fills each class to the brim they ended lower on two of three 100 x 20 instances (99.16% and
+        # 99.22% of the LP's f against 99.54% and 99.34% from Best-Fit's start, 60 s each).
+        self.lifted = start
         self.low = self.value(start)
         self.levels = self._candidates(level_bound)
         self.ceiling = math.inf  # the smallest level proven out of reach: every level from it up is
@@ -175,6 +185,8 @@ class LevelSearch:
     def run(self) -> None:
         self._tell("start")
         self.bisect_relaxations()
+        if self._open():
+            self.lift_by_classes()
         if self._open():
             self.lift_by_patterns()
         if self._open():
@@ -235,13 +247,27 @@ class LevelSearch:
                 return
             self._tell(f"LP relaxation at level {middle:.6g} {relaxed.status}")
 
+    def lift_by_classes(self) -> None:
+        """On the Google table with 1,000 tenants this reaches 99% of the LP's f in well under a second,
+        where the pattern and neighbourhood searches stopped 3% below it after a minute."""
+        from solver.drfh.class_pack import CLASS_PAIRS, search_by_class
+
+        if self.model.num_class_pairs > CLASS_PAIRS:
+            return  # machines nearly all distinct: the split LP would be as large as the per-machine model
+        part = self.budget.part(CLASS_SHARE) if self.budget.limited else Budget.of(CLASS_BUDGET_S)
+        found = search_by_class(self.model, self.backend, self.best, self._top(), part, self.relative_gap)
+        self._count(found.solve_s, found.solves)
+        self._adopt(self.model.canonical(found.tasks))
+        self._tell("by-class construction")
+
     def lift_by_patterns(self) -> None:
         """On the 100 x 20 benchmark this lifts the heuristic's f half or more of the way to the LP's top."""
         from solver.drfh.patterns import search_patterns
 
         part = self.budget.part(PATTERN_SHARE) if self.budget.limited else Budget.of(PATTERN_BUDGET_S)
-        found = search_patterns(self.model, self.backend, self.best, self._top(), part)
+        found = search_patterns(self.model, self.backend, self.lifted, self._top(), part)
         self._count(found.solve_s, found.solves)
+        self.lifted = found.tasks
         self._adopt(found.tasks)
         self._tell("pattern search")
 
@@ -249,10 +275,11 @@ class LevelSearch:
         from solver.drfh.lns import search_neighbourhoods
 
         part = self.budget.part(LNS_SHARE) if self.budget.limited else Budget.of(LNS_BUDGET_S)
-        lifted = search_neighbourhoods(self.model, self.backend, self.best, self._next, part,
+        lifted = search_neighbourhoods(self.model, self.backend, self.lifted, self._next, part,
                                        seed=self.backend.settings.seed or 0)  # fmt: skip
         self._count(lifted.solve_s, lifted.repairs)
-        self._adopt(self.model.canonical(lifted.tasks))
+        self.lifted = self.model.canonical(lifted.tasks)
+        self._adopt(self.lifted)
         self._tell("neighbourhood search")
 
     def climb(self) -> None:

@@ -2,6 +2,9 @@
 
 Used for Carbyne's plans (forward: the job's due date on its share; reverse: the DAG reversed, so that
 "start at 0 in reverse" means "end at the due date") and for list-schedule upper bounds.
+
+:func:`pack` is the reference; ``solver.sim.pack_compiled`` is the same loop compiled with numba (the same
+schedule to the last bit), which Carbyne runs on large workloads.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from models.dag import topological_order
 from models.tolerance import FIT_EPS, settled
@@ -25,6 +30,44 @@ class Packed:
 
     makespan: float
     launches: tuple[tuple[tuple[float, int], ...], ...]
+
+
+@dataclass(frozen=True)
+class Dag:
+    """A DAG of stages as the compiled :func:`pack` (``solver.sim.pack_compiled.run``) takes it: parents and
+    children in CSR form, and the stages in priority order.
+
+    ``children`` is built from ``parents`` as :func:`pack` builds it (one entry per parent entry, so repeated
+    parents count as often in both directions); ``order`` is :func:`pack`'s ``order``, by the same sort.
+    """
+
+    parent_ptr: IntArray
+    parent_idx: IntArray
+    child_ptr: IntArray
+    child_idx: IntArray
+    order: IntArray  # stages by priority, highest first (ties: lower index), as the reference's `order`
+
+    def __post_init__(self) -> None:
+        stages = self.order.size
+        if self.parent_ptr.size != stages + 1 or self.child_ptr.size != stages + 1:
+            raise ValueError("parent_ptr and child_ptr need one entry per stage plus one")
+        if self.parent_idx.size != self.child_idx.size:
+            raise ValueError("parents and children must have as many entries")
+
+    @classmethod
+    def of(cls, parents: Sequence[Sequence[int]], priority: FloatArray) -> Dag:
+        """From per-stage parent lists (local numbering) and the priority of every stage."""
+        stages = len(parents)
+        sizes = np.array([len(p) for p in parents], dtype=np.int64)
+        parent_ptr = np.zeros(stages + 1, dtype=np.int64)
+        np.cumsum(sizes, out=parent_ptr[1:])
+        parent_idx = np.array([p for ps in parents for p in ps], dtype=np.int64)
+        child = np.repeat(np.arange(stages, dtype=np.int64), sizes)  # entry e: a child of parent_idx[e]
+        by_parent = np.argsort(parent_idx, kind="stable")  # children of a parent in ascending order, as pack's
+        child_ptr = np.zeros(stages + 1, dtype=np.int64)
+        np.cumsum(np.bincount(parent_idx, minlength=stages), out=child_ptr[1:])
+        order = sorted(range(stages), key=lambda g: (-priority[g], g))  # the reference's own sort
+        return cls(parent_ptr, parent_idx, child_ptr, child[by_parent], np.array(order, dtype=np.int64))
 
 
 def pack(  # noqa: C901  (one tight loop kept whole: it runs hundreds of thousands of times)
