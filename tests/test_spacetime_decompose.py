@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -126,3 +127,49 @@ def test_decompose_option() -> None:
     assert "decomposition" not in small.extra  # below DECOMPOSE_MIN_TASKS: the monolithic model
     with pytest.raises(OptionError, match="decompose"):
         solve(instance, "spacetime-cp", extra={"decompose": "yes"})
+
+
+def _memory_mix() -> Instance:
+    """Single-stage jobs on 4 cpus and 8 GB, every task 1 cpu and the job's memory: ``a`` 6 x 2 s at 1 GB,
+    ``b`` 2 x 3 s at 0.5 GB (cpu-heavy), ``c`` 6 x 2 s at 4 GB, ``d`` 6 x 3 s at 3 GB (memory-heavy).
+    drf-strict finishes them at T = (12, 6, 12, 18), avg JCT 12."""
+    spec = (("a", 1.0, 6, 2.0), ("b", 0.5, 2, 3.0), ("c", 4.0, 6, 2.0), ("d", 3.0, 6, 3.0))
+    jobs = tuple(Job(name, (Stage("s0", tasks, duration, np.array([1.0, memory]), ()),), 1.0, 0.0)
+                 for name, memory, tasks, duration in spec)  # fmt: skip
+    return Instance(("cpu", "mem"), (ServerClass("pool", np.array([4.0, 8.0]), 1),), jobs=jobs, name="memory-mix")
+
+
+def test_bottleneck_list_schedule_meets_the_fair_caps_where_the_plain_one_cannot() -> None:
+    """In job-work order (b, a, c, d) the plain list schedule gives the cpu-heavy jobs every cpu at first
+    while most of the memory lies idle, and ``d`` ends at 20 > T = 18; making it urgent earlier does not
+    help (``repair_order`` fails). Holding the cpus the memory-heavy jobs need to fill the memory (the
+    bottleneck) meets every cap, with avg JCT 10.5 against the fair-share schedule's 12."""
+    from solver.spacetime.fair import fair_share
+
+    instance = _memory_mix()
+    share = fair_share(instance, "pooled")
+    assert share is not None and share.completion.tolist() == [12.0, 6.0, 12.0, 18.0]
+    cp = _cp(instance, dict(zip("abcd", share.completion.tolist(), strict=True)))
+    problem = cp.problem
+    layout = dec.Layout.of(problem)
+    plain = dec.Decoder(problem, layout, cp.job_coef, cp.makespan_coef)
+    order = np.argsort(dec.job_priority_keys(problem, cp.relaxation()[2])["job-work"], kind="stable")
+    assert order.tolist() == [1, 0, 2, 3]
+    start, (late, _) = plain(order)
+    assert late > 0 and problem.completions(start)[3] == 20
+    assert dec.repair_order(plain, order) is None
+    assert dec.bottleneck_of(problem) == 1  # memory: 78 GB x s of work on 8 GB against 38 cpu x s on 4 cpus
+    start, (late, _) = replace(plain, bottleneck=1)(order)
+    assert late == 0 and problem.completions(start).tolist() == [9, 3, 12, 18]
+    assert problem.feasible(start, np.zeros(start.size, dtype=np.int64))
+    assert problem.value(start) == pytest.approx(10.5)
+
+
+def test_warm_starts_under_fair_caps_include_the_bottleneck_list_schedule() -> None:
+    result = solve(_memory_mix(), "spacetime-cp", time_limit=5.0, workers=1, extra={"decompose": True})
+    assert result.verified, result.violations
+    warm = result.extra["decomposition"]["warm_starts"]
+    assert warm["drf-strict"] == pytest.approx(12.0)
+    assert warm["job-work-bottleneck"] == pytest.approx(10.5)
+    assert "job-work" not in warm  # late: not a warm start under the caps
+    assert result.objective is not None and result.objective <= 10.5 + 1e-9

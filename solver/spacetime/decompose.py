@@ -8,8 +8,10 @@ From :data:`DECOMPOSE_MIN_TASKS` tasks on (pooled placement; ``decompose`` force
 1. **Warm start** (:func:`warm_starts`): the fair-share schedule when ``T_k`` were computed, the
    event-driven heuristics whose estimated run time fits a small share of the budget (always SJF), and
    work-conserving list schedules with whole jobs in a fixed priority order (:func:`priority_schedule`,
-   orders from :func:`job_priority_keys`). Under fair caps a list schedule whose jobs miss ``T_k`` first
-   makes those jobs urgent earlier (:func:`repair_order`); only schedules meeting every cap are warm starts.
+   orders from :func:`job_priority_keys`), each decoded twice: plainly and holding back the cpu-heavy
+   stages so that the bottleneck resource stays busy (``bottleneck``, :func:`bottleneck_of`). Under fair
+   caps the least late list schedules first make their late jobs urgent earlier (:func:`repair_order`);
+   only schedules meeting every cap are warm starts.
 2. **Job order** (:func:`improve_order`): moves of one job a few places up or down the priority order of
    the best list schedule, each decoded again by the list scheduler, kept when ``(ticks late, objective)``
    is no worse, so under fair caps a list schedule that is still late is made less late first (then
@@ -38,9 +40,11 @@ cluster. On 50 executors the list schedule by job work alone is 14% below SJF's 
 vs 129.0; 200: 523.1 vs 621.1) and the order moves add 1-2%; CP-SAT parts, which keep every other job in
 place, found nothing better there. On 5 executors per query (the ``tpch_triangle`` sweep's cluster) they
 are what gains: 50 queries 23.33 vs SJF's 27.91. Under fair caps only the fair-share schedule meets every
-``T_k`` from the start (SJF misses them for some jobs); the order moves make a list schedule less late but
-did not reach zero lateness on these mixes, so CP-SAT parts improve the fair-share schedule (50 queries:
-202.0 to 190.3).
+``T_k`` from the start (SJF misses them for some jobs), and the plain list schedules miss them whatever the
+order: they end 7-10% after the fair-share schedule, which keeps the memory (the mixes' bottleneck) busy
+to within 0.4% of its work on 200 queries. The list schedules that hold the cpu back for memory-heavy
+stages end with it, so under the caps the job order gains as without them (200 queries: 532.8 against the
+fair-share schedule's 1104.2, in ``benchmarks/results/tpch_decompose_caps.md``).
 """
 
 from __future__ import annotations
@@ -87,8 +91,11 @@ ORDER_STALL, CP_STALL = 200, 200
 #: of moving late jobs forward in a list schedule's order.
 HEURISTICS_SHARE = 0.1
 REPAIR_ROUNDS = 20
-#: Share of the time left that repairing one list schedule may take at most.
-REPAIR_SHARE = 0.05
+#: The least late list schedules of the warm start that are repaired (each up to :data:`REPAIR_SHARE`).
+REPAIR_CANDIDATES = 3
+#: Share of the time left that repairing one list schedule may take at most (0.05 was less than one round
+#: of decoding 190,000 tasks at load 4 on 2 cores).
+REPAIR_SHARE = 0.1
 #: Share of the CP-SAT phase's time kept for the final left shift of the whole schedule.
 FINAL_SHIFT_SHARE = 0.05
 #: Time kept back at the end for the final left shift, the result and its verification, per task: the whole
@@ -274,12 +281,21 @@ def left_shift(problem: _Problem, layout: Layout, start: IntArray, until: float 
 
 
 def priority_schedule(problem: _Problem, layout: Layout, job_rank: IntArray,
-                      urgent_at: IntArray | None = None) -> IntArray:  # fmt: skip
+                      urgent_at: IntArray | None = None, bottleneck: int | None = None) -> IntArray:  # fmt: skip
     """A work-conserving list schedule (pooled, in ticks): at every event, runnable stages launch as many
     tasks as fit, jobs by ``job_rank`` (smaller first; distinct, so that jobs never interleave by accident),
     within a job the stage with the longest tail first. From tick ``urgent_at[k]`` on (optional), job ``k``
-    goes before every job that is not urgent yet (urgent jobs by that tick). Returns the starts in flat
-    task order."""
+    goes before every job that is not urgent yet (urgent jobs by that tick).
+
+    With a ``bottleneck`` resource (optional, see :func:`bottleneck_of`), a *light* stage (one whose
+    dominant share is another resource) launches only into what the *heavy* ready stages after it in
+    that order (dominant share on the bottleneck) leave of the other resources: at every event the heavy
+    stages first reserve, in turn, what they would take, and a light stage may not use a reserved unit of a
+    resource other than the bottleneck. Without it, a light job early in the order takes every cpu with
+    little memory, the memory lies idle, and the schedule ends later than any schedule that keeps the
+    bottleneck busy (on the 200-query TPC-H mix, 14,109 ticks against the fair-share schedule's 12,791 and
+    a bottleneck work of 12,740): then the jobs that the fair share finishes last miss their ``T_k``
+    whatever the order. Returns the starts in flat task order."""
     flat, scaled = problem.flat, problem.scaled
     demand, duration = scaled.demand, scaled.duration
     # Plain Python integers in the loop: numpy calls on 2-element rows cost more than the arithmetic.
@@ -302,16 +318,23 @@ def priority_schedule(problem: _Problem, layout: Layout, job_rank: IntArray,
     consumes = (demand > 0) & (duration[:, None] > 0)
     everywhere = np.flatnonzero(consumes.all(axis=0)) if consumes.size else np.zeros(0, dtype=np.int64)
     floor = list(zip(everywhere.tolist(), demand[:, everywhere].min(axis=0).tolist(), strict=True))
+    hold = None if bottleneck is None else _Holdback.of(scaled, bottleneck, floor, needs)
+    # Plain lists in the loop (numpy scalar indexing per ready stage and event costs more than the search).
+    urgent_stage = [] if urgent_at is None else urgent_at[flat.stage_job].tolist()
+    first_urgent = np.iinfo(np.int64).max if urgent_at is None else int(urgent_at.min(initial=0))
     t = 0
     while pending or ready or events:
-        while pending and pending[0][0] <= t:
-            bisect.insort(ready, rank[pending.pop(0)[1]])
-        turn = ready if urgent_at is None else _urgent_first(ready, urgent_at, flat.stage_job, t)
+        _admit(pending, t, rank, ready, hold)
+        turn = _urgent_first(ready, urgent_stage, t) if t >= first_urgent else ready
+        if hold is not None:
+            turn = hold.plan(turn, free, unlaunched, urgent_stage if t >= first_urgent else None, t)
         for key in list(turn):
             if any(free[r] < least for r, least in floor):
                 break
             g = key[2]
             count = min([unlaunched[g]] + [free[r] // d for r, d in needs[g]])
+            if hold is not None:
+                count = hold.limit(g, count, free)
             if count > 0:
                 first = first_task[g] + int(flat.stage_tasks[g]) - unlaunched[g]
                 start[first : first + count] = t
@@ -322,6 +345,8 @@ def priority_schedule(problem: _Problem, layout: Layout, job_rank: IntArray,
                 heapq.heappush(events, (t + length[g], g, count))
             if unlaunched[g] == 0:
                 ready.remove(key)
+                if hold is not None:
+                    hold.remove(key)
         upcoming = ([events[0][0]] if events else []) + ([pending[0][0]] if pending else [])
         if not upcoming:
             break
@@ -332,21 +357,102 @@ def priority_schedule(problem: _Problem, layout: Layout, job_rank: IntArray,
                 free[r] += count * d
             running[g] -= count
             if running[g] == 0 and unlaunched[g] == 0:
-                for child in layout.children[g]:
-                    waiting[child] -= 1
-                    if waiting[child] == 0:
-                        bisect.insort(pending, (max(t, release[child]), child))
+                _release_children(layout.children[g], waiting, release, pending, t)
     return start
 
 
-def _urgent_first(ready: list[tuple[int, int, int]], urgent_at: IntArray, stage_job: IntArray, t: int
-                  ) -> list[tuple[int, int, int]]:  # fmt: skip
-    """The ready stages with those of jobs urgent at tick ``t`` first (by the tick they became urgent)."""
-    urgent = [key for key in ready if urgent_at[stage_job[key[2]]] <= t]
+def _admit(pending: list[tuple[int, int]], t: int, rank: list[tuple[int, int, int]], ready: list[tuple[int, int, int]],
+           hold: _Holdback | None) -> None:  # fmt: skip
+    """The pending stages released by tick ``t`` become ready."""
+    while pending and pending[0][0] <= t:
+        key = rank[pending.pop(0)[1]]
+        bisect.insort(ready, key)
+        if hold is not None:
+            hold.add(key)
+
+
+def _release_children(children: tuple[int, ...], waiting: list[int], release: list[int],
+                      pending: list[tuple[int, int]], t: int) -> None:  # fmt: skip
+    """A stage finished at ``t``: its children waiting for no other parent become pending."""
+    for child in children:
+        waiting[child] -= 1
+        if waiting[child] == 0:
+            bisect.insort(pending, (max(t, release[child]), child))
+
+
+@dataclass
+class _Holdback:
+    """The bottleneck rule of :func:`priority_schedule`: heavy stages (dominant share on the bottleneck)
+    reserve, at every event and in turn, what they would take; a light stage may use only the unreserved
+    room of the other resources."""
+
+    bottleneck: int
+    heavy: list[bool]  # per stage
+    needs: list[list[tuple[int, int]]]  # per stage, (resource, demand) pairs
+    stop: list[tuple[int, int]]  # (resource, least heavy demand): below any, no heavy stage fits
+    light_floor: list[tuple[int, int]]  # (resource, least demand) of the other resources every stage uses
+    ready: list[tuple[int, int, int]] = field(default_factory=list)  # the heavy ready stages, by rank
+    held: dict[int, int] = field(default_factory=dict)  # heavy stage -> tasks reserved at this event
+    reserved: list[int] = field(default_factory=list)  # per resource, what the heavy stages not yet served hold
+
+    @staticmethod
+    def of(scaled: Any, bottleneck: int, floor: list[tuple[int, int]], needs: list[list[tuple[int, int]]]
+           ) -> _Holdback:  # fmt: skip
+        demand, duration = scaled.demand, scaled.duration
+        share = demand / np.maximum(scaled.capacity, 1)
+        heavy = (share[:, bottleneck] >= share.max(axis=1)) & (demand[:, bottleneck] > 0) & (duration > 0)
+        least = int(demand[heavy, bottleneck].min(initial=np.iinfo(np.int64).max))
+        return _Holdback(bottleneck, heavy.tolist(), needs, [*floor, (bottleneck, least)],
+                         [(r, d) for r, d in floor if r != bottleneck])  # fmt: skip
+
+    def add(self, key: tuple[int, int, int]) -> None:
+        if self.heavy[key[2]]:
+            bisect.insort(self.ready, key)
+
+    def remove(self, key: tuple[int, int, int]) -> None:
+        if self.heavy[key[2]]:
+            self.ready.remove(key)
+
+    def plan(self, turn: list[tuple[int, int, int]], free: list[int], unlaunched: list[int],
+             urgent_stage: list[int] | None, t: int) -> list[tuple[int, int, int]]:  # fmt: skip
+        """Reserve for the heavy ready stages (urgent ones first when ``urgent_stage``) and return the stages
+        to serve: ``turn``, or only the heavy ones when no light stage fits beside the reservation."""
+        heavy = self.ready if urgent_stage is None else _urgent_first(self.ready, urgent_stage, t)
+        left = list(free)
+        self.held, self.reserved = {}, [0] * len(free)
+        for _, _, g in heavy:
+            count = min([unlaunched[g]] + [left[r] // d for r, d in self.needs[g]])
+            if count > 0:
+                self.held[g] = count
+                for r, d in self.needs[g]:
+                    left[r] -= count * d
+                    self.reserved[r] += count * d
+                if any(left[r] < least for r, least in self.stop):
+                    break  # no heavy stage fits any more
+        if any(free[r] - self.reserved[r] < least for r, least in self.light_floor):
+            return heavy  # no light stage fits beside what the heavy ones hold: skip them all
+        return turn
+
+    def limit(self, g: int, count: int, free: list[int]) -> int:
+        """How many of ``count`` tasks of stage ``g`` may launch now (a heavy stage takes its reservation)."""
+        if g in self.held:
+            for r, d in self.needs[g]:
+                self.reserved[r] -= self.held[g] * d
+            return count
+        if count <= 0 or self.heavy[g]:
+            return count
+        room = [(free[r] - self.reserved[r]) // d for r, d in self.needs[g] if r != self.bottleneck]
+        return max(0, min([count, *room]))
+
+
+def _urgent_first(ready: list[tuple[int, int, int]], urgent_stage: list[int], t: int) -> list[tuple[int, int, int]]:
+    """The ready stages with those of jobs urgent at tick ``t`` first (by the tick they became urgent);
+    ``urgent_stage`` is that tick per stage (its job's)."""
+    urgent = [key for key in ready if urgent_stage[key[2]] <= t]
     if not urgent:
         return ready
-    urgent.sort(key=lambda key: (int(urgent_at[stage_job[key[2]]]), key))
-    return urgent + [key for key in ready if urgent_at[stage_job[key[2]]] > t]
+    urgent.sort(key=lambda key: (urgent_stage[key[2]], key))
+    return urgent + [key for key in ready if urgent_stage[key[2]] > t]
 
 
 def job_priority_keys(problem: _Problem, work: FloatArray) -> dict[str, FloatArray]:
@@ -365,6 +471,21 @@ def job_priority_keys(problem: _Problem, work: FloatArray) -> dict[str, FloatArr
     return keys
 
 
+def bottleneck_of(problem: _Problem) -> int | None:
+    """The resource with the most pooled work over its capacity, the one :func:`priority_schedule` keeps
+    busy with a ``bottleneck``; None when no stage has its dominant share elsewhere (nothing to hold back)."""
+    scaled, flat = problem.scaled, problem.flat
+    capacity = np.maximum(scaled.capacity, 1).astype(np.float64)
+    share = scaled.demand / capacity
+    work = (flat.stage_tasks * scaled.duration) @ share
+    if work.size < 2:
+        return None
+    b = int(np.argmax(work))
+    busy = (scaled.duration > 0) & (flat.stage_tasks > 0)
+    light = busy & (share[:, b] < share.max(axis=1))
+    return b if light.any() else None
+
+
 def rank_of(order: IntArray) -> IntArray:
     """The rank of every job in a priority order (jobs listed first to last)."""
     rank = np.empty_like(order)
@@ -381,11 +502,12 @@ class Decoder:
     job_coef: IntArray
     makespan_coef: int
     urgent_at: IntArray | None = None  # see priority_schedule
+    bottleneck: int | None = None  # see priority_schedule
     seconds: float = 0.0  # the longest decode so far
 
     def __call__(self, order: IntArray) -> tuple[IntArray, tuple[int, int]]:
         began = time.perf_counter()
-        start = priority_schedule(self.problem, self.layout, rank_of(order), self.urgent_at)
+        start = priority_schedule(self.problem, self.layout, rank_of(order), self.urgent_at, self.bottleneck)
         self.seconds = max(self.seconds, time.perf_counter() - began)
         return start, score(self.problem, self.problem.completions(start), self.job_coef, self.makespan_coef)
 
@@ -395,26 +517,31 @@ class Decoder:
         return time.perf_counter() + self.seconds <= until
 
 
-def repair_order(decode: Decoder, order: IntArray, rounds: int = REPAIR_ROUNDS, until: float = math.inf
+def repair_order(decode: Decoder, order: IntArray, rounds: int = REPAIR_ROUNDS, until: float = math.inf,
+                 decoded: tuple[IntArray, tuple[int, int]] | None = None
                  ) -> tuple[Decoder, IntArray, tuple[int, int]] | None:  # fmt: skip
     """Make a list schedule meet the fair deadlines: a job that misses ``T_k`` becomes urgent (goes first,
-    :func:`priority_schedule`) earlier, by as much as it was late (at first: its deadline minus its
-    critical path, plus the lateness), until no job is late. Returns the decoder with those urgency ticks,
-    the schedule and its score, or None after ``rounds`` rounds or at ``until``."""
+    :func:`priority_schedule`) earlier, by as much as it was late times ``2**round`` (at first: its
+    deadline minus its critical path, minus the lateness), until no job is late. ``decoded`` is
+    ``decode(order)`` when already known. Returns the decoder with those urgency ticks, the schedule and
+    its score, or None after ``rounds`` rounds or at ``until``."""
     problem = decode.problem
-    start, value = decode(order)
+    start, value = decode(order) if decoded is None else decoded
     if value[0] == 0 or problem.deadline is None:
         return decode, start, value
     length = np.zeros(problem.deadline.size, dtype=np.int64)
     np.maximum.at(length, problem.flat.stage_job, problem.tail)
     top = np.iinfo(np.int64).max // 4
     urgent_at = np.full(problem.deadline.size, top, dtype=np.int64)
-    for _ in range(rounds):
+    for step in range(rounds):
         if not decode.fits(until):
             break
         lateness = problem.completions(start) - problem.deadline
         late = lateness > 0
-        urgent_at[late] = np.minimum(urgent_at[late], problem.deadline[late] - length[late]) - lateness[late]
+        # Twice as far every round: the last job of a list is alone at the end, and being urgent only from a
+        # little before its deadline changes nothing (a job 10 ticks late needed three rounds of 10 ticks).
+        urgent_at[late] = (np.minimum(urgent_at[late], problem.deadline[late] - length[late])
+                           - lateness[late] * 2 ** min(step, 20))  # fmt: skip
         decode = replace(decode, urgent_at=urgent_at.copy())
         start, value = decode(order)
         if value[0] == 0:
@@ -688,24 +815,37 @@ def warm_starts(problem: _Problem, decode: Decoder, work: FloatArray, deadline: 
     if problem.exact:  # the simulated heuristics run in real time; their starts are whole ticks only then
         until = deadline.until(HEURISTICS_SHARE)
         for name in (n for n in WARM_HEURISTICS if n not in witness):
-            if name != "sjf" and heuristic_seconds[name] * problem.num_tasks > deadline.left() * HEURISTICS_SHARE:
-                continue  # SJF always runs: it is the cheapest and on TPC-H mixes the best of them
+            forced = name == "sjf" and problem.deadline is None
+            if not forced and heuristic_seconds[name] * problem.num_tasks > deadline.left() * HEURISTICS_SHARE:
+                continue  # SJF always runs without caps: it is the cheapest and on TPC-H mixes the best of them
+                # (under caps it misses some T_k there, and its 10% of the time is the repairs' on 190,000 tasks)
             ran = heuristic_starts(problem.instance, problem.scaled.tick, "pooled", (name,),
                                    None if np.isinf(until) else until)  # fmt: skip
             found.update({key: starts for key, (starts, _) in ran.items()})
-    best: tuple[tuple[int, int], Decoder, IntArray] | None = None
+    decoders = {"": decode}
+    bottleneck = bottleneck_of(problem)
+    if bottleneck is not None:
+        decoders["-bottleneck"] = replace(decode, bottleneck=bottleneck)
+    decoded: list[tuple[tuple[int, int], str, Decoder, IntArray, IntArray]] = []
     for name, key in job_priority_keys(problem, work).items():
-        if not decode.fits(deadline.until(1.0)):
-            break
         order = np.argsort(key, kind="stable")
-        repaired = repair_order(decode, order, until=deadline.until(REPAIR_SHARE))
-        if repaired is None:  # still late: a candidate for the order moves, not a warm start
-            decoder = decode
-            starts, value = decode(order)
-        else:
-            decoder, starts, value = repaired
+        for suffix, decoder in decoders.items():
+            if not decoder.fits(deadline.until(1.0)):
+                break
+            starts, value = decoder(order)
+            decoded.append((value, name + suffix, decoder, order, starts))
+    decoded.sort(key=lambda row: (row[0], row[1]))
+    best: tuple[tuple[int, int], Decoder, IntArray] | None = None
+    tries = REPAIR_CANDIDATES
+    for value, name, decoder, order, starts in decoded:
+        if value[0] > 0 and tries > 0:  # late: urgency ticks for the late jobs (the least late lists first)
+            tries -= 1
+            repaired = repair_order(decoder, order, until=deadline.until(REPAIR_SHARE), decoded=(starts, value))
+            if repaired is not None:
+                decoder, starts, value = repaired
+        if value[0] == 0:
             found[name] = starts
-        if best is None or value < best[0]:
+        if best is None or value < best[0]:  # still late: a candidate for the order moves, not a warm start
             best = (value, decoder, order)
     machine = np.zeros(problem.num_tasks, dtype=np.int64)
     kept = {name: starts for name, starts in found.items() if problem.feasible(starts, machine)}
