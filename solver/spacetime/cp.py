@@ -92,6 +92,8 @@ from solver.spacetime.warmstart import (
     serial_sgs,
 )
 
+#: Most tasks for which CP-SAT builds the LP relaxation of a weighted-completion model (:func:`_linearization`).
+LP_MAX_TASKS = 1_000
 #: Most tasks spacetime-cp models (each one a CP-SAT interval and Python objects; 175,000 took 7.6 GB).
 MAX_TASKS = 200_000
 #: Under a time limit, the share of the time left after the warm start that LNS may use at most (it stops
@@ -682,9 +684,15 @@ def _linearization(problem: _Problem) -> int | None:
 
     For ``makespan`` proving that nothing shorter exists is a tree search over the cumulatives, and the LP
     relaxation only slows it: on the hardest J30 instances (one worker) 20-90 thousand conflicts and
-    2-15 s without it, against 90-220 thousand and 8-30+ s with it. Weighted completion times keep it.
+    2-15 s without it, against 90-220 thousand and 8-30+ s with it. Weighted completion times keep it on
+    models of at most :data:`LP_MAX_TASKS` tasks: above that, building the relaxation of the cumulatives in
+    each CP-SAT worker takes about a millisecond per task, during which CP-SAT does not watch its clock (a
+    5-query TPC-H mix, 4,512 tasks: 9-10 s of loading, a 10 s limit ended after 18.8 s with nothing found),
+    while without it the same model loads at once and yields schedules within the limit.
     """
-    return 0 if problem.objective == "makespan" else None
+    if problem.objective == "makespan" or problem.flat.task_stage.size > LP_MAX_TASKS:
+        return 0
+    return None
 
 
 def _progress_callback(cp: SpacetimeCp) -> Any:
@@ -729,6 +737,8 @@ def _full_solve(cp: SpacetimeCp, until: float, workers: int, seed: int, below: i
     level = _linearization(cp.problem)
     if level is not None:
         solver.parameters.linearization_level = level
+        if level == 0 and workers > 1:  # the portfolio's full-problem worker would be default_lp (level 1)
+            solver.parameters.subsolvers.append("no_lp")
     if progress.active() is None:
         return solver, solver.solve(model)
     watch = _progress_callback(cp)
