@@ -129,6 +129,22 @@ def test_decompose_option() -> None:
         solve(instance, "spacetime-cp", extra={"decompose": "yes"})
 
 
+def test_a_search_by_parts_that_stalls_before_its_limit_is_feasible_not_time_limit() -> None:
+    """Forced by parts on instances/dag_two_jobs.yaml (4 tasks), every phase stalls in a second or two of a
+    60 s limit: the schedule is unproven but the limit did not stop it, so the status is ``feasible`` (it said
+    ``time_limit``). ``"true"`` as a string is accepted, as for every other yes/no setting."""
+    from pathlib import Path
+
+    from models.io import load_instance
+
+    instance = load_instance(Path(__file__).resolve().parents[1] / "instances" / "dag_two_jobs.yaml")
+    started = time.perf_counter()
+    result = solve(instance, "spacetime-cp", time_limit=60.0, workers=1, extra={"decompose": "true"})
+    assert time.perf_counter() - started < 30.0
+    assert result.verified and "searched by parts" in result.message
+    assert result.status == "feasible", result.status
+
+
 def _memory_mix() -> Instance:
     """Single-stage jobs on 4 cpus and 8 GB, every task 1 cpu and the job's memory: ``a`` 6 x 2 s at 1 GB,
     ``b`` 2 x 3 s at 0.5 GB (cpu-heavy), ``c`` 6 x 2 s at 4 GB, ``d`` 6 x 3 s at 3 GB (memory-heavy).

@@ -827,15 +827,22 @@ def _schedule(problem: _Problem, outcome: _Outcome) -> Schedule | None:
                     problem.fair_real, *servers)  # fmt: skip
 
 
-def _status(cp: SpacetimeCp, outcome: _Outcome, limited: bool) -> Status:
+def _status(cp: SpacetimeCp, outcome: _Outcome, limited: bool, ran_out: bool = True) -> Status:
     if outcome.start is None:
         if outcome.infeasible:
             return "infeasible"
         return "time_limit" if limited else "error"
     if outcome.proven:
         return "optimal" if cp.exact else "feasible"
-    # Without a limit only a search that stops by itself (the decomposition, once stalled) is unproven.
-    return "time_limit" if limited else "feasible"
+    # An unproven schedule is a time_limit result only if the limit stopped the search; a search that stopped
+    # by itself before it (the decomposition, once every phase stalled) is just feasible.
+    return "time_limit" if limited and ran_out else "feasible"
+
+
+def _ran_out(deadline: Deadline, time_limit: float | None) -> bool:
+    """Whether the search ended at its time limit: less than a second, or 5% of the limit, was left (what the
+    phases keep back to return; a stalled decomposition stops with far more left)."""
+    return time_limit is not None and deadline.left() <= max(1.0, 0.05 * float(time_limit))
 
 
 def _infeasible(reason: str, started: float, placement: str) -> Result:
@@ -946,7 +953,7 @@ def solve_spacetime_cp(
     if outcome.infeasible and not problem.exact:
         notes.append("infeasible after conservative rounding; the unrounded instance may be feasible")
     return Result(
-        status=_status(cp, outcome, time_limit is not None),
+        status=_status(cp, outcome, time_limit is not None, ran_out=_ran_out(deadline, time_limit)),
         method="spacetime-cp",
         backend="cpsat",
         bound=cp.real(outcome.bound) if outcome.bound is not None and cp.exact else None,

@@ -31,6 +31,8 @@ def job_placement(options: SolveOptions, instance: Instance | None = None) -> st
 def decompose_option(options: SolveOptions) -> str | bool:
     """``extra['decompose']``: ``auto`` (by size, the default), or true/false to force it either way."""
     value = options.extra.get("decompose", "auto")
+    if isinstance(value, str) and value.lower() in ("true", "false"):  # as every other yes/no setting
+        value = value.lower() == "true"
     if value not in ("auto", True, False):
         raise OptionError(f"must be auto, true or false, not {value!r}", "decompose")
     return value
