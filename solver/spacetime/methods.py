@@ -10,7 +10,7 @@ from models.result import Result
 from models.types import Instance, InstanceError
 from solver.budget import Budget
 from solver.registry import OptionError, SolveOptions
-from solver.sim.policies.options import choice, fair_times
+from solver.sim.policies.options import choice, fair_times, yes_no
 
 
 def job_placement(options: SolveOptions, instance: Instance | None = None) -> str:
@@ -31,8 +31,8 @@ def job_placement(options: SolveOptions, instance: Instance | None = None) -> st
 def decompose_option(options: SolveOptions) -> str | bool:
     """``extra['decompose']``: ``auto`` (by size, the default), or true/false to force it either way."""
     value = options.extra.get("decompose", "auto")
-    if isinstance(value, str) and value.lower() in ("true", "false"):  # as every other yes/no setting
-        value = value.lower() == "true"
+    answer = yes_no(value)  # "true"/"false" as every other yes/no setting
+    value = value if answer is None else answer
     if value not in ("auto", True, False):
         raise OptionError(f"must be auto, true or false, not {value!r}", "decompose")
     return value

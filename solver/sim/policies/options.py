@@ -10,14 +10,21 @@ from typing import Any
 from solver.registry import OptionError
 
 
-def flag(extra: Mapping[str, Any], key: str, default: bool) -> bool:
-    """A yes/no setting: a bool, or the strings ``true``/``false`` (any case)."""
-    value = extra.get(key, default)
+def yes_no(value: Any) -> bool | None:
+    """``value`` as a yes/no answer -- a bool, or the strings ``true``/``false`` (any case) -- else None."""
     if isinstance(value, bool):
         return value
     if isinstance(value, str) and value.lower() in ("true", "false"):
         return value.lower() == "true"
-    raise OptionError(f"must be true or false, got {value!r}", key)
+    return None
+
+
+def flag(extra: Mapping[str, Any], key: str, default: bool) -> bool:
+    """A yes/no setting: a bool, or the strings ``true``/``false`` (any case)."""
+    value = yes_no(extra.get(key, default))
+    if value is None:
+        raise OptionError(f"must be true or false, got {extra.get(key)!r}", key)
+    return value
 
 
 def integer(extra: Mapping[str, Any], key: str, default: int, least: int = 0) -> int:
@@ -87,8 +94,9 @@ def fair_times(extra: Mapping[str, Any], key: str = "fair_completion") -> bool |
     value = extra.get(key, True)
     if isinstance(value, Mapping):
         return times_by_name(extra, key) or {}
-    if isinstance(value, bool) or (isinstance(value, str) and value.lower() in ("true", "false")):
-        return flag(extra, key, True)
+    answer = yes_no(value)
+    if answer is not None:
+        return answer
     raise OptionError(f"must be true or false, or map job names to times (a library option: extra={{{key!r}: "
                       f"{{job: time}}}}), got {value!r}", key)  # fmt: skip
 
