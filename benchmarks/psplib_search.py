@@ -154,9 +154,27 @@ def main() -> None:
             rows.append(row)
             print(json.dumps(row), flush=True)
     load = {"start": list(load_start), "end": list(os.getloadavg())}
-    markdown = _table(args.experiment, rows) + "\n\n" + load_note(load) + "."
+    summary = _summary(rows) if args.experiment == "pipeline" else ""
+    markdown = summary + _table(args.experiment, rows) + "\n\n" + load_note(load) + "."
     save(args.name or f"psplib_search_{args.experiment}", {"experiment": args.experiment, "cap_s": args.cap,
                                                           "load_average": load, "rows": rows}, markdown, args.out)
+
+
+def _summary(rows: list[dict[str, Any]]) -> str:
+    """Per set and search setting: instances, those equal to the best known, those proven, the mean gap."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        name = str(row["instance"])
+        group = name[:4] if name.startswith("j12") else name[:3]  # j30, j60, j90, j120
+        groups.setdefault((group, json.dumps(row["config"])), []).append(row)
+    lines = ["Per set and setting: instances, equal to the best known, proven optimal, mean gap to the best known.",
+             "", "| set | settings | instances | = best known | proven | mean gap |", "|---|---|---|---|---|---|"]
+    for (group, config), found in sorted(groups.items()):
+        best = sum(r["makespan"] is not None and r["makespan"] <= r["best_known"] for r in found)
+        proven = sum(r["status"] == "optimal" for r in found)
+        gap = sum((r["makespan"] or float("inf")) / r["best_known"] - 1 for r in found) / len(found)
+        lines.append(f"| {group} | `{config}` | {len(found)} | {best} | {proven} | {100 * gap:.2f}% |")
+    return "\n".join(lines) + "\n\n"
 
 
 def _table(experiment: str, rows: list[dict[str, Any]]) -> str:

@@ -102,3 +102,25 @@ def test_the_warm_start_of_a_j30_instance_comes_from_the_ga(data_dir: Path) -> N
     assert hint is not None and problem.feasible(hint.start, hint.machine)
     # The list schedules and heuristics reach 64 at best; the GA finds the proven optimum, 58.
     assert hint.rule == "ga" and hint.value == 58
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_several_jobs_with_many_tasks_per_stage_verify(seed: int) -> None:
+    from models.generators import random_dag_jobs
+    from solver.api import solve
+
+    instance = random_dag_jobs(seed, jobs=4, stages_range=(3, 5))
+    problem = cp._Problem.of(instance, "makespan", 0.5, None, "pooled")
+    assert cp._ga_applies(problem, cp.Deadline.after(5.0)) and int(problem.flat.stage_tasks.max()) > 1
+    assert not cp._ga_applies(problem, cp.Deadline.after(None))  # no limit: the exact search alone
+    assert not cp._ga_applies(cp._Problem.of(instance, "avg-jct", 0.5, None, "pooled"), cp.Deadline.after(5.0))
+    with_ga = cp._warm_start(problem, cp.Deadline.after(5.0), seed=seed)
+    saved, cp.GA_SHARE = cp.GA_SHARE, 0.0
+    try:
+        without = cp._warm_start(problem, cp.Deadline.after(5.0), seed=seed)
+    finally:
+        cp.GA_SHARE = saved
+    assert with_ga is not None and without is not None and with_ga.value <= without.value
+    assert problem.feasible(with_ga.start, with_ga.machine)
+    result = solve(instance, "spacetime-cp", time_limit=3.0, objective="makespan", workers=1, fair_cap=False)
+    assert result.verified and result.objective is not None and result.objective <= with_ga.value + 1e-9

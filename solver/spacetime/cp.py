@@ -123,8 +123,13 @@ JUSTIFY_MAX_TASKS = 5_000
 #: genetic algorithm (:mod:`solver.spacetime.rcpsp_ga`) may take for pooled makespan (it stops earlier when it
 #: stalls or meets the lower bound); 0 turns it off.
 GA_SHARE = 0.5
-#: Most stages the genetic algorithm is run on (each decoding scans the eligible stages: quadratic).
-GA_MAX_STAGES = 1_000
+#: Most stages, tasks and profile ticks (every task one after another) the genetic algorithm is run on: it
+#: watches the clock only between generations, and a generation decodes each of its 80 children 3-9 times, each
+#: decoding quadratic in the stages and scanning the profile tick by tick (J120, 122 stages and ~600 ticks:
+#: about 5 ms a generation).
+GA_MAX_STAGES = 300
+GA_MAX_TASKS = 2_000
+GA_MAX_TICKS = 50_000
 
 
 @dataclass(frozen=True)
@@ -455,11 +460,12 @@ def _heuristic_schedules(problem: _Problem, deadline: Deadline,
 
 
 def _ga_applies(problem: _Problem, deadline: Deadline) -> bool:
-    """The genetic algorithm searches pooled makespan on whole ticks, under a time limit, up to
-    :data:`GA_MAX_STAGES` stages."""
+    """The genetic algorithm searches pooled makespan on whole ticks, without fair deadlines, under a time limit,
+    up to :data:`GA_MAX_STAGES` stages, :data:`GA_MAX_TASKS` tasks and :data:`GA_MAX_TICKS` ticks."""
     return (GA_SHARE > 0 and deadline.end is not None and problem.objective == "makespan"
             and problem.placement == "pooled" and problem.scaled.time_exact and problem.deadline is None
-            and problem.flat.num_stages <= GA_MAX_STAGES)  # fmt: skip
+            and problem.flat.num_stages <= GA_MAX_STAGES and problem.num_tasks <= GA_MAX_TASKS
+            and problem.scaled.release.max(initial=0) + problem.task_duration.sum() <= GA_MAX_TICKS)  # fmt: skip
 
 
 def _evolved(problem: _Problem, deadline: Deadline, seeds: list[IntArray], seed: int) -> IntArray | None:
