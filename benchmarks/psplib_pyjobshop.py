@@ -109,11 +109,13 @@ def pyjobshop_row(path: Path, reply: dict[str, Any]) -> dict[str, Any]:
             "wall_s": reply["wall_s"], "solver_objective": reply["objective"]}  # fmt: skip
 
 
-def summarise(rows: list[dict[str, Any]], sets: list[str], time_limit: float) -> tuple[dict[str, Any], str]:
+def summarise(rows: list[dict[str, Any]], sets: list[str], time_limit: float,
+              whole: bool = False) -> tuple[dict[str, Any], str]:  # fmt: skip
     import numpy as np
 
     table = [
-        f"PSPLIB seeded sample, {time_limit:g} s and one CP-SAT worker per instance for each tool, in one run "
+        f"PSPLIB {'whole sets' if whole else 'seeded sample'}, {time_limit:g} s and one CP-SAT worker per instance "
+        "for each tool, in one run "
         f"(PyJobShop {PYJOBSHOP_VERSION}, same OR-Tools).",
         "",
         "| set | instances | tool | proven optimal | = best known | mean gap to best UB | verified | mean wall (s) |",
@@ -190,7 +192,7 @@ def main() -> None:
                       flush=True)
         peer.stdin.close()
     load = {"start": list(load_start), "end": list(os.getloadavg())}
-    summary, markdown = summarise(rows, args.sets, args.time_limit)
+    summary, markdown = summarise(rows, args.sets, args.time_limit, whole=args.per_set <= 0)
     markdown += "\n\n" + load_note(load) + "."
     save(args.name, {"time_limit_s": args.time_limit, "workers": 1, "per_set": args.per_set,
                               "seed": args.seed, "pyjobshop_version": PYJOBSHOP_VERSION, "load_average": load,
