@@ -12,7 +12,8 @@ Reported per set and tool: instances proven optimal, instances equal to the best
 (``psplib/optima/psplib_bounds.csv``), the mean gap to it, schedules verified, and fairpack / PyJobShop
 ratios of the counts; the load average is saved beside them.
 
-Run: ``python -m benchmarks.psplib_pyjobshop --data-dir ../shared/data [--per-set 40] [--time-limit 10]``.
+Run: ``python -m benchmarks.psplib_pyjobshop --data-dir ../shared/data [--per-set 40] [--time-limit 10]``
+(``--per-set 0``: whole sets; ``--name``: the results file).
 """
 
 from __future__ import annotations
@@ -64,10 +65,13 @@ def ensure_environment(env: Path = ENV) -> Path:
 
 
 def sample(data_dir: Path, name: str, count: int, seed: int) -> list[str]:
-    """``count`` instance names of a set, drawn with ``seed`` (sorted, so the draw is reproducible)."""
+    """``count`` instance names of a set, drawn with ``seed`` (sorted, so the draw is reproducible); every
+    instance of the set when ``count <= 0``."""
     import numpy as np
 
     names = sorted(path.stem for path in (data_dir / "psplib" / name).glob("*.sm"))
+    if count <= 0:  # the whole set
+        return names
     chosen = np.random.default_rng([seed, len(name)]).choice(len(names), size=min(count, len(names)), replace=False)
     return [names[int(k)] for k in sorted(chosen)]
 
@@ -105,11 +109,13 @@ def pyjobshop_row(path: Path, reply: dict[str, Any]) -> dict[str, Any]:
             "wall_s": reply["wall_s"], "solver_objective": reply["objective"]}  # fmt: skip
 
 
-def summarise(rows: list[dict[str, Any]], sets: list[str], time_limit: float) -> tuple[dict[str, Any], str]:
+def summarise(rows: list[dict[str, Any]], sets: list[str], time_limit: float,
+              whole: bool = False) -> tuple[dict[str, Any], str]:  # fmt: skip
     import numpy as np
 
     table = [
-        f"PSPLIB seeded sample, {time_limit:g} s and one CP-SAT worker per instance for each tool, in one run "
+        f"PSPLIB {'whole sets' if whole else 'seeded sample'}, {time_limit:g} s and one CP-SAT worker per instance "
+        "for each tool, in one run "
         f"(PyJobShop {PYJOBSHOP_VERSION}, same OR-Tools).",
         "",
         "| set | instances | tool | proven optimal | = best known | mean gap to best UB | verified | mean wall (s) |",
@@ -161,6 +167,7 @@ def main() -> None:
     parse.add_argument("--per-set", type=int, default=40)
     parse.add_argument("--seed", type=int, default=0)
     parse.add_argument("--time-limit", type=float, default=10.0)
+    parse.add_argument("--name", default="psplib_pyjobshop", help="results file name")
     args = parse.parse_args()
     data_dir = psplib_folder(args.data_dir)
     if data_dir is None:
@@ -185,9 +192,9 @@ def main() -> None:
                       flush=True)
         peer.stdin.close()
     load = {"start": list(load_start), "end": list(os.getloadavg())}
-    summary, markdown = summarise(rows, args.sets, args.time_limit)
+    summary, markdown = summarise(rows, args.sets, args.time_limit, whole=args.per_set <= 0)
     markdown += "\n\n" + load_note(load) + "."
-    save("psplib_pyjobshop", {"time_limit_s": args.time_limit, "workers": 1, "per_set": args.per_set,
+    save(args.name, {"time_limit_s": args.time_limit, "workers": 1, "per_set": args.per_set,
                               "seed": args.seed, "pyjobshop_version": PYJOBSHOP_VERSION, "load_average": load,
                               "sets": summary, "rows": rows}, markdown, args.out)  # fmt: skip
 

@@ -47,3 +47,13 @@ def longest_paths(
     for node in reversed(order):
         tail[node] = length[node] + max((tail[c] for c in children[node]), default=0.0)
     return head, tail
+
+
+def reachability(parents: Sequence[Sequence[int]], children: Sequence[Sequence[int]]) -> npt.NDArray[np.bool_]:
+    """``reach[a, b]``: node ``b`` transitively waits for node ``a`` (a dense nodes x nodes matrix)."""
+    reach = np.zeros((len(parents), len(parents)), dtype=bool)
+    for node in reversed(topological_order(parents, children)):  # children first
+        for child in children[node]:
+            reach[node] |= reach[child]
+            reach[node, child] = True
+    return reach

@@ -147,3 +147,30 @@ def test_justification_keeps_a_list_schedule_feasible_and_no_longer(data_dir: Pa
             assert (better[0] + duration).max() < (found[0] + duration).max()
             improved += 1
     assert improved >= 2  # measured: it shortens rank-weight 116 -> 94 and most-successors 95 -> 93
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("kind", ["cliques", "order", "energy", "delays"])
+def test_redundant_proof_constraints_keep_the_optimum(data_dir: Path, kind: str) -> None:
+    """The redundant constraints tried on the J30 proofs (benchmarks/psplib_strengthen.py) are implied: with
+    them the model still reaches j301_1's optimum, 43 (a wrong head, tail, delay or clique cuts it off)."""
+    from ortools.sat.python import cp_model
+
+    from benchmarks.psplib_strengthen import Strengthened
+    from solver.spacetime import cp
+
+    path = data_dir / "psplib" / "j30" / "j301_1.sm"
+    if not path.exists():
+        pytest.skip(f"{path} not found")
+    problem = cp._Problem.of(load_psplib(path), "makespan", 0.5, None, "pooled")
+    horizon = 60  # above the optimum
+    built = cp.SpacetimeCp(problem, horizon, cp._windows(problem, horizon)).build()
+    model = Strengthened(built)
+    added = model.delays(5.0, 0.5) if kind == "delays" else getattr(model, kind)()
+    assert added > 0
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.max_time_in_seconds = 60
+    solver.parameters.linearization_level = 0
+    assert solver.solve(model.model) == cp_model.OPTIMAL
+    assert round(solver.objective_value) == 43

@@ -427,10 +427,11 @@ def _list_schedules(problem: _Problem, deadline: Deadline) -> dict[str, tuple[In
     found: dict[str, tuple[IntArray, IntArray]] = {}
     until = deadline.until(LIST_SHARE)
     for rule, priority in rules.items():
-        if deadline.left() <= 0:
+        if found and deadline.left() <= 0:
             break
-        # The first one may take all the time left: without it there may be no answer at all.
-        stop = deadline.end if not found else None if np.isinf(until) else until
+        # The first one runs to its end even past the limit: without it there may be no answer at all (on a
+        # loaded machine the fair-share schedule can take the whole of a short limit before it starts).
+        stop = None if not found else None if np.isinf(until) else until
         schedule = serial_sgs(*args, priority, capacity, problem.fits, stop)
         if schedule is None:
             continue

@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from models.dag import adjacency, topological_order
+from models.dag import adjacency, reachability
 from models.result import Schedule
 from models.types import BoolArray, FloatArray, Instance, IntArray
 
@@ -225,12 +225,7 @@ def more_priority_rules(num_stages: int, edges: IntArray, duration: IntArray, ta
     np.add.at(weight, edges[:, 0], duration[edges[:, 1]].astype(np.float64))
     rules = {"latest-finish": -(tail_f - duration), "rank-weight": -weight}
     if num_stages <= MAX_SUCCESSOR_STAGES:
-        parents, children = adjacency(num_stages, edges.tolist())
-        below = np.zeros((num_stages, num_stages), dtype=bool)
-        for stage in reversed(topological_order(parents, children)):  # children first
-            for child in children[stage]:
-                below[stage] |= below[child]
-                below[stage, child] = True
+        below = reachability(*adjacency(num_stages, edges.tolist()))
         rules["most-successors"] = -below.sum(axis=1) - tail_f / (tail_f.max(initial=0) + 1)
     return rules
 
