@@ -119,6 +119,17 @@ LIST_SHARE = 0.3
 HEURISTICS_SHARE = 0.3
 #: Forward-backward justification of the list schedules is run up to this many tasks.
 JUSTIFY_MAX_TASKS = 5_000
+#: Under a time limit, the share of the time left after the list schedules and heuristics that the activity-list
+#: genetic algorithm (:mod:`solver.spacetime.rcpsp_ga`) may take for pooled makespan (it stops earlier when it
+#: stalls or meets the lower bound); 0 turns it off.
+GA_SHARE = 0.5
+#: Most stages, tasks and profile ticks (every task one after another) the genetic algorithm is run on: it
+#: watches the clock only between generations, and a generation decodes each of its 80 children 3-9 times, each
+#: decoding quadratic in the stages and scanning the profile tick by tick (J120, 122 stages and ~600 ticks:
+#: about 5 ms a generation).
+GA_MAX_STAGES = 300
+GA_MAX_TASKS = 2_000
+GA_MAX_TICKS = 50_000
 
 
 @dataclass(frozen=True)
@@ -449,20 +460,57 @@ def _heuristic_schedules(problem: _Problem, deadline: Deadline,
     return found
 
 
-def _warm_start(problem: _Problem, deadline: Deadline,
-                witness: dict[str, tuple[IntArray, IntArray]] | None = None) -> _Hint | None:  # fmt: skip
+def _ga_applies(problem: _Problem, deadline: Deadline) -> bool:
+    """The genetic algorithm searches pooled makespan on whole ticks, without fair deadlines, under a time limit,
+    up to :data:`GA_MAX_STAGES` stages, :data:`GA_MAX_TASKS` tasks and :data:`GA_MAX_TICKS` ticks."""
+    return (GA_SHARE > 0 and deadline.end is not None and problem.objective == "makespan"
+            and problem.placement == "pooled" and problem.scaled.time_exact and problem.deadline is None
+            and problem.flat.num_stages <= GA_MAX_STAGES and problem.num_tasks <= GA_MAX_TASKS
+            and problem.scaled.release.max(initial=0) + problem.task_duration.sum() <= GA_MAX_TICKS)  # fmt: skip
+
+
+def _evolved(problem: _Problem, deadline: Deadline, seeds: list[IntArray], seed: int) -> IntArray | None:
+    """The genetic algorithm's best schedule from the feasible warm starts ``seeds`` (None where it does not
+    apply or found nothing better)."""
+    if not seeds or not _ga_applies(problem, deadline):
+        return None
+    from solver.spacetime.rcpsp_ga import Rcpsp, evolve  # numba: imported only where it runs
+
+    flat, scaled = problem.flat, problem.scaled
+    rcpsp = Rcpsp(scaled.duration, flat.stage_tasks, scaled.demand, scaled.capacity, scaled.release[flat.stage_job],
+                  flat.edges)  # fmt: skip
+    # Critical paths (releases included) and each resource's work bound the makespan from below.
+    work = (scaled.duration * flat.stage_tasks) @ scaled.demand
+    positive = scaled.capacity > 0
+    lower = max(int((rcpsp.release + problem.head + problem.tail).max(initial=0)),
+                int(np.ceil(work[positive] / scaled.capacity[positive]).max(initial=0)))  # fmt: skip
+    start, value, _ = evolve(rcpsp, seeds, deadline.until(GA_SHARE), seed, lower)
+    best = min(int((s + problem.task_duration).max(initial=0)) for s in seeds)
+    return start if value < best else None
+
+
+def _warm_start(problem: _Problem, deadline: Deadline, witness: dict[str, tuple[IntArray, IntArray]] | None = None,
+                seed: int = 0) -> _Hint | None:  # fmt: skip
     """The best tick-feasible warm start by the objective (``None`` if none is feasible); ``witness`` holds
-    the fair-share schedule when it was computed (then not simulated again)."""
+    the fair-share schedule when it was computed (then not simulated again). For pooled makespan the
+    genetic algorithm (``seed``) improves on the best of them (:func:`_evolved`)."""
     found = _list_schedules(problem, deadline)
     found.update(_heuristic_schedules(problem, deadline, tuple(witness or ())))
     found.update(witness or {})
     best: _Hint | None = None
+    feasible = {}
     for rule, (start, machine) in found.items():
         # Heuristic schedules come from real time: checked in ticks before they may set a horizon.
         if problem.feasible(start, machine):
+            feasible[rule] = start
             value = problem.value(start)
             if best is None or value < best.value - 1e-12:
                 best = _Hint(rule, start, machine, value)
+    evolved = _evolved(problem, deadline, list(feasible.values()), seed)
+    if evolved is not None and best is not None and problem.feasible(evolved, np.zeros_like(evolved)):
+        value = problem.value(evolved)
+        if value < best.value - 1e-12:
+            best = _Hint("ga", evolved, np.zeros_like(evolved), value)
     if best is not None:
         return _Hint(best.rule, best.start, order_machines_by_first_task(best.machine, problem.scaled.machine_class),
                      best.value)  # fmt: skip
@@ -928,7 +976,7 @@ def solve_spacetime_cp(
             if starts is not None:
                 witness["drf-strict"] = starts
     by_parts = decomposition.applies(problem, decompose)
-    hint = None if by_parts else _warm_start(problem, deadline, witness)
+    hint = None if by_parts else _warm_start(problem, deadline, witness, seed)
     horizon = _horizon(problem, hint)
     window = _windows(problem, horizon)
     if np.any(window[1] < window[0]):
