@@ -79,6 +79,14 @@ def _solve_one(path: str, time_limit: float, workers: int) -> dict[str, Any]:
     }
 
 
+def _warm_up() -> None:
+    """Compile (or load from numba's cache) the genetic algorithm's kernel in each worker process before its
+    first instance, so no instance's 10 s pays for it."""
+    from solver.spacetime.rcpsp_ga import warm_up
+
+    warm_up()
+
+
 def _load_rows(path: Path) -> dict[str, dict[str, str]]:
     if not path.exists():
         return {}
@@ -94,7 +102,7 @@ def run(data_dir: Path, sets: list[str], time_limit: float, workers: int, proces
     todo = [(name, stem) for name in sets for stem in _instance_names(data_dir, name, per_set) if stem not in done]
     print(f"{len(done)} rows already in {rows_path.name}; {len(todo)} to solve", flush=True)
     fresh = not rows_path.exists()
-    with rows_path.open("a", newline="") as handle, ProcessPoolExecutor(processes) as pool:
+    with rows_path.open("a", newline="") as handle, ProcessPoolExecutor(processes, initializer=_warm_up) as pool:
         writer = csv.DictWriter(handle, FIELDS)
         if fresh:
             writer.writeheader()
