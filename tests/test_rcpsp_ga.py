@@ -104,6 +104,21 @@ def test_the_warm_start_of_a_j30_instance_comes_from_the_ga(data_dir: Path) -> N
     assert hint.rule == "ga" and hint.value == 58
 
 
+@pytest.mark.data
+def test_a_psplib_solve_with_the_default_fair_cap_runs_the_ga(data_dir: Path) -> None:
+    """Through ``solve()`` (the CLI's and the benchmarks' path) a lone job is capped at its fair completion
+    time by default; the GA still runs, since it cannot make a lone job later than the seed it starts from."""
+    from models.psplib import load_psplib
+    from solver.api import solve
+
+    path = data_dir / "psplib" / "j30" / "j3013_1.sm"
+    if not path.exists():
+        pytest.skip(f"{path} not found")
+    result = solve(load_psplib(path), "spacetime-cp", time_limit=30, objective="makespan", workers=1, seed=0)
+    assert result.verified and result.extra["fair_cap"]
+    assert result.extra["heuristic"] == "ga" and result.extra["heuristic_objective"] == 58
+
+
 @pytest.mark.parametrize("seed", [1, 2])
 def test_several_jobs_with_many_tasks_per_stage_verify(seed: int) -> None:
     from models.generators import random_dag_jobs

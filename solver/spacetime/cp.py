@@ -461,10 +461,13 @@ def _heuristic_schedules(problem: _Problem, deadline: Deadline,
 
 
 def _ga_applies(problem: _Problem, deadline: Deadline) -> bool:
-    """The genetic algorithm searches pooled makespan on whole ticks, without fair deadlines, under a time limit,
-    up to :data:`GA_MAX_STAGES` stages, :data:`GA_MAX_TASKS` tasks and :data:`GA_MAX_TICKS` ticks."""
+    """The genetic algorithm searches pooled makespan on whole ticks under a time limit, up to
+    :data:`GA_MAX_STAGES` stages, :data:`GA_MAX_TASKS` tasks and :data:`GA_MAX_TICKS` ticks, without fair
+    deadlines or with one job's: it shortens the makespan, so a lone job finishes no later than the feasible
+    seed it starts from, while with several jobs a shorter makespan may make one of them late."""
     return (GA_SHARE > 0 and deadline.end is not None and problem.objective == "makespan"
-            and problem.placement == "pooled" and problem.scaled.time_exact and problem.deadline is None
+            and problem.placement == "pooled" and problem.scaled.time_exact
+            and (problem.deadline is None or problem.deadline.size == 1)
             and problem.flat.num_stages <= GA_MAX_STAGES and problem.num_tasks <= GA_MAX_TASKS
             and problem.scaled.release.max(initial=0) + problem.task_duration.sum() <= GA_MAX_TICKS)  # fmt: skip
 
