@@ -431,7 +431,7 @@ def _list_schedules(problem: _Problem, deadline: Deadline) -> dict[str, tuple[In
             break
         # The first one runs to its end even past the limit: without it there may be no answer at all (on a
         # loaded machine the fair-share schedule can take the whole of a short limit before it starts).
-        stop = None if not found else None if np.isinf(until) else until
+        stop = None if not found or np.isinf(until) else until
         schedule = serial_sgs(*args, priority, capacity, problem.fits, stop)
         if schedule is None:
             continue
@@ -473,8 +473,8 @@ def _ga_applies(problem: _Problem, deadline: Deadline) -> bool:
 
 
 def _evolved(problem: _Problem, deadline: Deadline, seeds: list[IntArray], seed: int) -> IntArray | None:
-    """The genetic algorithm's best schedule from the feasible warm starts ``seeds`` (None where it does not
-    apply or found nothing better)."""
+    """The genetic algorithm's best schedule from the feasible warm starts ``seeds`` (the best seed when it found
+    nothing shorter; None where it does not apply). :func:`_warm_start` keeps it only if it beats every seed."""
     if not seeds or not _ga_applies(problem, deadline):
         return None
     from solver.spacetime.rcpsp_ga import Rcpsp, evolve  # numba: imported only where it runs
@@ -487,9 +487,8 @@ def _evolved(problem: _Problem, deadline: Deadline, seeds: list[IntArray], seed:
     positive = scaled.capacity > 0
     lower = max(int((rcpsp.release + problem.head + problem.tail).max(initial=0)),
                 int(np.ceil(work[positive] / scaled.capacity[positive]).max(initial=0)))  # fmt: skip
-    start, value, _ = evolve(rcpsp, seeds, deadline.until(GA_SHARE), seed, lower)
-    best = min(int((s + problem.task_duration).max(initial=0)) for s in seeds)
-    return start if value < best else None
+    start, _, _ = evolve(rcpsp, seeds, deadline.until(GA_SHARE), seed, lower)
+    return start
 
 
 def _warm_start(problem: _Problem, deadline: Deadline, witness: dict[str, tuple[IntArray, IntArray]] | None = None,
