@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev,bench]'
 	# spacetime-cp's genetic algorithm runs inside short time limits (PSPLIB at 10 s): compile it now, once,
 	# so a fresh checkout's first solve does not spend its limit in numba's compiler.
-	$(BIN)/python -c "from solver.spacetime.rcpsp_ga import warm_up; warm_up()"
+	$(BIN)/python -c "from fairpack.solver.spacetime.rcpsp_ga import warm_up; warm_up()"
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -23,7 +23,7 @@ demo: $(STAMP)
 	$(BIN)/fairpack solve instances/dag_two_jobs.yaml --method spacetime-cp --objective avg-jct
 
 test: $(STAMP)
-	$(BIN)/ruff check models solver tests benchmarks
+	$(BIN)/ruff check fairpack models solver tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/pytest -q

@@ -21,8 +21,8 @@ from functools import partial
 from typing import Any
 
 from benchmarks._common import data_dir_or_none, load_line, parser, save
-from models.generators import google_instance
-from solver.drfh.heuristics import best_fit, first_fit
+from fairpack.models.generators import google_instance
+from fairpack.solver.drfh.heuristics import best_fit, first_fit
 
 TARGET_S = 1.0
 SHOWN = 10  # functions in the table

@@ -46,15 +46,15 @@ from typing import Any
 from benchmarks._common import data_dir_or_none, load_line, machine_state, parser, save
 
 OUT = Path(__file__).resolve().parent / "out"
-FAIRPACK = [sys.executable, "-m", "solver.cli"]
+FAIRPACK = [sys.executable, "-m", "fairpack"]
 #: Warm ``solve()`` calls the library script makes after its first one (the best is the library call).
 WARM_CALLS = 2
 
 # The library script: what a user's own code does for the same answer, then the warm calls, timed inside.
 LIBRARY_SCRIPT = """
 import json, sys, time
-from models.io import load_instance
-from solver.api import solve
+from fairpack.models.io import load_instance
+from fairpack.solver.api import solve
 instance = load_instance(sys.argv[1])
 solve(instance, sys.argv[2])
 warm_started = time.perf_counter()
@@ -77,18 +77,18 @@ def mark(name):
     now = time.perf_counter()
     marks.append((name, now - last))
     last = now
-from solver.cli.main import build_parser
+from fairpack.solver.cli.main import build_parser
 build_parser().parse_args(["solve", path, "--method", method, "--json"])
 mark("CLI parser (argparse, method registry)")
-from models.io import load_instance
+from fairpack.models.io import load_instance
 mark("import the loader (numpy)")
 instance = load_instance(path)
 mark("read and validate the instance")
-from models.view import result_json_text
-from solver.api import finish, solve
-from solver.registry import get_method
+from fairpack.models.view import result_json_text
+from fairpack.solver.api import finish, solve
+from fairpack.solver.registry import get_method
 get_method(method).runner()
-mark("import solver, method and checker")
+mark("import fairpack.solver, method and checker")
 result = solve(instance, method)
 mark("solve(): build + solve + verification")
 started = time.perf_counter()
@@ -190,7 +190,7 @@ def profile(label: str, path: Path, method: str, repeat: int) -> dict[str, Any]:
     phases = {name: seconds for name, seconds in best["phases"]}
     # The rest of the process's wall time, less the verification replayed alone (not part of a CLI run).
     phases["interpreter start and exit"] = wall - sum(phases.values()) - best["verify_s"]
-    _, _, log = _timed([sys.executable, "-X", "importtime", "-m", "solver.cli", "solve", str(path), "--method",
+    _, _, log = _timed([sys.executable, "-X", "importtime", "-m", "fairpack", "solve", str(path), "--method",
                         method, "--json"])  # fmt: skip
     return {"instance": label, "method": method, "wall_s": wall, "phases": phases, "verify_s": best["verify_s"],
             "build_solve_s": best["build_solve_s"], "json_bytes": best["json_bytes"],

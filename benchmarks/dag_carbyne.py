@@ -37,11 +37,11 @@ from typing import Any, TypeVar
 import numpy as np
 
 from benchmarks._common import data_dir_or_none, load_line, parser, save, timed
-from models.generators import random_dag_jobs, tpch_jobs
-from models.metrics import schedule_metrics
-from models.result import Result, Schedule
-from models.types import Instance
-from solver.api import solve
+from fairpack.models.generators import random_dag_jobs, tpch_jobs
+from fairpack.models.metrics import schedule_metrics
+from fairpack.models.result import Result, Schedule
+from fairpack.models.types import Instance
+from fairpack.solver.api import solve
 
 T = TypeVar("T")
 HEURISTICS = ("carbyne", "drf-dag", "tetris", "sjf")
@@ -197,11 +197,11 @@ def _speed(folder: Path) -> dict[str, Any]:
     """Part 3: ``T_k`` and every DAG heuristic on the speed mix, shipped and (where kept) as before."""
     from unittest import mock
 
-    from models.generators.families import FAMILIES
-    from solver.sim.fairshare import fair_completion_times
-    from solver.sim.policies.dag import HEURISTICS as POLICIES
-    from solver.sim.runs import run_policy
-    from solver.sim.workload import Workload
+    from fairpack.models.generators.families import FAMILIES
+    from fairpack.solver.sim.fairshare import fair_completion_times
+    from fairpack.solver.sim.policies.dag import HEURISTICS as POLICIES
+    from fairpack.solver.sim.runs import run_policy
+    from fairpack.solver.sim.workload import Workload
     from tests.dag_reference import ReferenceCarbyne, ReferenceDrfStrict
 
     def before(name: str, jobs: Workload, extra: dict[str, Any]) -> Any:
@@ -213,7 +213,7 @@ def _speed(folder: Path) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     load = os.getloadavg()[0]
     fair, now, cpu = _clock(lambda: fair_completion_times(instance, "pooled", jobs))
-    with mock.patch("solver.sim.fairshare.DrfStrict", ReferenceDrfStrict):
+    with mock.patch("fairpack.solver.sim.fairshare.DrfStrict", ReferenceDrfStrict):
         old_fair, then, before_cpu = _clock(lambda: fair_completion_times(instance, "pooled", jobs))
     rows.append({"what": "T_k (fair_completion_times)", "seconds": now, "cpu_s": cpu, "before_s": then,
                  "before_cpu_s": before_cpu,
@@ -225,7 +225,7 @@ def _speed(folder: Path) -> dict[str, Any]:
         (schedule, _), seconds, cpu = _clock(lambda n=name: run_policy(instance, n, {}, jobs))
         row: dict[str, Any] = {"what": name, "seconds": seconds, "cpu_s": cpu, "load": load}
         if name in ("carbyne", "drf-strict"):
-            with mock.patch("solver.sim.runs.make_policy", before):
+            with mock.patch("fairpack.solver.sim.runs.make_policy", before):
                 (old, _), *times = _clock(lambda n=name: run_policy(instance, n, {}, jobs))
             row["before_s"], row["before_cpu_s"] = times
             row["same"] = _same_schedule(schedule, old)

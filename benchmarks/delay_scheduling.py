@@ -49,12 +49,12 @@ import numpy as np
 
 from benchmarks._common import load_line, machine_state, parser, save
 from benchmarks.online_reproductions import run_online_sweep, splice
-from models.generators.families import FAMILIES
-from models.generators.locality import locality_probe
-from models.timeline import job_table
-from models.types import Instance
-from solver.api import simulate
-from solver.sim.policies.locality import local_probability
+from fairpack.models.generators.families import FAMILIES
+from fairpack.models.generators.locality import locality_probe
+from fairpack.models.timeline import job_table
+from fairpack.models.types import Instance
+from fairpack.solver.api import simulate
+from fairpack.solver.sim.policies.locality import local_probability
 
 #: Small jobs: at most this many map tasks (the Facebook workload's bins 1 and 2).
 SMALL = 2
@@ -84,7 +84,7 @@ def _run(instance: Instance, policy: str, seed: int, **extra: Any) -> dict[str, 
     job = result.schedule.job
     rows = np.flatnonzero(small[job])
     machine = _machines(instance, result.schedule)
-    from models.locality import levels, task_blocks
+    from fairpack.models.locality import levels, task_blocks
 
     blocks, offset = task_blocks(instance)
     first = np.concatenate([[0], np.cumsum([len(j.stages) for j in instance.jobs])])[:-1]
@@ -107,8 +107,8 @@ def _maps(instance: Instance) -> float:
 
 def lower_bounds(instance: Instance) -> dict[str, float]:
     """Proven floors: mean response time and makespan (every task node-local, pooled, preemptive)."""
-    from solver.sim.workload import Workload
-    from solver.spacetime.bounds import objective_lower_bound
+    from fairpack.solver.sim.workload import Workload
+    from fairpack.solver.spacetime.bounds import objective_lower_bound
 
     assert instance.data is None or instance.data.factors[0] <= 1.0  # base durations must be a relaxation
     jobs = Workload.of_jobs(instance)
@@ -119,7 +119,7 @@ def lower_bounds(instance: Instance) -> dict[str, float]:
 
 
 def _machines(instance: Instance, schedule: Any) -> Any:
-    from models.locality import global_machines
+    from fairpack.models.locality import global_machines
 
     return global_machines(instance, schedule.server, schedule.machine)
 
@@ -175,7 +175,7 @@ def _mean(rows: list[dict[str, Any]], key: str, **match: Any) -> float:
 def exact_gaps(seeds: list[int]) -> list[dict[str, Any]]:
     """Policies over the yardstick (``spacetime-cp`` per machine, no fair caps) on small HDFS instances; the
     independent ``locality-cp`` model must prove the same optimum."""
-    from solver.api import solve
+    from fairpack.solver.api import solve
 
     rows = []
     for seed in seeds:
@@ -321,7 +321,7 @@ def sweep_table(summary: dict[str, Any]) -> list[str]:
 
 def delay_figure(payload: dict[str, Any], path: Path) -> None:
     """Locality and response time against D (with fair, fifo and the yardsticks), throughput per batch."""
-    from solver.bench.report import panels, save_png
+    from fairpack.solver.bench.report import panels, save_png
 
     arrivals, numbers = payload["arrivals"], headline(payload)
     figure, axes = panels(3, 3, width=4.6, height=3.8)
@@ -415,7 +415,7 @@ def readme_block(payload: dict[str, Any], figure: str) -> str:
 
 def _by_remote(summary: dict[str, Any], table: Path) -> dict[str, Any]:
     """The sweep summary with each grid's policies also split by remote factor (a size parameter)."""
-    from solver.bench.table import read_results, with_gaps
+    from fairpack.solver.bench.table import read_results, with_gaps
 
     frame = with_gaps(read_results(table))
     frame["remote"] = [json.loads(p).get("remote_factor") for p in frame["params"]]

@@ -21,15 +21,15 @@ from typing import Any
 import numpy as np
 
 from benchmarks._common import data_dir_or_none, parser, peak_rss_mib, save, timed
-from models.check import verify_allocation
-from models.generators import google_instance
-from models.result import Allocation
-from models.types import Instance
-from solver.backends import get_backend
-from solver.budget import Budget
-from solver.drfh.filling import SessionRounds, progressive_filling, unit_tasks
-from solver.drfh.methods import solve_drfh
-from solver.drfh.model import DrfhModel, UnitGrouping
+from fairpack.models.check import verify_allocation
+from fairpack.models.generators import google_instance
+from fairpack.models.result import Allocation
+from fairpack.models.types import Instance
+from fairpack.solver.backends import get_backend
+from fairpack.solver.budget import Budget
+from fairpack.solver.drfh.filling import SessionRounds, progressive_filling, unit_tasks
+from fairpack.solver.drfh.methods import solve_drfh
+from fairpack.solver.drfh.model import DrfhModel, UnitGrouping
 
 
 def _fast(instance: Instance) -> dict[str, Any]:

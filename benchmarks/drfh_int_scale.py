@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 
 from benchmarks._common import data_dir_or_none, parser, save, timed
-from models.generators import google_like_servers, google_servers, random_tenants
-from models.result import Result
-from models.types import Instance
-from solver.api import solve
+from fairpack.models.generators import google_like_servers, google_servers, random_tenants
+from fairpack.models.result import Result
+from fairpack.models.types import Instance
+from fairpack.solver.api import solve
 
 
 def _instance(data: Any, seed: int, fraction: float) -> Instance:

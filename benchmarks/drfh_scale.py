@@ -30,7 +30,7 @@ from dataclasses import replace
 from typing import Any
 
 from benchmarks._common import data_dir_or_none, load_line, parser, save
-from models.generators import google_instance
+from fairpack.models.generators import google_instance
 
 DRFH_TARGET_S, DRFH_TARGET_MIB = 10.0, 2048.0
 INT_BUILD_TARGET_S, INT_TARGET_S, INT_TARGET_GAP = 5.0, 60.0, 0.01
@@ -50,7 +50,7 @@ CASES: list[tuple[str, str, bool, bool, dict[str, Any]]] = [
 def _child(data_dir: str | None, tenants: int, seed: int, method: str, distinct: bool, capped: bool,
            options: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
     """One solve in this (fresh) process: its numbers and this process's peak memory."""
-    from solver.api import solve
+    from fairpack.solver.api import solve
 
     instance = google_instance(data_dir, tenants, seed, distinct=distinct)
     if not capped:

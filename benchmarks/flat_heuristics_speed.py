@@ -36,12 +36,12 @@ from typing import Any
 import numpy as np
 
 from benchmarks._common import data_dir_or_none, parser, save
-from models.generators import google_instance
-from models.result import Allocation
-from models.types import Instance
-from solver.api import solve
-from solver.drfh.greedy import TIE, Alive, FlatSetup, prepare, progressive_fill
-from solver.drfh.heuristics import best_fit, best_fit_terms, first_fit, per_server_drf, slots
+from fairpack.models.generators import google_instance
+from fairpack.models.result import Allocation
+from fairpack.models.types import Instance
+from fairpack.solver.api import solve
+from fairpack.solver.drfh.greedy import TIE, Alive, FlatSetup, prepare, progressive_fill
+from fairpack.solver.drfh.heuristics import best_fit, best_fit_terms, first_fit, per_server_drf, slots
 
 TARGET_S = 1.0  # issue 16: best-fit and first-fit with 1,000 tenants in <= 1 s each
 
@@ -135,8 +135,8 @@ out = {}
 start = clock()
 import numba
 out["import_numba"] = since(start)
-from models.generators import google_instance
-from solver.drfh.heuristics import best_fit
+from fairpack.models.generators import google_instance
+from fairpack.solver.drfh.heuristics import best_fit
 tiny = google_instance(None, tenants=3, seed=0, machines=10)
 start = clock()
 best_fit(tiny, compiled=True)

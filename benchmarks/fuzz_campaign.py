@@ -77,7 +77,7 @@ def _alarm(signum: int, frame: object) -> None:
 
 def load_outcome(path: Path, hang_s: int) -> tuple[str, str, float, str]:
     """(category, exception type, seconds, detail) of loading ``path``."""
-    from models.io import load_instance
+    from fairpack.models.io import load_instance
 
     started = time.perf_counter()
     signal.alarm(hang_s)
@@ -129,7 +129,7 @@ BASELINE_CHILD = r"""
 import json, resource, signal, sys, time
 resource.setrlimit(resource.RLIMIT_AS, (int(sys.argv[3]) * 2**30,) * 2)
 sys.path.insert(0, sys.argv[1])
-from models.io import load_instance
+from fairpack.models.io import load_instance
 class Hang(Exception): pass
 def alarm(*_): raise Hang()
 signal.signal(signal.SIGALRM, alarm)
@@ -199,7 +199,7 @@ def _worker(connection: Connection, memory_gib: int) -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)  # solvers' own C-level output
     os.dup2(devnull, 2)
-    from solver.cli import main
+    from fairpack.solver.cli import main
 
     while True:
         argv = connection.recv()
@@ -273,7 +273,7 @@ class Worker:
 
 
 def family_of(path: Path) -> str | None:
-    from models.io import load_instance
+    from fairpack.models.io import load_instance
 
     try:
         instance = load_instance(path)
@@ -285,7 +285,7 @@ def family_of(path: Path) -> str | None:
 
 
 def cli_calls(path: Path, family: str | None, rng: random.Random, time_limit: float) -> list[list[str]]:
-    from solver.api import METHODS
+    from fairpack.solver.api import METHODS
 
     calls = [["validate", str(path)]]
     pool = [name for name, method in METHODS.items() if method.family == family] or list(METHODS)
@@ -326,7 +326,7 @@ def subprocess_pass(args: Any, calls: list[tuple[list[str], Path]]) -> dict[str,
         began = time.perf_counter()
         try:
             done = subprocess.run(
-                [sys.executable, "-m", "solver.cli", *command], input=path.read_bytes() if piped else b"",
+                [sys.executable, "-m", "fairpack", *command], input=path.read_bytes() if piped else b"",
                 capture_output=True, timeout=args.cli_hang, preexec_fn=cap_memory, cwd=ROOT,
             )  # fmt: skip
             code: int | None = done.returncode

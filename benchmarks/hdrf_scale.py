@@ -37,15 +37,15 @@ from typing import Any
 import numpy as np
 
 from benchmarks._common import parser, peak_rss_mib, save, timed
-from models.check import share_guarantee
-from models.check.hierarchy import demanding_nodes, guaranteed_nodes, node_shares
-from models.generators import random_tree_instance
-from models.io import load_instance
-from models.metrics import guarantee_ratio
-from models.result import Allocation
-from models.types import Instance
-from solver.api import solve
-from solver.hdrf.water_filling import solve_hdrf
+from fairpack.models.check import share_guarantee
+from fairpack.models.check.hierarchy import demanding_nodes, guaranteed_nodes, node_shares
+from fairpack.models.generators import random_tree_instance
+from fairpack.models.io import load_instance
+from fairpack.models.metrics import guarantee_ratio
+from fairpack.models.result import Allocation
+from fairpack.models.types import Instance
+from fairpack.solver.api import solve
+from fairpack.solver.hdrf.water_filling import solve_hdrf
 
 FIG10 = Path(__file__).resolve().parents[1] / "instances" / "hdrf_fig10.yaml"
 SHAPES = ((2, 3), (4, 4), (6, 5))  # (depth, resources)

@@ -18,11 +18,11 @@ from typing import Any
 
 from benchmarks._common import data_dir_or_none, parser, save, timed
 from benchmarks.drfh_int_scale import gap_to_lp
-from models.generators import alibaba_instance, google_instance
-from models.types import Instance
-from models.view import result_json
-from solver.api import solve
-from solver.bench.figures import DRFH_PAPER_EXPERIMENT
+from fairpack.models.generators import alibaba_instance, google_instance
+from fairpack.models.types import Instance
+from fairpack.models.view import result_json
+from fairpack.solver.api import solve
+from fairpack.solver.bench.figures import DRFH_PAPER_EXPERIMENT
 
 SLOT_COUNTS = (5, 10, 14, 20)
 

@@ -38,7 +38,7 @@ DEFAULT_BASELINE = "85d0f80"  # main before the loader rewrite
 CHILD = r"""
 import json, sys, time
 started = time.perf_counter()
-from models.io import load_instance
+from fairpack.models.io import load_instance
 imported = time.perf_counter() - started
 path = sys.argv[1]
 if sys.argv[2:] == ["pure"]:  # the new loader without libyaml: PyYAML's pure-Python event parser
@@ -51,7 +51,7 @@ result = {"load_s": total, "import_s": imported, "tenants": len(instance.tenants
           "classes": len(instance.servers), "machines": int(instance.counts.sum()), "jobs": len(instance.jobs),
           "stages": sum(len(job.stages) for job in instance.jobs)}
 try:  # the split exists only in the new loader
-    from models.io import DEFAULT_LIMITS, _parse, instance_from_dict
+    from fairpack.models.io import DEFAULT_LIMITS, _parse, instance_from_dict
     data = open(path, "rb").read()
     started = time.perf_counter()
     parsed = _parse(data, "yaml", DEFAULT_LIMITS)
@@ -74,7 +74,7 @@ CASES = [
 
 def generate(arguments: list[str], data_dir: str, path: Path) -> None:
     """Write the instance exactly as ``fairpack generate`` prints it."""
-    from solver.cli import main
+    from fairpack.solver.cli import main
 
     if arguments[0] == "google":
         arguments = [*arguments, "--data-dir", data_dir]

@@ -41,9 +41,9 @@ from typing import Any
 import numpy as np
 
 from benchmarks._common import data_dir_or_none, load_line, machine_state, parser, save
-from models.result import Result
-from models.timeline import binned_usage, job_table
-from models.types import Instance
+from fairpack.models.result import Result
+from fairpack.models.timeline import binned_usage, job_table
+from fairpack.models.types import Instance
 
 NAME = "online_reproductions"
 DAY = 86_400.0
@@ -65,7 +65,7 @@ def _load1() -> float:
 
 def _timed_sim(instance: Instance, policy: str, **options: Any) -> tuple[Result, float, float]:
     """``simulate`` with its wall time and the one-minute load when it started; refuses unverified runs."""
-    from solver.api import simulate
+    from fairpack.solver.api import simulate
 
     load = _load1()
     started = time.perf_counter()
@@ -101,7 +101,7 @@ def drfh_day(data_dir: Path, tasks: int, load: float, seed: int, machines: int =
              slot_counts: Sequence[int] = SLOT_COUNTS, horizon: float = DAY,
              underload: float = 0.0) -> dict[str, Any]:  # fmt: skip
     """Best-Fit, First-Fit and slots on a synthetic day (module docstring); utilisation per hour and averages."""
-    from models.generators.arrivals import google_day
+    from fairpack.models.generators.arrivals import google_day
 
     instance = google_day(data_dir, seed, machines=machines, users=users, tasks=tasks, load=load, horizon=horizon)
     hours = np.linspace(0.0, horizon, 25)
@@ -242,7 +242,7 @@ def drfh_markdown(data: dict[str, Any], setup: dict[str, Any], figure: str) -> l
 
 
 def drfh_figure(data: dict[str, Any], path: Path) -> None:
-    from solver.bench.report import panels, save_png
+    from fairpack.solver.bench.report import panels, save_png
 
     figure, axes = panels(2, 2, width=5.6, height=3.8)
     hours = np.arange(24) + 0.5
@@ -270,7 +270,7 @@ def tpch_interarrival(data_dir: Path, queries: int, seed: int, load: float, mach
     ``tpch_arrivals`` draws the queries before the arrival gaps, so the same seed gives the same queries
     whatever the inter-arrival; the gaps scale with it.
     """
-    from models.generators.arrivals import tpch_arrivals
+    from fairpack.models.generators.arrivals import tpch_arrivals
 
     probe = tpch_arrivals(data_dir, queries, seed, mean_interarrival=1.0, machines=machines, size=size)
     work = sum(stage.tasks * stage.duration * np.asarray(stage.demand) for job in probe.jobs for stage in job.stages)
@@ -280,7 +280,7 @@ def tpch_interarrival(data_dir: Path, queries: int, seed: int, load: float, mach
 def carbyne_arrivals(data_dir: Path, queries: int, loads: Sequence[float], seed: int, machines: int = 100,
                      size: str = "100g", policies: Sequence[str] = DAG_POLICIES) -> dict[str, Any]:  # fmt: skip
     """Every DAG policy on TPC-H arrivals at every offered load (module docstring)."""
-    from models.generators.arrivals import tpch_arrivals
+    from fairpack.models.generators.arrivals import tpch_arrivals
 
     out: dict[str, Any] = {}
     for load in loads:
@@ -307,9 +307,9 @@ def carbyne_headline(rows: dict[str, Any]) -> dict[str, float]:
 
 def run_online_sweep(sweep_path: Path, out: Path, data_dir: Path | None) -> dict[str, Any]:
     """The clairvoyant-gap sweep, task by task in this process (one CP-SAT worker), resumable; its summary."""
-    from solver.bench.sweep import load_sweep
-    from solver.bench.table import ResultTable, read_results, with_gaps
-    from solver.bench.task import run_task
+    from fairpack.solver.bench.sweep import load_sweep
+    from fairpack.solver.bench.table import ResultTable, read_results, with_gaps
+    from fairpack.solver.bench.task import run_task
 
     sweep = load_sweep(sweep_path)
     tasks, skipped = sweep.tasks(data_dir)
@@ -418,7 +418,7 @@ def carbyne_markdown(data: dict[str, Any], sweep: dict[str, Any] | None, setup: 
 
 
 def carbyne_figure(data: dict[str, Any], sweep: dict[str, Any] | None, path: Path) -> None:
-    from solver.bench.report import panels, save_png
+    from fairpack.solver.bench.report import panels, save_png
 
     count = 3 if sweep else 2
     figure, axes = panels(count, count, width=4.6, height=3.8)
@@ -458,7 +458,7 @@ def carbyne_figure(data: dict[str, Any], sweep: dict[str, Any] | None, path: Pat
 
 def alibaba_cluster(data_dir: Path) -> Instance:
     """The 1,523 real nodes, as ``fairpack generate alibaba --nodes-only`` writes them."""
-    from models.generators import alibaba_servers
+    from fairpack.models.generators import alibaba_servers
 
     return Instance(("cpu", "mem", "gpu"), alibaba_servers(data_dir), name="alibaba-nodes")
 
@@ -473,7 +473,7 @@ def _delays(stats: np.ndarray) -> dict[str, float | None]:
 def alibaba_replay(data_dir: Path, compress: float = 0.0, slots: int = 10,
                    policies: Sequence[str] = FLAT_POLICIES) -> dict[str, Any]:  # fmt: skip
     """Every flat policy on the real pod list (and, with ``compress``, on its arrivals divided by it)."""
-    from models.traces import read_trace
+    from fairpack.models.traces import read_trace
 
     cluster = alibaba_cluster(data_dir)
     trace = read_trace(data_dir / ALIBABA_PODS, cluster.resources)
@@ -575,7 +575,7 @@ def _num(value: float | None) -> str:
 
 
 def alibaba_figure(data: dict[str, Any], path: Path) -> None:
-    from solver.bench.report import panels, save_png
+    from fairpack.solver.bench.report import panels, save_png
 
     replays = list(data["replays"].values())
     figure, axes = panels(len(replays), len(replays), width=5.4, height=3.8)

@@ -77,8 +77,8 @@ def sample(data_dir: Path, name: str, count: int, seed: int) -> list[str]:
 
 
 def fairpack_row(path: Path, time_limit: float) -> dict[str, Any]:
-    from models.psplib import load_psplib
-    from solver.api import solve
+    from fairpack.models.psplib import load_psplib
+    from fairpack.solver.api import solve
 
     started = time.perf_counter()
     result = solve(load_psplib(path), "spacetime-cp", time_limit=time_limit, objective="makespan", workers=1,
@@ -91,9 +91,9 @@ def pyjobshop_row(path: Path, reply: dict[str, Any]) -> dict[str, Any]:
     """PyJobShop's answer, its schedule re-checked by fairpack's checker (activities in file order)."""
     import numpy as np
 
-    from models.check import verify_schedule
-    from models.psplib import load_psplib
-    from models.result import Schedule
+    from fairpack.models.check import verify_schedule
+    from fairpack.models.psplib import load_psplib
+    from fairpack.models.result import Schedule
 
     verified, makespan = False, None
     if reply["starts"] is not None:

@@ -76,8 +76,8 @@ def proof_rows(path: Path, optimum: int, variants: list[str], cap: float) -> lis
     """The proof phase of one instance under each variant: CP-SAT on makespans ``< optimum``."""
     from ortools.sat.python import cp_model
 
-    from models.psplib import load_psplib
-    from solver.spacetime import cp
+    from fairpack.models.psplib import load_psplib
+    from fairpack.solver.spacetime import cp
 
     problem = cp._Problem.of(load_psplib(path), "makespan", 0.5, None, "pooled")
     hint = cp._warm_start(problem, cp.Deadline.after(None))
@@ -124,8 +124,8 @@ def _strengthened(built: Any, kinds: str) -> tuple[Any, int]:
 
 def pipeline_row(path: Path, config: dict[str, Any]) -> dict[str, Any]:
     """The whole ``spacetime-cp`` call under ``config`` (module settings restored afterwards)."""
-    from models.psplib import load_psplib
-    from solver.spacetime import cp, lns, rcpsp_ga
+    from fairpack.models.psplib import load_psplib
+    from fairpack.solver.spacetime import cp, lns, rcpsp_ga
 
     settings = [(cp, "LNS_SHARE", "share"), (lns, "STALL_STEPS", "stall"), (lns, "SUB_SOLVE_S", "sub"),
                 (lns, "INITIAL_FREE_SHARE", "free"), (cp, "GA_SHARE", "ga"),
@@ -164,7 +164,7 @@ def main() -> None:
         return
     bounds = read_bounds(data_dir)
     if args.experiment == "pipeline":  # the genetic algorithm's numba kernel: compiled or loaded outside the limit
-        from solver.spacetime.rcpsp_ga import warm_up
+        from fairpack.solver.spacetime.rcpsp_ga import warm_up
 
         warm_up()
     load_start = os.getloadavg()

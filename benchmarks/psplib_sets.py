@@ -62,8 +62,8 @@ def _instance_names(data_dir: Path, name: str, per_set: int | None) -> list[str]
 
 
 def _solve_one(path: str, time_limit: float, workers: int) -> dict[str, Any]:
-    from models.psplib import load_psplib
-    from solver.api import solve
+    from fairpack.models.psplib import load_psplib
+    from fairpack.solver.api import solve
 
     started = time.perf_counter()
     instance = load_psplib(path)
@@ -82,7 +82,7 @@ def _solve_one(path: str, time_limit: float, workers: int) -> dict[str, Any]:
 def _warm_up() -> None:
     """Compile (or load from numba's cache) the genetic algorithm's kernel in each worker process before its
     first instance, so no instance's 10 s pays for it."""
-    from solver.spacetime.rcpsp_ga import warm_up
+    from fairpack.solver.spacetime.rcpsp_ga import warm_up
 
     warm_up()
 

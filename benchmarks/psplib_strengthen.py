@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from models.dag import adjacency, reachability
-from models.types import IntArray
+from fairpack.models.dag import adjacency, reachability
+from fairpack.models.types import IntArray
 
 
 class Strengthened:

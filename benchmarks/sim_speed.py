@@ -42,19 +42,19 @@ kind, size, policy, data = sys.argv[1], int(sys.argv[2]), sys.argv[3], Path(sys.
 started = time.perf_counter()
 trace = None
 if kind == "alibaba":
-    from models.generators.clusters import alibaba_servers
-    from models.traces import read_trace
-    from models.types import Instance
+    from fairpack.models.generators.clusters import alibaba_servers
+    from fairpack.models.traces import read_trace
+    from fairpack.models.types import Instance
     instance = Instance(("cpu", "mem", "gpu"), alibaba_servers(data), name="alibaba-nodes")
     trace = read_trace(data / "alibaba" / "gpu-v2023" / "openb_pod_list_default.csv", instance.resources)
 elif kind == "tpch":
-    from models.generators.families import FAMILIES
+    from fairpack.models.generators.families import FAMILIES
     instance = FAMILIES["tpch"].instance({"queries": size, "executors": 100}, 1, data)
 else:
-    from models.generators.arrivals import google_day
+    from fairpack.models.generators.arrivals import google_day
     instance = google_day(data, 1, tasks=size)
 generate_s = time.perf_counter() - started
-from solver.api import simulate
+from fairpack.solver.api import simulate
 started, cpu = time.perf_counter(), time.process_time()
 result = simulate(instance, policy, trace)
 wall, cpu = time.perf_counter() - started, time.process_time() - cpu

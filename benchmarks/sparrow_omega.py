@@ -44,14 +44,14 @@ from typing import Any
 import numpy as np
 
 from benchmarks._common import machine_state, parser, save, timed
-from models.generators.families import FAMILIES
-from models.result import Result
-from models.timeline import job_table, task_demand
-from models.types import Instance
-from solver.api import simulate, solve
-from solver.sim.policies.omega import DEFAULT_T_JOB, DEFAULT_T_TASK
-from solver.sim.policies.sparrow import response_lower_bound
-from solver.sim.workload import Workload
+from fairpack.models.generators.families import FAMILIES
+from fairpack.models.result import Result
+from fairpack.models.timeline import job_table, task_demand
+from fairpack.models.types import Instance
+from fairpack.solver.api import simulate, solve
+from fairpack.solver.sim.policies.omega import DEFAULT_T_JOB, DEFAULT_T_TASK
+from fairpack.solver.sim.policies.sparrow import response_lower_bound
+from fairpack.solver.sim.workload import Workload
 
 #: Sparrow variants: policy and settings (the sampling ones also get ``rtt``).
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {

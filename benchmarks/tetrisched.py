@@ -1,6 +1,6 @@
 """Tetrisched, alsched, Jockey, hard-only and oblivious on the simulator, against the clairvoyant optimum.
 
-Workloads: ``fairpack generate tetrisched`` (:mod:`models.generators.soft`): 16 one-slot machines on 4
+Workloads: ``fairpack generate tetrisched`` (:mod:`fairpack.models.generators.soft`): 16 one-slot machines on 4
 racks, 4 of them GPU machines in two racks; GPU-preferring jobs (2.5x slower elsewhere), MPI jobs that run
 as a gang in one rack (1.5x slower spread), unconstrained jobs; 70% SLO jobs (deadline ``1.5-3x`` the
 preferred duration after arrival, worth 100 until it, 0 one unit later), the rest best-effort (utility
@@ -34,12 +34,12 @@ from typing import Any
 import numpy as np
 
 from benchmarks._common import load_line, machine_state, parser, save
-from models.generators.soft import soft_workload
-from models.result import Result
-from models.types import Instance
-from models.view import result_json
-from solver.api import finish, simulate
-from solver.registry import get_method
+from fairpack.models.generators.soft import soft_workload
+from fairpack.models.result import Result
+from fairpack.models.types import Instance
+from fairpack.models.view import result_json
+from fairpack.solver.api import finish, simulate
+from fairpack.solver.registry import get_method
 
 NAME = "tetrisched"
 BEGIN, END = "<!-- tetrisched:begin -->", "<!-- tetrisched:end -->"
@@ -83,7 +83,7 @@ def run_policy(instance: Instance, policy: str, limit: float, seed: int = 0,
 
 def optimum(instance: Instance, warm: Sequence[Result], limit: float) -> dict[str, Any]:
     """The clairvoyant optimum of total utility (CP-SAT, warm-started from the policies' schedules)."""
-    from solver.spacetime.choice_cp import solve_choice_cp
+    from fairpack.solver.spacetime.choice_cp import solve_choice_cp
 
     started = time.perf_counter()
     raw = solve_choice_cp(instance, "utility", limit, workers=1, seed=0,
@@ -170,7 +170,7 @@ def _mean(rows: list[dict[str, Any]], key: str, **match: Any) -> float:
 
 
 def figure(data: dict[str, Any], path: Path) -> None:
-    from solver.bench.report import panels, save_png
+    from fairpack.solver.bench.report import panels, save_png
 
     fig, axes = panels(3, 3, width=4.6, height=3.6)
     windows = data["windows"]

@@ -54,7 +54,7 @@ LIMITS = (5.0, 30.0)
 
 
 def _cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "solver.cli", *args]
+    return [sys.executable, "-m", "fairpack", *args]
 
 
 def _generate(case: Case, folder: Path, data_dir: Path | None) -> Path:

@@ -2,7 +2,7 @@
 
 Target: on mixes of 50 and 200 queries (the ``tpch`` family: Spark TPC-H DAGs of size 2g on a pool of 50
 executors, seed ``--seed``), ``spacetime-cp`` (one CP-SAT worker, ``--limit`` seconds, which it searches by
-parts: :mod:`solver.spacetime.decompose`) reaches an average JCT at least 5% below the best of the DAG
+parts: :mod:`fairpack.solver.spacetime.decompose`) reaches an average JCT at least 5% below the best of the DAG
 heuristics (``sjf``, ``carbyne``, ``tetris``, ``drf-dag``), with a peak resident memory of at most 4 GB.
 
 The heuristics schedule without fair caps, so the like-for-like comparison is ``spacetime-cp --no-fair-cap``.
@@ -40,8 +40,8 @@ from typing import Any
 import numpy as np
 
 from benchmarks._common import data_dir_or_none, load_line, parser, save
-from models.metrics import schedule_metrics
-from models.types import Instance
+from fairpack.models.metrics import schedule_metrics
+from fairpack.models.types import Instance
 
 HEURISTICS = ("sjf", "carbyne", "tetris", "drf-dag", "drf-strict")
 TARGET_RATIO, TARGET_MIB = 0.95, 4096.0
@@ -50,7 +50,7 @@ TARGET_RATIO, TARGET_MIB = 0.95, 4096.0
 def _instance(data_dir: str, queries: int, seed: int, per_query: int = 0) -> Instance:
     """The ``tpch`` family's mix: 50 executors, or ``per_query`` executors per query (the sweep
     ``benchmarks/sweeps/tpch_triangle.toml`` uses 5)."""
-    from models.generators.families import FAMILIES
+    from fairpack.models.generators.families import FAMILIES
 
     sizes = {"queries": queries} | ({"executors": per_query * queries} if per_query else {})
     return FAMILIES["tpch"].instance(sizes, seed, Path(data_dir))
@@ -59,7 +59,7 @@ def _instance(data_dir: str, queries: int, seed: int, per_query: int = 0) -> Ins
 def _child(data_dir: str, queries: int, seed: int, limit: float, fair_cap: bool, per_query: int = 0
            ) -> dict[str, Any]:  # fmt: skip
     """One ``spacetime-cp`` run in this (fresh) process: its numbers and this process's peak memory."""
-    from solver.api import solve
+    from fairpack.solver.api import solve
 
     instance = _instance(data_dir, queries, seed, per_query)
     wall, cpu = time.perf_counter(), time.process_time()
@@ -83,7 +83,7 @@ def _run(args: tuple[Any, ...]) -> dict[str, Any]:
 
 
 def _heuristics(instance: Instance, limit: float, methods: tuple[str, ...] = HEURISTICS) -> dict[str, dict[str, Any]]:
-    from solver.api import solve
+    from fairpack.solver.api import solve
 
     rows = {}
     for method in methods:

@@ -2,7 +2,7 @@
 
 Public API (imported lazily)::
 
-    from models import Instance, load_instance, Allocation, Schedule, Result, result_json
+    from fairpack.models import Instance, load_instance, Allocation, Schedule, Result, result_json
 
 ``models`` imports nothing from ``solver`` and no solver library: it says what a problem and a valid answer
 are; ``solver`` says how to find one.
@@ -14,18 +14,18 @@ import importlib
 from typing import Any
 
 _PUBLIC = {
-    "Instance": ("models.types", "Instance"),
-    "InstanceError": ("models.types", "InstanceError"),
-    "ServerClass": ("models.types", "ServerClass"),
-    "Tenant": ("models.types", "Tenant"),
-    "Job": ("models.types", "Job"),
-    "Stage": ("models.types", "Stage"),
-    "load_instance": ("models.io", "load_instance"),
-    "instance_from_dict": ("models.io", "instance_from_dict"),
-    "Allocation": ("models.result", "Allocation"),
-    "Schedule": ("models.result", "Schedule"),
-    "Result": ("models.result", "Result"),
-    "result_json": ("models.view", "result_json"),
+    "Instance": ("fairpack.models.types", "Instance"),
+    "InstanceError": ("fairpack.models.types", "InstanceError"),
+    "ServerClass": ("fairpack.models.types", "ServerClass"),
+    "Tenant": ("fairpack.models.types", "Tenant"),
+    "Job": ("fairpack.models.types", "Job"),
+    "Stage": ("fairpack.models.types", "Stage"),
+    "load_instance": ("fairpack.models.io", "load_instance"),
+    "instance_from_dict": ("fairpack.models.io", "instance_from_dict"),
+    "Allocation": ("fairpack.models.result", "Allocation"),
+    "Schedule": ("fairpack.models.result", "Schedule"),
+    "Result": ("fairpack.models.result", "Result"),
+    "result_json": ("fairpack.models.view", "result_json"),
 }
 
 
@@ -33,7 +33,11 @@ def __getattr__(name: str) -> Any:
     if name in _PUBLIC:
         module, attribute = _PUBLIC[name]
         return getattr(importlib.import_module(module), attribute)
-    raise AttributeError(f"module 'models' has no attribute {name!r}")
+    raise AttributeError(f"module 'fairpack.models' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_PUBLIC})
 
 
 __all__ = sorted(_PUBLIC)

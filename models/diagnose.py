@@ -10,8 +10,8 @@ import math
 
 import numpy as np
 
-from models.tolerance import FIT_EPS, TIME_RTOL, time_tol
-from models.types import BoolArray, Instance, InstanceError
+from fairpack.models.tolerance import FIT_EPS, TIME_RTOL, time_tol
+from fairpack.models.types import BoolArray, Instance, InstanceError
 
 
 def _names(items: list[str], most: int = 5) -> str:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from models.types import BoolArray, FloatArray, Hierarchy, Instance, InstanceError, IntArray
+from fairpack.models.types import BoolArray, FloatArray, Hierarchy, Instance, InstanceError, IntArray
 
 if TYPE_CHECKING:
     import networkx as nx

@@ -61,7 +61,7 @@ from typing import Any
 
 import numpy as np
 
-from models.types import (
+from fairpack.models.types import (
     DEFAULT_LOCALITY,
     LOCALITY_LEVELS,
     DataPlacement,
@@ -78,7 +78,7 @@ from models.types import (
     check_utility,
     printable,
 )
-from models.yaml_subset import NOT_SUBSET, read_subset
+from fairpack.models.yaml_subset import NOT_SUBSET, read_subset
 
 
 @dataclass(frozen=True)
@@ -1216,7 +1216,7 @@ def load_instance(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Instance
     path = Path(path)
     source = "<stdin>" if str(path) == STDIN else str(path)
     if path.suffix.lower() == ".sm":  # PSPLIB single-mode RCPSP file: one DAG job, one pooled server
-        from models.psplib import load_psplib
+        from fairpack.models.psplib import load_psplib
 
         return load_psplib(path, limits.max_bytes)
     try:
@@ -1237,7 +1237,7 @@ def _parse_stdin(data: bytes, limits: Limits) -> Instance:
     ``<stdin>`` as the file."""
     source = "<stdin>"
     if data.lstrip().startswith(b"*****") and b"PRECEDENCE RELATIONS" in data:
-        from models.psplib import parse_psplib
+        from fairpack.models.psplib import parse_psplib
 
         try:  # PSPLIB files are ASCII; latin-1 never fails on a stray byte (as load_psplib)
             return parse_psplib(data.decode("latin-1"), "stdin.sm")

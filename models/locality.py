@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.types import LOCALITY_LEVELS, FloatArray, Instance, IntArray
+from fairpack.models.types import LOCALITY_LEVELS, FloatArray, Instance, IntArray
 
 #: Level names, indexed by level.
 LEVEL_NAMES = LOCALITY_LEVELS

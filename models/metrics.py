@@ -9,7 +9,7 @@ guarantee ratio. Schedules (DAG jobs):
   one may be shorter). In each window every *active* job (``[r_k, C_k)`` overlaps the window) gets its
   dominant share of the resources it used, averaged over the window
   (``max_r sum_tasks overlap * demand_r / (window length * C_r)``), divided by its weight; Jain's index
-  (:func:`models.metrics.jain_index`) is taken over the active jobs of the window, and the mean over
+  (:func:`fairpack.models.metrics.jain_index`) is taken over the active jobs of the window, and the mean over
   windows with at least one active job is reported.
 * :func:`slowdown`: ``JCT / reference JCT`` per job against another schedule of the same instance
   (e.g. ``drf-dag``'s); 1 where both are 0, ``inf`` where only the reference is 0.
@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from models.check.hierarchy import guaranteed_nodes
-from models.result import Allocation, Schedule, job_completion
-from models.tolerance import CHECK_RTOL, settled_all
-from models.types import FloatArray, Instance
+from fairpack.models.check.hierarchy import guaranteed_nodes
+from fairpack.models.result import Allocation, Schedule, job_completion
+from fairpack.models.tolerance import CHECK_RTOL, settled_all
+from fairpack.models.types import FloatArray, Instance
 
 
 def dominant_shares(instance: Instance, allocation: Allocation) -> FloatArray:

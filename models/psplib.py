@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.types import Instance, InstanceError, Job, ServerClass, Stage
+from fairpack.models.types import Instance, InstanceError, Job, ServerClass, Stage
 
 MAX_VALUE = 10**15  # the same bound as models.io.Limits.max_quantity
 MAX_BYTES = 64 * 2**20  # the same bound as models.io.Limits.max_bytes

@@ -4,7 +4,7 @@
 are the two shapes an answer takes; ``Result`` wraps either with the method's status, proven bound and
 timings. Exact, heuristic and simulated methods return the same ``Result``; ``solver.api.solve`` builds
 the final one after ``models.check`` has re-verified the answer and recomputed its objective. A
-``Result`` is frozen: nothing changes it after it is built. Its JSON view is in :mod:`models.view`.
+``Result`` is frozen: nothing changes it after it is built. Its JSON view is in :mod:`fairpack.models.view`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from models.types import FloatArray, Instance, InstanceError, IntArray
+from fairpack.models.types import FloatArray, Instance, InstanceError, IntArray
 
 Status = Literal["optimal", "feasible", "infeasible", "unbounded", "time_limit", "error"]
 UnitKind = Literal["class", "machine", "pool"]
@@ -103,7 +103,7 @@ class Schedule:
         of stages without options. ``None`` when no task has one.
 
     Only shapes are validated here; whether the schedule is feasible is for
-    :func:`models.check.verify_schedule` to decide from the instance.
+    :func:`fairpack.models.check.verify_schedule` to decide from the instance.
     """
 
     job: IntArray
@@ -237,6 +237,29 @@ class Result:
     extra: dict[str, Any] = field(default_factory=dict)
     schedule: Schedule | None = None  # DAG-job methods: task start/end times
     warnings: tuple[str, ...] = ()
+    #: The instance the answer is for (set by ``solve``/``simulate``), so the result can lay itself out.
+    instance: Instance | None = field(default=None, repr=False, compare=False)
+
+    def to_frame(self, table: str | None = None) -> Any:
+        """The answer as a pandas DataFrame, one row per tenant, hierarchy node, job or task.
+
+        Parameters
+        ----------
+        table
+            ``tenants``, ``nodes``, ``jobs`` or ``tasks``; None: ``nodes`` for a hierarchy, ``tenants`` for
+            other allocations, ``jobs`` for schedules and simulations.
+
+        Returns
+        -------
+        pandas.DataFrame
+            The rows of the CLI's JSON view (``fairpack.models.frames``), resources as columns.
+        """
+        from fairpack.models.frames import result_frame  # a method of the data type (tests/test_architecture.py)
+
+        if self.instance is None:
+            raise ValueError("this result does not know its instance: use fairpack.models.frames.result_frame("
+                             "instance, result) or a result returned by solve or simulate")  # fmt: skip
+        return result_frame(self.instance, self, table)
 
     @property
     def has_answer(self) -> bool:

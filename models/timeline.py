@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from models.dag import longest_paths
-from models.metrics import jain_index
-from models.result import Schedule, job_completion
-from models.types import FloatArray, Instance, IntArray
+from fairpack.models.dag import longest_paths
+from fairpack.models.metrics import jain_index
+from fairpack.models.result import Schedule, job_completion
+from fairpack.models.types import FloatArray, Instance, IntArray
 
 
 def task_demand(instance: Instance, schedule: Schedule) -> FloatArray:

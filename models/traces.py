@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from models.types import FloatArray, Instance, InstanceError, Job, Stage
+from fairpack.models.types import FloatArray, Instance, InstanceError, Job, Stage
 
 ALIBABA_COLUMNS = ("creation_time", "deletion_time", "scheduled_time", "cpu_milli", "memory_mib", "num_gpu",
                    "gpu_milli")  # fmt: skip

@@ -8,8 +8,9 @@ entities by index, never by object. Vectors over resources are read-only numpy a
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -768,3 +769,78 @@ class Instance(_ValueEquality):
         hierarchy = self.hierarchy if len(tenants) == len(self.tenants) else None
         return Instance(self.resources, self.servers, tuple(tenants), hierarchy, self.jobs, self.time_slot, self.name,
                         self.data)  # fmt: skip
+
+    # Building and writing. These methods import the modules that do the work when called (the readers and
+    # builders import this module): the declared exceptions of tests/test_architecture.py's cycle check.
+
+    @classmethod
+    def build(
+        cls,
+        servers: Iterable[Any],
+        *,
+        tenants: Iterable[Any] = (),
+        hierarchy: Any = None,
+        jobs: Iterable[Any] = (),
+        resources: Sequence[str] | None = None,
+        blocks: Mapping[str, Sequence[str]] | None = None,
+        locality: Mapping[str, float] | None = None,
+        time_slot: float | None = None,
+        name: str = "instance",
+    ) -> Instance:
+        """An instance built in code from its parts, validated as a file is.
+
+        Parameters
+        ----------
+        servers
+            :class:`fairpack.Server` parts (or mappings in the file's form).
+        tenants
+            :class:`fairpack.Tenant` parts, for flat allocation methods.
+        hierarchy
+            Instead of tenants: a :class:`fairpack.Node` tree, a networkx tree (edges parent -> child), a
+            ``{child: parent}`` mapping (then the leaves need demands: use ``Node.from_parents``) or the
+            file's nested form.
+        jobs
+            :class:`fairpack.Job` parts (``Job.from_networkx`` reads a networkx DAG).
+        resources
+            Resource names in order; None: every resource the parts mention, in first-mention order.
+        blocks, locality, time_slot, name
+            Input blocks (block -> replica machines ``server/k``), locality factors ``node``/``rack``/
+            ``remote``, the time slot of time-indexed models, and the instance's name.
+
+        Returns
+        -------
+        Instance
+            Equal to what ``load_instance`` reads back from ``instance.to_yaml()``.
+
+        Raises
+        ------
+        InstanceError
+            Naming the part at fault by name (``jobs[q1].stages[map].demand.cpu``) and the reason.
+        """
+        from fairpack.models.build import build_instance
+
+        return build_instance(servers, tenants=tenants, hierarchy=hierarchy, jobs=jobs, resources=resources,
+                              blocks=blocks, locality=locality, time_slot=time_slot, name=name)  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], name: str = "instance") -> Instance:
+        """An instance from the file's form as Python data (what ``yaml.safe_load`` gives)."""
+        from fairpack.models.io import instance_from_dict
+
+        return instance_from_dict(data, name)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The instance in the file's form (``Instance.from_dict`` reads it back equal)."""
+        from fairpack.models.io import instance_to_dict
+
+        return instance_to_dict(self)
+
+    def to_yaml(self, path: str | None = None) -> str:
+        """The instance as YAML text (written to ``path`` too when given); ``load_instance`` reads it back equal."""
+        from fairpack.models.io import instance_to_yaml
+
+        text = instance_to_yaml(self)
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write(text)
+        return text

@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from models.check.hierarchy import demanding_nodes, node_shares
-from models.hierarchy import tree_of
-from models.locality import LEVEL_NAMES, NO_INPUT, global_machines, levels, task_blocks
-from models.metrics import dominant_shares, utilisation
-from models.result import (
+from fairpack.models.check.hierarchy import demanding_nodes, node_shares
+from fairpack.models.hierarchy import tree_of
+from fairpack.models.locality import LEVEL_NAMES, NO_INPUT, global_machines, levels, task_blocks
+from fairpack.models.metrics import dominant_shares, utilisation
+from fairpack.models.result import (
     Allocation,
     Result,
     Schedule,
@@ -30,7 +30,7 @@ from models.result import (
     schedule_objectives,
     unit_names,
 )
-from models.types import FloatArray, Instance, InstanceError
+from fairpack.models.types import FloatArray, Instance, InstanceError
 
 
 def result_json(instance: Instance, result: Result, *, tables: bool = True) -> dict[str, Any]:
@@ -399,7 +399,7 @@ def schedule_from_json(instance: Instance, data: dict[str, Any]) -> Schedule:
     Job, stage and server names are resolved against the instance; unknown names raise ``InstanceError``.
     When any task names a ``server``, the schedule carries a placement and tasks without one are marked
     unplaced (``-1``). Duplicates, missing tasks, unplaced tasks, machine numbers out of range and
-    infeasible times are left for :func:`models.check.verify_schedule`.
+    infeasible times are left for :func:`fairpack.models.check.verify_schedule`.
     """
     job_index = {job.name: k for k, job in enumerate(instance.jobs)}
     stage_index = [{stage.name: s for s, stage in enumerate(job.stages)} for job in instance.jobs]

@@ -18,14 +18,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from models.result import MAXIMISED_OBJECTIVES, SOLUTION_STATUSES, Result, relative_gap
-from models.types import Instance, InstanceError
-from solver.budget import Budget
+from fairpack.models.result import MAXIMISED_OBJECTIVES, SOLUTION_STATUSES, Result, relative_gap
+from fairpack.models.types import Instance, InstanceError
+from fairpack.solver.budget import Budget
 
 if TYPE_CHECKING:
-    from models.traces import TraceData
-    from solver.lp import LinearProgram  # its scipy.sparse (0.2-0.4 s to import) only when a method builds an LP
-from solver.registry import FAMILY_NEEDS, Method, OptionError, SolveOptions, check_request, get_method, methods
+    from fairpack.models.traces import TraceData
+    from fairpack.solver.lp import (
+        LinearProgram,  # its scipy.sparse (0.2-0.4 s to import) only when a method builds an LP
+    )
+from fairpack.solver.registry import FAMILY_NEEDS, Method, OptionError, SolveOptions, check_request, get_method, methods
 
 __all__ = ["METHODS", "Method", "OptionError", "SolveOptions", "export_model", "preflight", "simulate", "solve"]
 
@@ -96,7 +98,7 @@ def solve(
 
 def preflight(instance: Instance, spec: Method | None = None) -> list[str]:
     """Warnings about ``instance`` for ``spec``'s family (every warning when no method is given)."""
-    from models.diagnose import instance_warnings, job_warnings, tenant_warnings
+    from fairpack.models.diagnose import instance_warnings, job_warnings, tenant_warnings
 
     if spec is None:
         return instance_warnings(instance)
@@ -128,7 +130,7 @@ def simulate(
     Options are ``SolveOptions`` fields the policy honours (``placement``, ``seed``, ``slots``) and ``extra``
     for the policy's own settings (``fairpack methods`` lists them). The answer is verified as ``solve``'s are.
     """
-    from solver.registry import get_policy
+    from fairpack.solver.registry import get_policy
 
     started = time.perf_counter()
     spec = get_policy(policy)
@@ -138,7 +140,7 @@ def simulate(
     settings = SolveOptions(time_limit=time_limit, **options)
     check_request(spec, settings)
     workload = instance if trace is None else trace.on(instance)
-    from solver.sim.run import run_simulation
+    from fairpack.solver.sim.run import run_simulation
 
     raw = run_simulation(workload, policy, settings, Budget.of(time_limit), trace)
     return finish(workload, spec, replace(raw, warnings=(*preflight(workload), *raw.warnings)), started)
@@ -166,7 +168,7 @@ def finish(instance: Instance, spec: Method, raw: Result, started: float) -> Res
         # Verified means "here is an answer and it is right": never for no answer, nor for what a failed
         # method grew before it failed (an all-zero allocation passes every capacity check).
         result = replace(result, verified=False)
-    return replace(result, wall_s=time.perf_counter() - started)
+    return replace(result, wall_s=time.perf_counter() - started, instance=instance)
 
 
 def _notes(result: Result, *notes: str) -> dict[str, Any]:
@@ -176,8 +178,8 @@ def _notes(result: Result, *notes: str) -> dict[str, Any]:
 
 
 def _verified_allocation(instance: Instance, result: Result, exact: bool) -> Result:
-    from models.check import verify_allocation
-    from models.metrics import guarantee_ratio
+    from fairpack.models.check import verify_allocation
+    from fairpack.models.metrics import guarantee_ratio
 
     assert result.allocation is not None
     report = verify_allocation(instance, result.allocation)
@@ -206,7 +208,7 @@ def _verified_allocation(instance: Instance, result: Result, exact: bool) -> Res
 
 def _verified_schedule(instance: Instance, result: Result, exact: bool) -> Result:
     """Re-verify a schedule and recompute its objective (minimised, so the gap is (objective - bound) / objective)."""
-    from models.check import verify_schedule
+    from fairpack.models.check import verify_schedule
 
     assert result.schedule is not None
     # For an exact method C_k <= T_k is a constraint it promised to meet (unless --no-fair-cap); for a

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
-from models.types import FloatArray
+from fairpack.models.types import FloatArray
 
 Sense = Literal["min", "max"]
 

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from models.result import Allocation, Result, Schedule
-from models.types import Instance
+from fairpack.models.result import Allocation, Result, Schedule
+from fairpack.models.types import Instance
 
 #: Simulated runs with at most this many tasks also get a Gantt chart.
 GANTT_TASKS = 2000
@@ -250,7 +250,7 @@ NODE_MET, NODE_BELOW = ("honeydew", "seagreen"), ("mistyrose", "firebrick")
 
 def hierarchy_figure(instance: Instance, result: Result, title: str | None = None) -> Any:
     """The org tree: every node with its weight, guarantee and achieved dominant share (red when below)."""
-    from models.view import nodes_json
+    from fairpack.models.view import nodes_json
 
     if result.allocation is None or instance.hierarchy is None:
         raise PlotUnavailable("this picture needs a hierarchy and an allocation")

@@ -19,14 +19,14 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from solver.backends import ALGORITHMS, DEFAULT_ALGORITHM, SolverSettings, backend_capabilities, installed
+from fairpack.solver.backends import ALGORITHMS, DEFAULT_ALGORITHM, SolverSettings, backend_capabilities, installed
 
 if TYPE_CHECKING:
-    from models.check.saved import SavedRules
-    from models.result import Result
+    from fairpack.models.check.saved import SavedRules
+    from fairpack.models.result import Result
 
 #: Families whose ``register`` modules are imported on first use, in listing order.
-FAMILY_PACKAGES = ("solver.drfh", "solver.hdrf", "solver.spacetime", "solver.sim")
+FAMILY_PACKAGES = ("fairpack.solver.drfh", "fairpack.solver.hdrf", "fairpack.solver.spacetime", "fairpack.solver.sim")
 
 #: ``Method.family`` values and the instance part each needs (a flat instance is a one-level tree).
 FAMILY_NEEDS = {"flat": "tenants", "hierarchy": "tenants", "jobs": "jobs"}
@@ -138,7 +138,7 @@ class Method:
     def saved_rules(self, placement: str | None, fair_cap: bool = True) -> SavedRules:
         """The rules ``solve`` applied to this method's answer (``placement``: the one it was solved with;
         ``fair_cap``: False when an exact DAG method ran with ``--no-fair-cap``)."""
-        from models.check.saved import SavedRules
+        from fairpack.models.check.saved import SavedRules
 
         if self.kind == "schedule":
             return SavedRules(self.name, "schedule", exact=self.exact, require_placement=placement == "servers",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from solver.backends import ALGORITHMS, LP_BACKENDS, installed
+from fairpack.solver.backends import ALGORITHMS, LP_BACKENDS, installed
 
 #: The shared data folder (../shared/data next to the repository), unless FAIRPACK_DATA_DIR says otherwise.
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -16,14 +16,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from models.dag import topological_order
-from models.tolerance import settled
-from models.types import FloatArray, IntArray
-from solver.sim.engine import Simulation
-from solver.sim.pack import EPS, Packed
-from solver.sim.policies.dag import CandidatePolicy
-from solver.sim.shares import drf_shares
-from solver.sim.workload import Workload
+from fairpack.models.dag import topological_order
+from fairpack.models.tolerance import settled
+from fairpack.models.types import FloatArray, IntArray
+from fairpack.solver.sim.engine import Simulation
+from fairpack.solver.sim.pack import EPS, Packed
+from fairpack.solver.sim.policies.dag import CandidatePolicy
+from fairpack.solver.sim.shares import drf_shares
+from fairpack.solver.sim.workload import Workload
 
 
 def _dominant(sim: Simulation) -> FloatArray:

@@ -469,7 +469,7 @@ def mutate(seed: Seed, choose: Choose, steps: int = 3) -> tuple[bytes, str]:
 def check_outcome(outcome: object, source: str) -> None:
     """The loader's contract for one input: an ``Instance``, or an ``InstanceError`` that names the file,
     prints on one line and encodes (the field and reason are in it)."""
-    from models.types import Instance, InstanceError
+    from fairpack.models.types import Instance, InstanceError
 
     if isinstance(outcome, Instance):
         assert outcome.resources and outcome.servers

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from models.result import Allocation
-from models.types import Instance, ServerClass, Tenant
+from fairpack.models.result import Allocation
+from fairpack.models.types import Instance, ServerClass, Tenant
 
 INF = math.inf
 
@@ -233,14 +233,14 @@ BRUTE_FORCE_CASES = [
 
 def _tree(servers: list[dict[str, object]], children: list[dict[str, object]],
           resources: tuple[str, ...] = ("cpu", "mem")) -> Instance:  # fmt: skip
-    from models.io import instance_from_dict
+    from fairpack.models.io import instance_from_dict
 
     tree = {"name": "root", "children": children}
     return instance_from_dict({"resources": list(resources), "servers": servers, "hierarchy": tree})
 
 
 def _jobs(servers: list[dict[str, object]], jobs: list[dict[str, object]], slot: float = 1.0) -> Instance:
-    from models.io import instance_from_dict
+    from fairpack.models.io import instance_from_dict
 
     return instance_from_dict({"resources": ["cpu"], "servers": servers, "jobs": jobs, "time": {"slot": slot}})
 

@@ -21,10 +21,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from models.types import FloatArray
-from solver.backends import ALGORITHMS, CAPABILITIES, LP_BACKENDS, BackendUnavailable, get_backend, installed_backends
-from solver.backends.base import SolveOutcome
-from solver.lp import LinearProgram, LPBuilder
+from fairpack.models.types import FloatArray
+from fairpack.solver.backends import (
+    ALGORITHMS,
+    CAPABILITIES,
+    LP_BACKENDS,
+    BackendUnavailable,
+    get_backend,
+    installed_backends,
+)
+from fairpack.solver.backends.base import SolveOutcome
+from fairpack.solver.lp import LinearProgram, LPBuilder
 
 INF = math.inf
 TOL = 1e-6

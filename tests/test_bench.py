@@ -9,15 +9,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from models.generators.families import FAMILIES, SENSE
-from models.io import instance_to_dict
-from solver.bench.figures import BEGIN, END, carbyne_headline
-from solver.bench.figures import FILES as FIGURE_FILES
-from solver.bench.report import write_report
-from solver.bench.runner import STATUS_MEMORY, STATUS_TIMEOUT, run_sweep
-from solver.bench.sweep import NO_BACKEND, SweepError, load_sweep, parse_sweep
-from solver.bench.table import ResultTable, csv_path, read_results, with_gaps
-from solver.cli import main
+from fairpack.models.generators.families import FAMILIES, SENSE
+from fairpack.models.io import instance_to_dict
+from fairpack.solver.bench.figures import BEGIN, END, carbyne_headline
+from fairpack.solver.bench.figures import FILES as FIGURE_FILES
+from fairpack.solver.bench.report import write_report
+from fairpack.solver.bench.runner import STATUS_MEMORY, STATUS_TIMEOUT, run_sweep
+from fairpack.solver.bench.sweep import NO_BACKEND, SweepError, load_sweep, parse_sweep
+from fairpack.solver.bench.table import ResultTable, csv_path, read_results, with_gaps
+from fairpack.solver.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "benchmarks" / "sweeps" / "smoke.toml"
@@ -363,7 +363,7 @@ def test_carbyne_headline_by_hand() -> None:
 
 
 def test_online_policies_run_in_a_sweep_against_the_clairvoyant_yardstick() -> None:
-    from solver.bench.task import run_task
+    from fairpack.solver.bench.task import run_task
 
     sweep = parse_sweep({"name": "online", "time_limit": 20, "grid": [{
         "name": "g", "family": "arrivals",
@@ -390,8 +390,8 @@ def test_the_delay_scheduling_sweep_runs_against_the_locality_yardstick() -> Non
     the independent ``locality-cp`` model proves the same optimum (gap 0)."""
     from dataclasses import replace
 
-    from solver.bench.sweep import Sweep
-    from solver.bench.task import run_task
+    from fairpack.solver.bench.sweep import Sweep
+    from fairpack.solver.bench.task import run_task
 
     sweep = load_sweep(ROOT / "benchmarks" / "sweeps" / "delay.toml")
     grid = sweep.grids[0]

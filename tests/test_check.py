@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from models.check import (
+from fairpack.models.check import (
     CheckReport,
     envy_free,
     equal_split_tasks,
@@ -21,8 +21,8 @@ from models.check import (
     verify_allocation,
     verify_amounts,
 )
-from models.result import Allocation
-from models.types import Instance, ServerClass, Tenant
+from fairpack.models.result import Allocation
+from fairpack.models.types import Instance, ServerClass, Tenant
 
 
 def make(servers, tenants, resources=("cpu", "mem")) -> Instance:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from models.check import (
+from fairpack.models.check import (
     demanding_nodes,
     group_strategyproof,
     hierarchical_pareto,
@@ -22,11 +22,11 @@ from models.check import (
     share_guarantee,
     verify_allocation,
 )
-from models.generators import random_tree_instance
-from models.hierarchy import tree_of
-from models.io import instance_from_dict, instance_to_dict
-from models.result import Allocation
-from models.types import Instance
+from fairpack.models.generators import random_tree_instance
+from fairpack.models.hierarchy import tree_of
+from fairpack.models.io import instance_from_dict, instance_to_dict
+from fairpack.models.result import Allocation
+from fairpack.models.types import Instance
 
 
 def leaf(name: str, demand: dict[str, float], weight: float = 1.0, **more: Any) -> dict[str, Any]:
@@ -324,7 +324,7 @@ def test_random_group_misreports_are_deterministic_and_someone_lies(three_leaves
 
 
 def test_drf_is_group_strategyproof_on_a_flat_instance() -> None:
-    from solver.api import solve
+    from fairpack.solver.api import solve
 
     instance = instance_from_dict(
         {
@@ -348,8 +348,8 @@ def test_drf_is_group_strategyproof_on_a_flat_instance() -> None:
 
 
 def test_exact_hdrf_meets_the_checks_on_fig4(fig4: Instance) -> None:
-    pytest.importorskip("solver.hdrf.water_filling")
-    from solver.api import solve
+    pytest.importorskip("fairpack.solver.hdrf.water_filling")
+    from fairpack.solver.api import solve
 
     allocation = solve(fig4, "hdrf").allocation
     assert allocation is not None
@@ -360,7 +360,7 @@ def test_exact_hdrf_meets_the_checks_on_fig4(fig4: Instance) -> None:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_exact_pooled_hdrf_meets_the_checks_on_random_trees(seed: int) -> None:
-    hdrf = pytest.importorskip("solver.hdrf.water_filling")
+    hdrf = pytest.importorskip("fairpack.solver.hdrf.water_filling")
     instance = random_tree_instance(seed, leaves=12, depth=3)
     filled = hdrf.solve_hdrf(instance, pooled=True)
     allocation = Allocation(np.asarray(filled.tasks).reshape(len(instance.tenants), -1), "pool")

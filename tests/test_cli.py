@@ -13,9 +13,9 @@ import highspy
 import pytest
 import yaml
 
-from models.io import load_instance
-from solver.api import METHODS
-from solver.cli import main
+from fairpack.models.io import load_instance
+from fairpack.solver.api import METHODS
+from fairpack.solver.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 FIG1 = ROOT / "instances" / "drfh_fig1.yaml"
@@ -433,7 +433,7 @@ def test_the_program_ends_at_once_yet_delivers_everything(args: list[str], code:
     # be the command's.
     program = (
         "import atexit, importlib, sys, threading, time\n"
-        "cli = importlib.import_module('solver.cli.main')  # the module (solver.cli.main is also the function)\n"
+        "cli = importlib.import_module('fairpack.solver.cli.main')  # the module (cli.main is also the function)\n"
         "atexit.register(lambda: sys.stdout.write('|exit handler ran'))\n"
         "command = cli.main\n"
         "def main(argv):  # the command, then a thread still at work when it returns\n"
@@ -460,16 +460,16 @@ def test_json_stdout_stays_clean_when_native_code_prints(capfd: pytest.CaptureFi
     """Solver libraries can write to file descriptor 1 directly; --json output must still parse."""
     import os
 
-    import solver.api
-    from solver.cli import main
+    import fairpack.solver.api
+    from fairpack.solver.cli import main
 
-    real_solve = solver.api.solve
+    real_solve = fairpack.solver.api.solve
 
     def noisy_solve(*args, **kwargs):  # type: ignore[no-untyped-def]
         os.write(1, b"native solver noise\n")
         return real_solve(*args, **kwargs)
 
-    monkeypatch.setattr(solver.api, "solve", noisy_solve)
+    monkeypatch.setattr(fairpack.solver.api, "solve", noisy_solve)
     assert main(["solve", "instances/drfh_fig1.yaml", "--json"]) == 0
     captured = capfd.readouterr()
     assert json.loads(captured.out)["verified"] is True

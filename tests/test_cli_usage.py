@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from models.io import instance_from_dict, load_instance
-from solver.cli import main
-from solver.cli.main import build_parser, parsers
+from fairpack.models.io import instance_from_dict, load_instance
+from fairpack.solver.cli import main
+from fairpack.solver.cli.main import build_parser, parsers
 
 ROOT = Path(__file__).resolve().parents[1]
 FIG1 = ROOT / "instances" / "drfh_fig1.yaml"
@@ -275,9 +275,9 @@ def test_help_shows_the_defaults_a_user_asks_about(capsys: pytest.CaptureFixture
 
 
 def test_help_defaults_match_the_solver() -> None:
-    from solver.cli.commands import DEFAULTS, HORIZON
-    from solver.registry import SolveOptions
-    from solver.sim.backlog import SimOptions
+    from fairpack.solver.cli.commands import DEFAULTS, HORIZON
+    from fairpack.solver.registry import SolveOptions
+    from fairpack.solver.sim.backlog import SimOptions
 
     assert SolveOptions() == DEFAULTS
     assert SimOptions().horizon == HORIZON

@@ -9,19 +9,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.check import verify_schedule
-from models.generators import random_dag_jobs, tpch_jobs
-from models.metrics import avg_jct, late_jobs, p95_jct, schedule_metrics, slowdown, windowed_jain
-from models.result import Schedule, job_completion
-from models.types import Instance, Job, ServerClass, Stage
-from models.view import result_json
-from solver.api import METHODS, solve
-from solver.sim.fairshare import fair_completion_times
-from solver.sim.pack import pack
-from solver.sim.policies.dag import HEURISTICS
-from solver.sim.runs import run_policy
-from solver.sim.shares import drf_shares
-from solver.sim.workload import Workload
+from fairpack.models.check import verify_schedule
+from fairpack.models.generators import random_dag_jobs, tpch_jobs
+from fairpack.models.metrics import avg_jct, late_jobs, p95_jct, schedule_metrics, slowdown, windowed_jain
+from fairpack.models.result import Schedule, job_completion
+from fairpack.models.types import Instance, Job, ServerClass, Stage
+from fairpack.models.view import result_json
+from fairpack.solver.api import METHODS, solve
+from fairpack.solver.sim.fairshare import fair_completion_times
+from fairpack.solver.sim.pack import pack
+from fairpack.solver.sim.policies.dag import HEURISTICS
+from fairpack.solver.sim.runs import run_policy
+from fairpack.solver.sim.shares import drf_shares
+from fairpack.solver.sim.workload import Workload
 
 
 def _instance(capacity: list[float], jobs: list[Job], resources: tuple[str, ...] = ("cpu",)) -> Instance:
@@ -253,7 +253,7 @@ def test_a_late_heuristic_job_is_reported_not_rejected() -> None:
 def test_fair_completion_includes_later_arrivals() -> None:
     """dag_two_jobs: `short` arrives at 0.5 and takes its share, so in the fair world itself `long` ends at
     4.5 (alone it would end at 4): T_k is what the fair-share schedule achieves, so it can be met."""
-    from models.io import load_instance
+    from fairpack.models.io import load_instance
 
     instance = load_instance("instances/dag_two_jobs.yaml")
     data = result_json(instance, solve(instance, "drf-dag"))
@@ -263,7 +263,7 @@ def test_fair_completion_includes_later_arrivals() -> None:
 
 def test_longest_paths_by_hand() -> None:
     # 0 -> 1 -> 3, 0 -> 2 -> 3 with durations 2, 5, 1, 4: heads 0, 2, 2, 7; tails 11, 9, 5, 4.
-    from models.dag import adjacency, longest_paths
+    from fairpack.models.dag import adjacency, longest_paths
 
     head, tail = longest_paths(*adjacency(4, [(0, 1), (0, 2), (1, 3), (2, 3)]), [2, 5, 1, 4])
     assert head.tolist() == [0, 2, 2, 7] and tail.tolist() == [11, 9, 5, 4]
@@ -272,7 +272,7 @@ def test_longest_paths_by_hand() -> None:
 def test_serial_sgs_finds_fits_beyond_its_first_scan_window() -> None:
     # One machine of capacity 1: a 300-step task, then 3 one-step tasks of a second stage released at 0
     # go after it one by one (the scan starts in a 64-step window and must move on without skipping).
-    from solver.spacetime.warmstart import serial_sgs
+    from fairpack.solver.spacetime.warmstart import serial_sgs
 
     starts, machines = serial_sgs(
         stage_job=np.array([0, 1]), tasks=np.array([1, 3]), duration=np.array([300, 1]),
@@ -287,8 +287,8 @@ def test_serial_sgs_finds_fits_beyond_its_first_scan_window() -> None:
 def test_dag_heuristics_stop_at_the_time_limit_with_a_verified_partial_schedule(data_dir: Path) -> None:
     import time
 
-    from models.generators.families import FAMILIES
-    from solver.api import solve
+    from fairpack.models.generators.families import FAMILIES
+    from fairpack.solver.api import solve
 
     # 30 queries: the drf-strict schedule of T_k alone takes seconds (10 queries now finish within 0.3 s).
     instance = FAMILIES["tpch"].instance({"queries": 30, "executors": 50}, 1, data_dir)

@@ -17,13 +17,13 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from models.generators import random_dag_jobs, tpch_jobs
-from models.generators.soft import soft_workload
-from models.types import Instance, ServerClass
-from solver.sim.engine import BasePolicy, Simulation
-from solver.sim.pack import pack
-from solver.sim.policies.dag import Carbyne, DrfStrict
-from solver.sim.workload import Workload
+from fairpack.models.generators import random_dag_jobs, tpch_jobs
+from fairpack.models.generators.soft import soft_workload
+from fairpack.models.types import Instance, ServerClass
+from fairpack.solver.sim.engine import BasePolicy, Simulation
+from fairpack.solver.sim.pack import pack
+from fairpack.solver.sim.policies.dag import Carbyne, DrfStrict
+from fairpack.solver.sim.workload import Workload
 from tests.dag_reference import ReferenceCarbyne, ReferenceDrfStrict, reference_pack
 
 
@@ -116,7 +116,7 @@ def test_carbyne_on_the_36k_tpch_mix_is_the_schedule_recorded_before_the_speed_w
     # The speed mix of issue 16 (benchmarks/dag_carbyne.py: tpch family, 50 queries, 250 executors, seed 0,
     # 36,008 tasks). sha256 of every task's (job, stage, index) and (start, end), recorded with main at 922b43a,
     # before the steady-batch replay of pack and the shortcuts of Carbyne's picks.
-    from models.generators.families import FAMILIES
+    from fairpack.models.generators.families import FAMILIES
 
     instance = FAMILIES["tpch"].instance({"queries": 50, "executors": 250}, 0, data_dir)
     jobs = Workload.of_jobs(instance, "pooled")
@@ -194,7 +194,7 @@ def test_pack_waves_give_the_reference_pack(dag: tuple) -> None:  # type: ignore
           np.array([0.0, 0.0]), []))
 def test_compiled_pack_is_the_python_pack(dag: tuple) -> None:  # type: ignore[type-arg]
     # solver.sim.pack_compiled.run is pack's loop on arrays, compiled: the same floats and launches to the bit.
-    from solver.sim.pack_compiled import pack_compiled
+    from fairpack.solver.sim.pack_compiled import pack_compiled
 
     for record in (True, False):
         expected = pack(*dag, record=record)

@@ -12,17 +12,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from models.check import envy_free, pareto_optimal, verify_allocation
-from models.generators import google_instance, random_small
-from models.result import Allocation, Result
-from models.types import Instance
-from models.view import result_json
-from solver.api import METHODS, solve
-from solver.backends import LP_BACKENDS, SolveOutcome, installed_backends
-from solver.backends.ortools import OrToolsBackend
-from solver.drfh.filling import unit_tasks
-from solver.drfh.methods import solve_drfh
-from solver.lp import LinearProgram
+from fairpack.models.check import envy_free, pareto_optimal, verify_allocation
+from fairpack.models.generators import google_instance, random_small
+from fairpack.models.result import Allocation, Result
+from fairpack.models.types import Instance
+from fairpack.models.view import result_json
+from fairpack.solver.api import METHODS, solve
+from fairpack.solver.backends import LP_BACKENDS, SolveOutcome, installed_backends
+from fairpack.solver.backends.ortools import OrToolsBackend
+from fairpack.solver.drfh.filling import unit_tasks
+from fairpack.solver.drfh.methods import solve_drfh
+from fairpack.solver.lp import LinearProgram
 
 from library import (
     BRUTE_FORCE_CASES,

@@ -9,17 +9,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.check import verify_allocation
-from models.result import Allocation
-from models.tolerance import FIT_RTOL
-from models.types import Instance, ServerClass, Tenant
-from solver.api import solve
-from solver.backends import get_backend
-from solver.budget import Budget
-from solver.drfh import int_search
-from solver.drfh.class_pack import _round_rows, construct_level, pack_class, search_by_class
-from solver.drfh.int_model import DrfhIntModel
-from solver.drfh.int_search import LevelSearch
+from fairpack.models.check import verify_allocation
+from fairpack.models.result import Allocation
+from fairpack.models.tolerance import FIT_RTOL
+from fairpack.models.types import Instance, ServerClass, Tenant
+from fairpack.solver.api import solve
+from fairpack.solver.backends import get_backend
+from fairpack.solver.budget import Budget
+from fairpack.solver.drfh import int_search
+from fairpack.solver.drfh.class_pack import _round_rows, construct_level, pack_class, search_by_class
+from fairpack.solver.drfh.int_model import DrfhIntModel
+from fairpack.solver.drfh.int_search import LevelSearch
 
 HIGHS = get_backend("highs")
 

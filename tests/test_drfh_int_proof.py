@@ -16,21 +16,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.check import verify_allocation
-from models.result import Allocation
-from models.types import Instance, ServerClass, Tenant
-from solver.api import solve
-from solver.backends import SolveOutcome, get_backend, installed_backends
-from solver.backends.highs import HighsBackend
-from solver.budget import Budget
-from solver.drfh.heuristics import first_fit
-from solver.drfh.int_levels import CandidateLevels
-from solver.drfh.int_model import DrfhIntModel
-from solver.drfh.int_search import LevelSearch, solve_drfh_int
-from solver.drfh.lns import search_neighbourhoods
-from solver.drfh.patterns import search_patterns
-from solver.drfh.patterns_model import PatternModel
-from solver.lp import LinearProgram, LPBuilder
+from fairpack.models.check import verify_allocation
+from fairpack.models.result import Allocation
+from fairpack.models.types import Instance, ServerClass, Tenant
+from fairpack.solver.api import solve
+from fairpack.solver.backends import SolveOutcome, get_backend, installed_backends
+from fairpack.solver.backends.highs import HighsBackend
+from fairpack.solver.budget import Budget
+from fairpack.solver.drfh.heuristics import first_fit
+from fairpack.solver.drfh.int_levels import CandidateLevels
+from fairpack.solver.drfh.int_model import DrfhIntModel
+from fairpack.solver.drfh.int_search import LevelSearch, solve_drfh_int
+from fairpack.solver.drfh.lns import search_neighbourhoods
+from fairpack.solver.drfh.patterns import search_patterns
+from fairpack.solver.drfh.patterns_model import PatternModel
+from fairpack.solver.lp import LinearProgram, LPBuilder
 
 
 def _random_instance(seed: int, classes: int = 2, tenants: int = 4) -> Instance:

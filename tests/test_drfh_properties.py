@@ -19,17 +19,17 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 
-from models.check import (
+from fairpack.models.check import (
     envy_free,
     population_monotone,
     random_misreports,
     truthful,
     verify_allocation,
 )
-from models.result import Allocation, Result
-from models.types import Instance, ServerClass, Tenant
-from models.view import result_json
-from solver.api import METHODS, solve
+from fairpack.models.result import Allocation, Result
+from fairpack.models.types import Instance, ServerClass, Tenant
+from fairpack.models.view import result_json
+from fairpack.solver.api import METHODS, solve
 
 HEURISTICS = ("first-fit", "best-fit", "slots", "per-server-drf")  # all integral, per machine
 FLAT_METHODS = tuple(name for name, method in METHODS.items() if method.family == "flat")

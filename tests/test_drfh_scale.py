@@ -20,23 +20,23 @@ from typing import Any
 import numpy as np
 import pytest
 
-from models.check.saved import check_saved
-from models.generators import google_instance
-from models.generators.clusters import random_tenants
-from models.tolerance import CHECK_RTOL
-from models.types import Instance, ServerClass, Tenant
-from models.view import result_json
-from solver.api import solve
-from solver.backends import SolveOutcome
-from solver.backends.highs import HighsBackend
-from solver.budget import Budget
-from solver.cli.render import format_table
-from solver.drfh import colgen, int_search, methods
-from solver.drfh.filling import FillingResult, repair_shares
-from solver.drfh.model import DrfhModel, UnitGrouping
-from solver.drfh.tolerance import SOLVER_RTOL
-from solver.lp import LinearProgram
-from solver.registry import get_method
+from fairpack.models.check.saved import check_saved
+from fairpack.models.generators import google_instance
+from fairpack.models.generators.clusters import random_tenants
+from fairpack.models.tolerance import CHECK_RTOL
+from fairpack.models.types import Instance, ServerClass, Tenant
+from fairpack.models.view import result_json
+from fairpack.solver.api import solve
+from fairpack.solver.backends import SolveOutcome
+from fairpack.solver.backends.highs import HighsBackend
+from fairpack.solver.budget import Budget
+from fairpack.solver.cli.render import format_table
+from fairpack.solver.drfh import colgen, int_search, methods
+from fairpack.solver.drfh.filling import FillingResult, repair_shares
+from fairpack.solver.drfh.model import DrfhModel, UnitGrouping
+from fairpack.solver.drfh.tolerance import SOLVER_RTOL
+from fairpack.solver.lp import LinearProgram
+from fairpack.solver.registry import get_method
 
 #: The relative excess HiGHS's round-off caused on the full case (9.8e-6 of a 0.4991 memory capacity).
 OBSERVED_EXCESS = 2e-5

@@ -14,15 +14,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from models.check import verify_schedule
-from models.generators import random_dag_jobs
-from models.io import instance_from_dict, load_instance
-from models.types import Instance
-from models.view import result_json
-from solver.api import solve
-from solver.cli import main
-from solver.registry import methods
-from solver.spacetime.fair import fair_share
+from fairpack.models.check import verify_schedule
+from fairpack.models.generators import random_dag_jobs
+from fairpack.models.io import instance_from_dict, load_instance
+from fairpack.models.types import Instance
+from fairpack.models.view import result_json
+from fairpack.solver.api import solve
+from fairpack.solver.cli import main
+from fairpack.solver.registry import methods
+from fairpack.solver.spacetime.fair import fair_share
 
 TWO_JOBS = Path(__file__).resolve().parents[1] / "instances" / "dag_two_jobs.yaml"
 EXACT = ("spacetime", "spacetime-cp")
@@ -73,7 +73,7 @@ def test_one_job_on_two_machines(method: str, placement: str, makespan: float) -
 
 def test_cli_caps_spacetime_cp_and_places_per_machine(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = tmp_path / "one.json"
-    from models.io import instance_to_dict
+    from fairpack.models.io import instance_to_dict
 
     path.write_text(json.dumps(instance_to_dict(ONE_JOB_TWO_MACHINES)))
     assert main(["solve", str(path), "--method", "spacetime-cp", "--placement", "servers", "--json"]) == 0
@@ -118,7 +118,7 @@ def test_fair_share_stops_at_its_deadline() -> None:
 def test_caps_that_cannot_be_computed_in_time_are_an_honest_failure(method: str, monkeypatch: Any) -> None:
     """With the caps on, a time limit that ends before the fair-share schedule does returns no schedule
     (never a verified one), names the way out, and stops at the limit."""
-    import solver.spacetime.fair as fair
+    import fairpack.solver.spacetime.fair as fair
 
     original = fair.fair_completion_times
     pause = {"s": 0.5}

@@ -18,12 +18,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from models.generators.families import FAMILIES
-from models.types import Instance, ServerClass, Tenant
-from solver.api import solve
-from solver.bench.figures import DRFH_PAPER_EXPERIMENT, drfh_figure, drfh_section
-from solver.bench.metrics import allocation_metrics
-from solver.bench.sweep import load_sweep
+from fairpack.models.generators.families import FAMILIES
+from fairpack.models.types import Instance, ServerClass, Tenant
+from fairpack.solver.api import solve
+from fairpack.solver.bench.figures import DRFH_PAPER_EXPERIMENT, drfh_figure, drfh_section
+from fairpack.solver.bench.metrics import allocation_metrics
+from fairpack.solver.bench.sweep import load_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 README_SWEEP = ROOT / "benchmarks" / "sweeps" / "readme.toml"

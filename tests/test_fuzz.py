@@ -22,8 +22,8 @@ from fuzzing import Seed, check_outcome, mutate, seeds
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from models.io import load_instance
-from models.types import InstanceError
+from fairpack.models.io import load_instance
+from fairpack.models.types import InstanceError
 
 #: Seconds one load may take. The largest inputs the engine makes (2 MB of repeated lines) load in well
 #: under a second; a hang is cut off by an alarm at HANG_S so the test fails instead of stalling.
@@ -127,8 +127,8 @@ def test_the_seeds_load() -> None:
     """The unmutated seeds are valid, so what the fuzz tests see as errors comes from the mutations."""
     assert YAML_SEEDS and SM_SEEDS
     for seed in SEEDS:
-        from models.io import parse_instance
-        from models.psplib import parse_psplib
+        from fairpack.models.io import parse_instance
+        from fairpack.models.psplib import parse_psplib
 
         instance = parse_psplib(seed.text, seed.name) if seed.suffix == ".sm" else parse_instance(seed.text, seed.name)
         assert instance.servers

@@ -9,11 +9,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from models.io import DEFAULT_LIMITS, Limits, instance_from_dict
-from models.types import Hierarchy, HierarchyNode, Instance, ServerClass, Tenant
-from solver.api import solve
-from solver.hdrf.reference import hdrf_epsilon
-from solver.hdrf.water_filling import solve_hdrf
+from fairpack.models.io import DEFAULT_LIMITS, Limits, instance_from_dict
+from fairpack.models.types import Hierarchy, HierarchyNode, Instance, ServerClass, Tenant
+from fairpack.solver.api import solve
+from fairpack.solver.hdrf.reference import hdrf_epsilon
+from fairpack.solver.hdrf.water_filling import solve_hdrf
 
 
 def leaf(name: str, demand: dict[str, float], weight: float = 1.0, **more: Any) -> dict[str, Any]:
@@ -198,7 +198,7 @@ def test_reference_limit_exists_where_exact_ties_break() -> None:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_flat_tree_is_drf_pooled_and_drfh_on_servers(seed: int) -> None:
-    from models.generators import google_like_servers, random_tenants
+    from fairpack.models.generators import google_like_servers, random_tenants
 
     resources = ("cpu", "mem")
     tenants = random_tenants(resources, 8, seed, np.array([0.5, 0.5]), max_fraction=0.05, max_tasks=200)
@@ -287,7 +287,7 @@ def test_zero_cap_leaf_and_lacking_resource_get_nothing() -> None:
 def test_cli_json_has_nodes_and_the_table_draws_the_tree(tmp_path: Any, capsys: Any) -> None:
     import json
 
-    from solver.cli import main
+    from fairpack.solver.cli import main
 
     assert main(["solve", "instances/hdrf_fig4.yaml", "--method", "hdrf", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -306,7 +306,7 @@ def test_cli_json_has_nodes_and_the_table_draws_the_tree(tmp_path: Any, capsys: 
 def test_cli_generates_trees_and_places_them(tmp_path: Any, capsys: Any) -> None:
     import json
 
-    from solver.cli import main
+    from fairpack.solver.cli import main
 
     assert main(["generate", "tree", "--seed", "3", "--tenants", "6", "--depth", "2", "--machines", "3"]) == 0
     path = tmp_path / "tree.yaml"
@@ -319,7 +319,7 @@ def test_cli_generates_trees_and_places_them(tmp_path: Any, capsys: Any) -> None
 
 @pytest.mark.parametrize("seed", range(6))
 def test_incremental_phases_match_full_recomputation(seed: int) -> None:
-    from models.generators import random_tree_instance
+    from fairpack.models.generators import random_tree_instance
 
     instance = random_tree_instance(seed, 300, 2 + seed % 4, 3 + seed % 3, servers=None)
     incremental = solve_hdrf(instance)
@@ -350,7 +350,7 @@ def test_node_clocks_reproduce_the_reference_phase_by_phase(
 ) -> None:
     """The default engine recomputes only the touched root paths; the reference recomputes every
     node in every phase with whole-tree passes. Same phases, same blocked leaves, same shares."""
-    from models.generators import random_tree_instance
+    from fairpack.models.generators import random_tree_instance
 
     instance = random_tree_instance(seed, leaves, depth, resources, capped_fraction=capped, zero_component_prob=zeros)
     fast = solve_hdrf(instance)
@@ -367,8 +367,8 @@ def test_light_updates_match_full_recomputes(seed: int, monkeypatch: Any) -> Non
     """Along an event's root path a node is updated from its own values and one child's
     (``_recompute_light``) unless its active children may change; looking at every child of every
     touched node instead (``_recompute_full``) gives the same filling."""
-    from models.generators import random_tree_instance
-    from solver.hdrf import water_filling as hdrf
+    from fairpack.models.generators import random_tree_instance
+    from fairpack.solver.hdrf import water_filling as hdrf
 
     instance = random_tree_instance(seed, 300, 3 + seed, 3 + seed % 3)
     fast = solve_hdrf(instance)
@@ -434,7 +434,7 @@ def spread_weights(instance: Instance, seed: int, decades: float) -> Instance:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_weights_12_orders_apart_match_the_reference(seed: int) -> None:
-    from models.generators import random_tree_instance
+    from fairpack.models.generators import random_tree_instance
 
     instance = spread_weights(random_tree_instance(seed, 40, 2 + seed % 4, 3), seed, 12)
     result = solve(instance, "hdrf", placement="pooled")
@@ -447,7 +447,7 @@ def test_weights_12_orders_apart_match_the_reference(seed: int) -> None:
 def test_weights_12_orders_apart_converge_to_the_epsilon_limit() -> None:
     """A tree where the reference engine loops on catch-ups it cannot resolve (weights normalised per
     sibling group keep the node clocks in range): the exact shares are the limit of the ε-filling."""
-    from models.generators import random_tree_instance
+    from fairpack.models.generators import random_tree_instance
 
     instance = spread_weights(random_tree_instance(5, 120, 3, 3), 5, 12)
     result = solve(instance, "hdrf", placement="pooled")
@@ -466,7 +466,7 @@ def test_time_limit_returns_the_allocation_grown_so_far(
     """Out of time, hdrf stops between phases with status time_limit and a feasible allocation."""
     import time
 
-    from models.generators import random_tree_instance
+    from fairpack.models.generators import random_tree_instance
 
     instance = random_tree_instance(1, leaves, 3, 3, servers=servers)
     # On a loaded machine the first phase may not end within the smallest limit: the answer is then an
@@ -486,7 +486,7 @@ def test_time_limit_returns_the_allocation_grown_so_far(
 def test_a_filling_that_stops_moving_is_an_error_not_a_hang() -> None:
     from collections import Counter
 
-    from solver.hdrf.water_filling import _fill
+    from fairpack.solver.hdrf.water_filling import _fill
 
     class Stuck:
         def __init__(self) -> None:

@@ -8,9 +8,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.check import group_strategyproof, hierarchical_pareto, random_group_misreports, share_guarantee
-from models.generators import random_tree_instance
-from solver.api import solve
+from fairpack.models.check import group_strategyproof, hierarchical_pareto, random_group_misreports, share_guarantee
+from fairpack.models.generators import random_tree_instance
+from fairpack.solver.api import solve
 
 trees = st.builds(
     random_tree_instance,

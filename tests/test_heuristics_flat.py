@@ -16,12 +16,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.generators import google_instance
-from models.metrics import min_weighted_share
-from models.result import Allocation
-from models.types import Instance, InstanceError, ServerClass, Tenant
-from solver.drfh.greedy import MAX_CELLS, TIE, TOL, dense_counts, grant_segments, resolve_fuzzy
-from solver.drfh.heuristics import best_fit, best_fit_terms, first_fit, per_server_drf, slots
+from fairpack.models.generators import google_instance
+from fairpack.models.metrics import min_weighted_share
+from fairpack.models.result import Allocation
+from fairpack.models.types import Instance, InstanceError, ServerClass, Tenant
+from fairpack.solver.drfh.greedy import MAX_CELLS, TIE, TOL, dense_counts, grant_segments, resolve_fuzzy
+from fairpack.solver.drfh.heuristics import best_fit, best_fit_terms, first_fit, per_server_drf, slots
 
 Heuristic = Callable[[Instance], Allocation]
 HEURISTICS: dict[str, Heuristic] = {
@@ -359,7 +359,7 @@ def test_best_fit_uses_fractions_of_the_cluster_totals() -> None:
 
 
 def test_best_fit_gpu_case_equals_drfh_int() -> None:
-    from solver.api import solve
+    from fairpack.solver.api import solve
 
     exact = solve(gpu_case(), "drfh-int")
     assert exact.objective == pytest.approx(0.75)
@@ -467,7 +467,7 @@ def test_huge_counts_are_refused_before_anything_per_machine(capacity: list[floa
 
 
 def test_huge_counts_exit_2_from_the_cli(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from solver.cli import main
+    from fairpack.solver.cli import main
 
     path = tmp_path / "huge.yaml"
     path.write_text(

@@ -23,20 +23,20 @@ from typing import Any
 import numpy as np
 import pytest
 
-from models.generators import random_tree_instance
-from models.hierarchy import tree_of
-from models.io import instance_from_dict, load_instance
-from models.types import Instance
-from models.view import result_json
-from solver.api import METHODS, solve
-from solver.sim.backlog import SimOptions, backlog_result, simulate
-from solver.sim.policies.hierarchy import HierarchicalPolicy
+from fairpack.models.generators import random_tree_instance
+from fairpack.models.hierarchy import tree_of
+from fairpack.models.io import instance_from_dict, load_instance
+from fairpack.models.types import Instance
+from fairpack.models.view import result_json
+from fairpack.solver.api import METHODS, solve
+from fairpack.solver.sim.backlog import SimOptions, backlog_result, simulate
+from fairpack.solver.sim.policies.hierarchy import HierarchicalPolicy
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"
 
 
 def _hdrf_shares(instance: Instance) -> np.ndarray:
-    hdrf = pytest.importorskip("solver.hdrf.water_filling", reason="static H-DRF is not available")
+    hdrf = pytest.importorskip("fairpack.solver.hdrf.water_filling", reason="static H-DRF is not available")
     return np.asarray(hdrf.hdrf_shares(instance))
 
 
@@ -255,7 +255,7 @@ def test_capacities_and_caps_hold_at_every_event(policy: str) -> None:
     assert np.all(trace.peak_usage <= capacity * (1 + 1e-9))
     assert np.all(trace.peak_running <= caps)
     result = backlog_result(instance, policy, options)
-    from models.check import verify_allocation
+    from fairpack.models.check import verify_allocation
 
     report = verify_allocation(instance, result.allocation)  # type: ignore[arg-type]
     assert report.ok, report.violations
@@ -330,7 +330,7 @@ def test_methods_are_registered_and_series_is_consistent(fig10: Instance) -> Non
 
 
 def test_cli_solve_passes_horizon_and_seed(capsys: pytest.CaptureFixture[str]) -> None:
-    from solver.cli import main
+    from fairpack.solver.cli import main
 
     path = str(INSTANCES / "hdrf_fig10.yaml")
     args = [path, "--method", "naive-hdrf", "--horizon", "40", "--seed", "9", "--json"]

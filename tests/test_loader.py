@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import yaml
 
-import models.io as io_module
-from models.io import (
+import fairpack.models.io as io_module
+from fairpack.models.io import (
     DEFAULT_LIMITS,
     Limits,
     instance_from_dict,
@@ -22,7 +22,7 @@ from models.io import (
     load_instance,
     parse_instance,
 )
-from models.types import (
+from fairpack.models.types import (
     Hierarchy,
     HierarchyNode,
     Instance,

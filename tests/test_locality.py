@@ -13,11 +13,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from models.check import verify_schedule
-from models.io import instance_to_yaml, parse_instance
-from models.result import Schedule
-from models.types import DataPlacement, Instance, InstanceError, Job, ServerClass, Stage
-from solver.api import simulate
+from fairpack.models.check import verify_schedule
+from fairpack.models.io import instance_to_yaml, parse_instance
+from fairpack.models.result import Schedule
+from fairpack.models.types import DataPlacement, Instance, InstanceError, Job, ServerClass, Stage
+from fairpack.solver.api import simulate
 
 #: Two racks: r1 holds a/0 and a/1, r2 holds b (one machine).
 RACKED = """
@@ -219,7 +219,7 @@ def test_fair_serves_the_job_furthest_below_its_share() -> None:
 
 
 def test_delay_options_are_checked() -> None:
-    from solver.registry import OptionError
+    from fairpack.solver.registry import OptionError
 
     with pytest.raises(OptionError, match="d1 must be a whole number"):
         simulate(_remote_choice(), "delay", extra={"d1": -1})
@@ -239,7 +239,7 @@ def test_slots_option_caps_tasks_per_machine() -> None:
 
 
 def test_hdfs_placement_puts_one_replica_on_a_rack_and_two_on_another() -> None:
-    from models.generators.families import FAMILIES
+    from fairpack.models.generators.families import FAMILIES
 
     instance = FAMILIES["hdfs"].instance({"jobs": 20, "machines": 24, "racks": 4}, seed=3)
     assert instance == FAMILIES["hdfs"].instance({"jobs": 20, "machines": 24, "racks": 4}, seed=3)  # seeded
@@ -261,7 +261,7 @@ def test_hdfs_placement_puts_one_replica_on_a_rack_and_two_on_another() -> None:
 def test_the_papers_numbers_follow_from_the_formula() -> None:
     # A job with data on a fraction p of the nodes, offered slots on random nodes, finds a local one
     # within D offers with probability 1 - (1 - p)^D: p = 0.1 gives 0.65 at D = 10 and 0.99 at D = 40.
-    from solver.sim.policies.locality import local_probability
+    from fairpack.solver.sim.policies.locality import local_probability
 
     assert round(local_probability(0.1, 10), 2) == 0.65 and round(local_probability(0.1, 40), 2) == 0.99
     assert local_probability(0.1, 10) == pytest.approx(0.6513215599, abs=1e-10)
@@ -275,8 +275,8 @@ def test_simulated_locality_of_a_single_job_matches_the_formula(d1: int) -> None
     # background's exponential durations are memoryless) holding its block with p = 2 / 20: it launches
     # locally with probability q = 1 - (1 - p)^(d1 + 1) -- the paper's 1 - (1 - p)^D with D = d1 + 1 offers
     # (d1 = 9: D = 10, q = 0.65). Probes are independent: the count is binomial, sigma = sqrt(q(1-q)/n).
-    from models.generators.locality import locality_probe
-    from solver.sim.policies.locality import local_probability
+    from fairpack.models.generators.locality import locality_probe
+    from fairpack.solver.sim.policies.locality import local_probability
 
     probes, p = 300, 0.1
     instance = locality_probe(seed=7, probes=probes, machines=20, holders=2, gap=2.0)
@@ -292,7 +292,7 @@ def test_simulated_locality_of_a_single_job_matches_the_formula(d1: int) -> None
 def test_locality_against_d_rises_to_near_all_local_on_the_hdfs_workload() -> None:
     # Multi-user HDFS workload (60 jobs, Facebook-shaped sizes, 40 machines x 2 slots, 4 racks): naive fair
     # sharing launches whatever the freed slot's job has; a few skips make nearly every task node-local.
-    from models.generators.families import FAMILIES
+    from fairpack.models.generators.families import FAMILIES
 
     instance = FAMILIES["hdfs"].instance({"jobs": 60, "slots": 2, "interarrival": 4.0, "max_tasks": 200}, seed=1)
 
@@ -315,7 +315,7 @@ def test_exact_yardstick_weighs_waiting_against_running_remote(remote: float, op
     # B runs 0-5 on m0 (JCT 5). J (3 long, arrives at 1, block on m0) either runs remote on m2 at once,
     # ending at 1 + 3 x remote (JCT 3 x remote), or waits for m0: 5-8 (JCT 7). Remote x2: JCT 6 < 7, the
     # optimum (5 + 6) / 2 = 5.5 runs it remote (fair's choice); remote x3: 9 > 7, it waits (delay's).
-    from solver.spacetime.locality_cp import locality_optimum
+    from fairpack.solver.spacetime.locality_cp import locality_optimum
 
     base = _remote_choice()
     assert base.data is not None
@@ -332,8 +332,8 @@ def test_exact_yardstick_weighs_waiting_against_running_remote(remote: float, op
 
 
 def test_exact_yardstick_bounds_every_policy_on_a_small_hdfs_instance() -> None:
-    from models.generators.families import FAMILIES
-    from solver.spacetime.locality_cp import locality_optimum
+    from fairpack.models.generators.families import FAMILIES
+    from fairpack.solver.spacetime.locality_cp import locality_optimum
 
     params = {"jobs": 3, "machines": 4, "racks": 2, "slots": 1, "max_tasks": 2, "interarrival": 3.0}
     instance = FAMILIES["hdfs"].instance(params, seed=2)
@@ -349,7 +349,7 @@ def test_exact_yardstick_bounds_every_policy_on_a_small_hdfs_instance() -> None:
 def test_locality_cp_is_the_yardstick_from_the_cli_with_its_bound_and_time_limit() -> None:
     """``locality-cp`` (the method) returns the proven optimum of the hand case, verified per machine with the
     durations locality dictates, T_k reported beside it; a limit too short for a schedule says so."""
-    from solver.api import solve
+    from fairpack.solver.api import solve
 
     base = _remote_choice()
     assert base.data is not None
@@ -386,9 +386,9 @@ def test_locality_cp_refuses_placement_options_with_the_field() -> None:
     ("names no option of its stage", exit 1). It is refused as input instead, pointing to spacetime-cp."""
     from pathlib import Path
 
-    from models.io import load_instance
-    from solver.api import solve
-    from solver.cli import main
+    from fairpack.models.io import load_instance
+    from fairpack.solver.api import solve
+    from fairpack.solver.cli import main
 
     path = Path(__file__).resolve().parents[1] / "instances" / "tetrisched_gpu.yaml"
     with pytest.raises(InstanceError, match="spacetime-cp") as caught:

@@ -8,11 +8,11 @@ import itertools
 import numpy as np
 import pytest
 
-from models.generators.short_tasks import omega_jobs
-from models.types import Instance, Job, ServerClass, Stage
-from solver.api import simulate, solve
-from solver.registry import OptionError, policies
-from solver.sim.policies.omega import Omega
+from fairpack.models.generators.short_tasks import omega_jobs
+from fairpack.models.types import Instance, Job, ServerClass, Stage
+from fairpack.solver.api import simulate, solve
+from fairpack.solver.registry import OptionError, policies
+from fairpack.solver.sim.policies.omega import Omega
 
 
 def _cell(cpus: float, jobs: list[tuple[str, float, int, float, float]], machines: int = 1) -> Instance:

@@ -27,7 +27,7 @@ from benchmarks.online_reproductions import (
     splice,
     tpch_interarrival,
 )
-from models.types import Instance, Job, ServerClass, Stage
+from fairpack.models.types import Instance, Job, ServerClass, Stage
 
 
 def test_slot_misfits_counts_tasks_larger_than_a_slot() -> None:

@@ -19,12 +19,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from models.result import Allocation, Result
-from models.types import Instance
-from solver.api import solve
-from solver.backends import ALGORITHMS, BACKEND_NAMES, installed
-from solver.cli import main
-from solver.registry import COMMON_OPTIONS, OptionError, SolveOptions, methods
+from fairpack.models.result import Allocation, Result
+from fairpack.models.types import Instance
+from fairpack.solver.api import solve
+from fairpack.solver.backends import ALGORITHMS, BACKEND_NAMES, installed
+from fairpack.solver.cli import main
+from fairpack.solver.registry import COMMON_OPTIONS, OptionError, SolveOptions, methods
 
 from library import HIERARCHY_CASES, JOB_CASES, LIBRARY
 
@@ -46,7 +46,7 @@ REL = 1e-6
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "solver.cli", *args], capture_output=True, text=True, cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "fairpack", *args], capture_output=True, text=True, cwd=ROOT,
                           timeout=120, check=False)  # fmt: skip
 
 
@@ -186,7 +186,7 @@ def test_servers_model_without_servers_placement_is_refused() -> None:
 @pytest.mark.parametrize("status", ["optimal", "feasible", "time_limit", "infeasible", "error"])
 def test_a_result_without_an_answer_is_never_verified(status: str, monkeypatch: pytest.MonkeyPatch,
                                                       capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
-    import solver.drfh.methods as drivers
+    import fairpack.solver.drfh.methods as drivers
 
     def nothing(instance: Instance, options: SolveOptions, budget: Any) -> Result:
         return Result(status, "drfh", "highs", verified=True)  # type: ignore[arg-type]
@@ -201,14 +201,14 @@ def test_a_result_without_an_answer_is_never_verified(status: str, monkeypatch: 
 
 def test_a_failed_method_is_never_verified_even_with_a_feasible_allocation(monkeypatch: pytest.MonkeyPatch) -> None:
     """What an LP grew before it failed (here nothing: all zero) passes every capacity check, yet is no answer."""
-    import solver.drfh.methods as drivers
+    import fairpack.solver.drfh.methods as drivers
 
     def failed(instance: Instance, options: SolveOptions, budget: Any) -> Result:
         zero = Allocation(np.zeros((len(instance.tenants), len(instance.servers))), "class")
         return Result("error", "drfh", "highs", allocation=zero, message="solver failed")
 
     monkeypatch.setattr(drivers, "run_drfh", failed)
-    from models.io import load_instance
+    from fairpack.models.io import load_instance
 
     result = solve(load_instance(FIG1), "drfh")
     assert result.status == "error" and not result.verified and result.violations == ()

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import yaml
 
-from models.generators import random_dag_jobs
-from models.io import instance_from_dict, load_instance
-from solver.cli import main
+from fairpack.models.generators import random_dag_jobs
+from fairpack.models.io import instance_from_dict, load_instance
+from fairpack.solver.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 TWO_JOBS = ROOT / "instances" / "dag_two_jobs.yaml"
@@ -37,8 +37,8 @@ def test_plot_of_exact_method(tmp_path: Path) -> None:
 
 
 def test_usage_profile_stays_within_capacity() -> None:
-    from solver.api import solve
-    from solver.plot import usage_profile
+    from fairpack.solver.api import solve
+    from fairpack.solver.plot import usage_profile
 
     instance = random_dag_jobs(3, jobs=3, stages_range=(2, 3))
     result = solve(instance, "tetris")
@@ -120,8 +120,8 @@ def _legend_labels(axis: Any) -> list[str]:
 
 def test_gantt_has_one_lane_per_machine_and_each_task_in_its_lane() -> None:
     pytest.importorskip("matplotlib")
-    from solver.api import solve
-    from solver.plot import schedule_figure
+    from fairpack.solver.api import solve
+    from fairpack.solver.plot import schedule_figure
 
     instance = instance_from_dict(yaml.safe_load(THREE_MACHINES))
     result = solve(instance, "sjf", placement="servers")
@@ -146,8 +146,8 @@ def test_schedule_legend_names_only_what_is_drawn() -> None:
     pytest.importorskip("matplotlib")
     import dataclasses
 
-    from solver.api import solve
-    from solver.plot import schedule_figure
+    from fairpack.solver.api import solve
+    from fairpack.solver.plot import schedule_figure
 
     instance = load_instance(TWO_JOBS)
     result = solve(instance, "carbyne")
@@ -161,9 +161,9 @@ def test_schedule_legend_names_only_what_is_drawn() -> None:
 
 def test_allocation_bars_per_server_and_legend_only_tenants_with_tasks() -> None:
     pytest.importorskip("matplotlib")
-    from models.types import Instance, ServerClass, Tenant
-    from solver.api import solve
-    from solver.plot import allocation_figure
+    from fairpack.models.types import Instance, ServerClass, Tenant
+    from fairpack.solver.api import solve
+    from fairpack.solver.plot import allocation_figure
 
     servers = (ServerClass("s1", np.array([4.0, 8.0, 0.0]), 1), ServerClass("s2", np.array([8.0, 4.0, 0.0]), 1))
     tenants = (Tenant("cpu-heavy", np.array([2.0, 1.0, 0.0])), Tenant("mem-heavy", np.array([1.0, 2.0, 0.0])),
@@ -187,8 +187,8 @@ def test_allocation_bars_per_server_and_legend_only_tenants_with_tasks() -> None
                                                   ("collapsed", ["share >= guarantee", "share below guarantee"])])
 def test_hierarchy_tree_shows_guarantees_and_shares(method: str, expected: list[str]) -> None:
     pytest.importorskip("matplotlib")
-    from solver.api import solve
-    from solver.plot import hierarchy_figure
+    from fairpack.solver.api import solve
+    from fairpack.solver.plot import hierarchy_figure
 
     instance = load_instance(ROOT / "instances" / "hdrf_fig4.yaml")
     result = solve(instance, method)

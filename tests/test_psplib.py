@@ -1,4 +1,4 @@
-"""The PSPLIB single-mode reader (models.psplib) and its dispatch from models.io.load_instance."""
+"""The PSPLIB single-mode reader (models.psplib) and its dispatch from fairpack.models.io.load_instance."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models.io import load_instance
-from models.psplib import load_psplib
-from models.types import InstanceError
+from fairpack.models.io import load_instance
+from fairpack.models.psplib import load_psplib
+from fairpack.models.types import InstanceError
 
 # Four activities (1 and 4 are the dummies), two renewable resources and one unused nonrenewable one:
 # 1 -> {2, 3} -> 4.
@@ -117,10 +117,10 @@ def test_j301_1(data_dir: Path) -> None:
 
 @pytest.mark.data
 def test_justification_keeps_a_list_schedule_feasible_and_no_longer(data_dir: Path) -> None:
-    from models.check import verify_schedule
-    from models.result import Schedule
-    from solver.spacetime.cp import FlatTasks
-    from solver.spacetime.warmstart import justify, more_priority_rules, serial_sgs
+    from fairpack.models.check import verify_schedule
+    from fairpack.models.result import Schedule
+    from fairpack.solver.spacetime.cp import FlatTasks
+    from fairpack.solver.spacetime.warmstart import justify, more_priority_rules, serial_sgs
 
     path = data_dir / "psplib" / "j60" / "j609_2.sm"
     if not path.exists():
@@ -157,7 +157,7 @@ def test_redundant_proof_constraints_keep_the_optimum(data_dir: Path, kind: str)
     from ortools.sat.python import cp_model
 
     from benchmarks.psplib_strengthen import Strengthened
-    from solver.spacetime import cp
+    from fairpack.solver.spacetime import cp
 
     path = data_dir / "psplib" / "j30" / "j301_1.sm"
     if not path.exists():

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solver.spacetime import cp
-from solver.spacetime.rcpsp_ga import Rcpsp, evolve
-from solver.spacetime.warmstart import serial_sgs
+from fairpack.solver.spacetime import cp
+from fairpack.solver.spacetime.rcpsp_ga import Rcpsp, evolve
+from fairpack.solver.spacetime.warmstart import serial_sgs
 
 
 def random_rcpsp(seed: int) -> Rcpsp:
@@ -92,7 +92,7 @@ def test_stops_at_the_lower_bound_and_at_the_deadline() -> None:
 
 @pytest.mark.data
 def test_the_warm_start_of_a_j30_instance_comes_from_the_ga(data_dir: Path) -> None:
-    from models.psplib import load_psplib
+    from fairpack.models.psplib import load_psplib
 
     path = data_dir / "psplib" / "j30" / "j3013_1.sm"
     if not path.exists():
@@ -108,8 +108,8 @@ def test_the_warm_start_of_a_j30_instance_comes_from_the_ga(data_dir: Path) -> N
 def test_a_psplib_solve_with_the_default_fair_cap_runs_the_ga(data_dir: Path) -> None:
     """Through ``solve()`` (the CLI's and the benchmarks' path) a lone job is capped at its fair completion
     time by default; the GA still runs, since it cannot make a lone job later than the seed it starts from."""
-    from models.psplib import load_psplib
-    from solver.api import solve
+    from fairpack.models.psplib import load_psplib
+    from fairpack.solver.api import solve
 
     path = data_dir / "psplib" / "j30" / "j3013_1.sm"
     if not path.exists():
@@ -121,8 +121,8 @@ def test_a_psplib_solve_with_the_default_fair_cap_runs_the_ga(data_dir: Path) ->
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_several_jobs_with_many_tasks_per_stage_verify(seed: int) -> None:
-    from models.generators import random_dag_jobs
-    from solver.api import solve
+    from fairpack.models.generators import random_dag_jobs
+    from fairpack.solver.api import solve
 
     instance = random_dag_jobs(seed, jobs=4, stages_range=(3, 5))
     problem = cp._Problem.of(instance, "makespan", 0.5, None, "pooled")

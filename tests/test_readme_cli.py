@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from solver.cli.main import build_parser, parsers
-from solver.registry import method_names
+from fairpack.solver.cli.main import build_parser, parsers
+from fairpack.solver.registry import method_names
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
 BEGIN, END = "<!-- cli:begin -->", "<!-- cli:end -->"

@@ -16,11 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.result import Schedule
-from models.types import Instance, Job, ServerClass, Stage, Tenant
-from solver.api import simulate
-from solver.sim.cluster import Cluster
-from solver.sim.policies.flat import best_fitness_machine, best_fitness_run
+from fairpack.models.result import Schedule
+from fairpack.models.types import Instance, Job, ServerClass, Stage, Tenant
+from fairpack.solver.api import simulate
+from fairpack.solver.sim.cluster import Cluster
+from fairpack.solver.sim.policies.flat import best_fitness_machine, best_fitness_run
 
 #: (seed, policy) -> sha256 prefix of the schedule recorded before the speed work.
 PINNED: dict[tuple[int, str], str] = {

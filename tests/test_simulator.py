@@ -15,12 +15,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models.generators import random_small
-from models.io import load_instance
-from models.timeline import busy_time, job_table
-from models.traces import read_trace
-from models.types import Instance, InstanceError, Job, ServerClass, Stage
-from solver.api import simulate, solve
+from fairpack.models.generators import random_small
+from fairpack.models.io import load_instance
+from fairpack.models.timeline import busy_time, job_table
+from fairpack.models.traces import read_trace
+from fairpack.models.types import Instance, InstanceError, Job, ServerClass, Stage
+from fairpack.solver.api import simulate, solve
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -183,7 +183,7 @@ def test_a_parquet_trace_reads_like_its_csv(tmp_path: Path) -> None:
 
 @pytest.mark.data
 def test_the_alibaba_trace_replays_with_its_pods_accounted_for(data_dir: Path) -> None:
-    from models.generators.clusters import alibaba_servers
+    from fairpack.models.generators.clusters import alibaba_servers
 
     pods = data_dir / "alibaba" / "gpu-v2023" / "openb_pod_list_default.csv"
     servers = alibaba_servers(data_dir)
@@ -204,7 +204,7 @@ def test_the_alibaba_trace_replays_with_its_pods_accounted_for(data_dir: Path) -
 
 
 def _fairpack(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "solver.cli", *args], cwd=cwd, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "fairpack", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=300, env={"PYTHONPATH": str(ROOT), "PATH": ""})  # fmt: skip
 
 
@@ -235,7 +235,7 @@ def test_simulate_refuses_an_unknown_policy_with_exit_2(tmp_path: Path) -> None:
 
 
 def test_generated_arrivals_simulate_under_every_flat_policy() -> None:
-    from models.generators.families import FAMILIES
+    from fairpack.models.generators.families import FAMILIES
 
     instance = FAMILIES["arrivals"].instance({"tenants": 4, "machines": 8, "horizon": 60.0}, 1)
     assert instance.jobs and all(job.tenant for job in instance.jobs)
@@ -266,7 +266,7 @@ def test_a_simulation_stops_at_the_time_limit_with_what_it_placed() -> None:
     # which ran past 30 s whatever --time-limit said.
     import time
 
-    from models.io import parse_instance
+    from fairpack.models.io import parse_instance
 
     text = ("{name: big, resources: [cpu, gpu], servers: [{name: node, capacity: {cpu: 123456.789, gpu: 5}, "
             "count: 4}], hierarchy: {name: root, children: [{name: n1, weight: 1, children: [{name: a, demand: "
@@ -288,6 +288,6 @@ def test_a_simulation_stops_at_the_time_limit_with_what_it_placed() -> None:
 
 def _many_arrivals() -> Instance:
     """A few thousand one-task jobs: more than best fit simulates in 0.01 s."""
-    from models.generators.families import FAMILIES
+    from fairpack.models.generators.families import FAMILIES
 
     return FAMILIES["arrivals"].instance({"tenants": 5, "machines": 20, "horizon": 300.0}, 3)

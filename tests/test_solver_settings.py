@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from models.io import load_instance
-from solver import progress
-from solver.api import solve
-from solver.registry import OptionError
+from fairpack.models.io import load_instance
+from fairpack.solver import progress
+from fairpack.solver.api import solve
+from fairpack.solver.registry import OptionError
 
 ROOT = Path(__file__).resolve().parents[1]
 TWO_JOBS = ROOT / "instances" / "dag_two_jobs.yaml"
@@ -73,7 +73,7 @@ def test_backends_that_take_no_threads_or_seed_refuse_them(option: str) -> None:
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "solver.cli", *args], capture_output=True, text=True, cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "fairpack", *args], capture_output=True, text=True, cwd=ROOT,
                           timeout=120, check=False)  # fmt: skip
 
 

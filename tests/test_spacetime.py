@@ -12,19 +12,19 @@ import numpy as np
 import pytest
 import yaml
 
-from models.check import verify_schedule
-from models.io import instance_from_dict
-from models.result import Schedule
-from models.types import Instance, InstanceError
-from models.view import schedule_from_json
-from solver.api import METHODS, solve
-from solver.backends import get_backend, installed_backends
-from solver.cli import main
-from solver.sim.policies.dag import HEURISTICS
-from solver.sim.runs import run_policy
-from solver.spacetime.milp import solve_spacetime
-from solver.spacetime.model import SlotData, build_spacetime, objective_coefficients, order_machines_by_load
-from solver.spacetime.warmstart import priority_rules, serial_sgs
+from fairpack.models.check import verify_schedule
+from fairpack.models.io import instance_from_dict
+from fairpack.models.result import Schedule
+from fairpack.models.types import Instance, InstanceError
+from fairpack.models.view import schedule_from_json
+from fairpack.solver.api import METHODS, solve
+from fairpack.solver.backends import get_backend, installed_backends
+from fairpack.solver.cli import main
+from fairpack.solver.sim.policies.dag import HEURISTICS
+from fairpack.solver.sim.runs import run_policy
+from fairpack.solver.spacetime.milp import solve_spacetime
+from fairpack.solver.spacetime.model import SlotData, build_spacetime, objective_coefficients, order_machines_by_load
+from fairpack.solver.spacetime.warmstart import priority_rules, serial_sgs
 
 TWO_JOBS = Path(__file__).resolve().parents[1] / "instances" / "dag_two_jobs.yaml"
 NO_CAP = {"fair_cap": False}
@@ -115,7 +115,7 @@ def test_capacity_by_hand() -> None:
 
 
 def test_two_jobs_file_matches_the_hand_optimum_and_fair_caps_conflict() -> None:
-    from models.io import load_instance
+    from fairpack.models.io import load_instance
 
     instance = load_instance(TWO_JOBS)
     # Optima derived in tests/test_spacetime_cp.py: makespan 4.5, weighted avg JCT 2.5.

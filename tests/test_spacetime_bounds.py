@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from models.generators.families import FAMILIES
-from solver.api import solve
-from solver.spacetime.bounds import job_lower_bounds, objective_lower_bound, srpt_completions
+from fairpack.models.generators.families import FAMILIES
+from fairpack.solver.api import solve
+from fairpack.solver.spacetime.bounds import job_lower_bounds, objective_lower_bound, srpt_completions
 
 
 def test_srpt_runs_the_shortest_remaining_piece_and_preempts_for_a_shorter_arrival() -> None:
@@ -42,7 +42,7 @@ def test_the_bound_never_exceeds_a_proven_optimum_and_is_reported(seed: int) -> 
 def test_a_time_limited_yardstick_reports_at_least_the_pooled_work_bound() -> None:
     # Three one-task jobs at 0 on one machine, each needing all of it for 2: the optimum is (2+4+6)/3 = 4,
     # and SRPT on the pooled work proves it without search.
-    from models.types import Instance, Job, ServerClass, Stage
+    from fairpack.models.types import Instance, Job, ServerClass, Stage
 
     jobs = tuple(Job(f"j{k}", (Stage("s0", 1, 2.0, np.array([1.0])),), 1.0, 0.0) for k in range(3))
     instance = Instance(("cpu",), (ServerClass("m", np.array([1.0]), 1),), jobs=jobs, name="three")

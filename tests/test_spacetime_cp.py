@@ -11,13 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models.check import verify_schedule
-from models.io import instance_from_dict, load_instance
-from models.result import Schedule
-from models.types import Instance, InstanceError
-from models.view import result_json, schedule_from_json
-from solver.api import solve
-from solver.cli import main
+from fairpack.models.check import verify_schedule
+from fairpack.models.io import instance_from_dict, load_instance
+from fairpack.models.result import Schedule
+from fairpack.models.types import Instance, InstanceError
+from fairpack.models.view import result_json, schedule_from_json
+from fairpack.solver.api import solve
+from fairpack.solver.cli import main
 
 TWO_JOBS = Path(__file__).resolve().parents[1] / "instances" / "dag_two_jobs.yaml"
 #: A fixed, deterministic J30 sample: the first instance of parameter sets 1..20 (all proven optimal).
@@ -254,12 +254,12 @@ def test_never_worse_than_the_heuristics_even_when_stopped_early(
     """
     from ortools.sat.python import cp_model
 
-    import solver.spacetime.cp
+    import fairpack.solver.spacetime.cp
 
     if large:
-        monkeypatch.setattr(solver.spacetime.cp, "HEURISTIC_HINT_TASKS", 0)
+        monkeypatch.setattr(fairpack.solver.spacetime.cp, "HEURISTIC_HINT_TASKS", 0)
 
-    from models.generators import random_dag_jobs
+    from fairpack.models.generators import random_dag_jobs
 
     original_solve = cp_model.CpSolver.solve
 
@@ -273,7 +273,9 @@ def test_never_worse_than_the_heuristics_even_when_stopped_early(
     # Without caps: the heuristics do not meet T_k either (SJF finishes some jobs late).
     result = solve(instance, "spacetime-cp", objective="avg-jct", fair_cap=False)
     assert result.verified and result.objective is not None
-    for method in solver.spacetime.cp.LARGE_HINT_HEURISTICS if large else ("carbyne", "drf-dag", "tetris", "sjf"):
+    small = ("carbyne", "drf-dag", "tetris", "sjf")
+    heuristics = fairpack.solver.spacetime.cp.LARGE_HINT_HEURISTICS if large else small
+    for method in heuristics:
         heuristic = solve(instance, method, objective="avg-jct")
         assert heuristic.objective is not None
         assert result.objective <= heuristic.objective + 1e-9, (method, result.objective, heuristic.objective)
@@ -326,13 +328,13 @@ def test_ticks_stay_bounded_for_a_tiny_slot() -> None:
 
 
 def test_a_million_tasks_are_refused_up_front() -> None:
-    import solver.spacetime.cp
+    import fairpack.solver.spacetime.cp
 
     started = time.perf_counter()
     with pytest.raises(InstanceError, match="MAX_TASKS"):
         solve(chain(1.0, tasks=1_000_000), "spacetime-cp", time_limit=1)
     assert time.perf_counter() - started < 30  # before: past 120 s whatever the time limit
-    assert solver.spacetime.cp.MAX_TASKS < 1_000_000
+    assert fairpack.solver.spacetime.cp.MAX_TASKS < 1_000_000
 
 
 def test_workers_and_seed_reach_cp_sat(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -352,7 +354,7 @@ def test_workers_and_seed_reach_cp_sat(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_time_limit_bounds_warm_start_and_search() -> None:
-    from models.generators import random_dag_jobs
+    from fairpack.models.generators import random_dag_jobs
 
     # 5,113 tasks: the four event-driven warm starts alone took longer than the limit and its slack before.
     instance = random_dag_jobs(5, jobs=50, stages_range=(8, 10))
@@ -365,7 +367,7 @@ def test_time_limit_bounds_warm_start_and_search() -> None:
 
 
 def test_resource_flow_arcs_order_a_feasible_schedule() -> None:
-    from solver.spacetime.lns import resource_flow_arcs
+    from fairpack.solver.spacetime.lns import resource_flow_arcs
 
     # Capacity 2: tasks 0 and 1 run together on [0, 2), task 2 needs both units from 2, task 3 one from 4.
     start = np.array([0, 0, 2, 4])
@@ -380,7 +382,7 @@ def test_resource_flow_arcs_order_a_feasible_schedule() -> None:
 def test_lns_gives_its_time_back_once_stalled() -> None:
     from ortools.sat.python import cp_model
 
-    from solver.spacetime import lns
+    from fairpack.solver.spacetime import lns
 
     # 20 unit-demand tasks on one unit of capacity: every serial order is optimal, so no step can improve the
     # incumbent. LNS must stop after STALL_STEPS steps (the proof that follows needs the time), not at the limit.
@@ -409,10 +411,10 @@ def test_lns_improves_a_j60_list_schedule(data_dir: Path, monkeypatch: pytest.Mo
     path = data_dir / "psplib" / "j60" / "j609_2.sm"
     if not path.exists():
         pytest.skip(f"{path} not found")
-    import solver.spacetime.cp
+    import fairpack.solver.spacetime.cp
 
     # From the list schedules (the genetic algorithm's warm start may leave the LNS nothing to improve).
-    monkeypatch.setattr(solver.spacetime.cp, "GA_SHARE", 0.0)
+    monkeypatch.setattr(fairpack.solver.spacetime.cp, "GA_SHARE", 0.0)
     result = solve(load_instance(path), "spacetime-cp", time_limit=10, objective="makespan",
                    workers=1, seed=0)  # fmt: skip
     assert result.verified and result.objective is not None

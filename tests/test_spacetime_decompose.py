@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.generators import random_dag_jobs
-from models.types import Instance, Job, ServerClass, Stage
-from solver.api import solve
-from solver.registry import OptionError
-from solver.spacetime import decompose as dec
-from solver.spacetime.cp import SpacetimeCp, _horizon, _Problem, _windows
+from fairpack.models.generators import random_dag_jobs
+from fairpack.models.types import Instance, Job, ServerClass, Stage
+from fairpack.solver.api import solve
+from fairpack.solver.registry import OptionError
+from fairpack.solver.spacetime import decompose as dec
+from fairpack.solver.spacetime.cp import SpacetimeCp, _horizon, _Problem, _windows
 
 
 def _pool(jobs: list[Job], capacity: float = 1.0) -> Instance:
@@ -135,7 +135,7 @@ def test_a_search_by_parts_that_stalls_before_its_limit_is_feasible_not_time_lim
     ``time_limit``). ``"true"`` as a string is accepted, as for every other yes/no setting."""
     from pathlib import Path
 
-    from models.io import load_instance
+    from fairpack.models.io import load_instance
 
     instance = load_instance(Path(__file__).resolve().parents[1] / "instances" / "dag_two_jobs.yaml")
     started = time.perf_counter()
@@ -160,7 +160,7 @@ def test_bottleneck_list_schedule_meets_the_fair_caps_where_the_plain_one_cannot
     while most of the memory lies idle, and ``d`` ends at 20 > T = 18; making it urgent earlier does not
     help (``repair_order`` fails). Holding the cpus the memory-heavy jobs need to fill the memory (the
     bottleneck) meets every cap, with avg JCT 10.5 against the fair-share schedule's 12."""
-    from solver.spacetime.fair import fair_share
+    from fairpack.solver.spacetime.fair import fair_share
 
     instance = _memory_mix()
     share = fair_share(instance, "pooled")

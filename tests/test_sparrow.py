@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from models.generators.short_tasks import sparrow_jobs
-from models.timeline import job_table
-from models.types import Instance, Job, ServerClass, Stage
-from solver.api import simulate
-from solver.registry import OptionError
-from solver.sim.policies.sparrow import distinct_machines, response_lower_bound
-from solver.sim.workload import Workload
+from fairpack.models.generators.short_tasks import sparrow_jobs
+from fairpack.models.timeline import job_table
+from fairpack.models.types import Instance, Job, ServerClass, Stage
+from fairpack.solver.api import simulate
+from fairpack.solver.registry import OptionError
+from fairpack.solver.sim.policies.sparrow import distinct_machines, response_lower_bound
+from fairpack.solver.sim.workload import Workload
 
 RTT = 0.1
 
@@ -187,7 +187,7 @@ def test_generate_then_simulate_from_the_cli(family: str, policy: str, options: 
     """As a user runs them: ``fairpack generate FAMILY`` to a file, ``fairpack simulate`` on it."""
     import json
 
-    from solver.cli import main
+    from fairpack.solver.cli import main
 
     path = tmp_path / f"{family}.yaml"
     size = ["--machines", "10", "--jobs", "40"] if family == "sparrow" else ["--machines", "10", "--param", "span=120"]
@@ -210,8 +210,8 @@ def test_bad_settings_exit_2_naming_the_option(policy: str, option: str, named: 
                                                capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]  # fmt: skip
     import json
 
-    from models.io import instance_to_dict
-    from solver.cli import main
+    from fairpack.models.io import instance_to_dict
+    from fairpack.solver.cli import main
 
     path = tmp_path / "cell.json"
     path.write_text(json.dumps(instance_to_dict(_cluster(4, [(0.0, [1.0, 1.0])]))))
@@ -225,7 +225,7 @@ def test_an_instance_without_jobs_is_refused(policy: str, capsys: pytest.Capture
     """Tenants' endless backlogs are not arrivals of jobs: exit 2 naming the policy, no traceback."""
     from pathlib import Path
 
-    from solver.cli import main
+    from fairpack.solver.cli import main
 
     path = Path(__file__).resolve().parents[1] / "instances" / "drfh_fig1.yaml"
     assert main(["simulate", str(path), "--policy", policy]) == 2

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from models.io import load_instance
-from solver.api import simulate, solve
-from solver.backends import installed
-from solver.cli import main
-from solver.registry import methods, policies
+from fairpack.models.io import load_instance
+from fairpack.solver.api import simulate, solve
+from fairpack.solver.backends import installed
+from fairpack.solver.cli import main
+from fairpack.solver.registry import methods, policies
 
 ROOT = Path(__file__).resolve().parents[1]
 INSTANCES = {

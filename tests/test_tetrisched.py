@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import yaml
 
-from models.io import instance_from_dict, instance_to_dict, load_instance
-from models.types import Instance, InstanceError
+from fairpack.models.io import instance_from_dict, instance_to_dict, load_instance
+from fairpack.models.types import Instance, InstanceError
 
 #: A GPU machine and a plain machine in rack r1, two plain machines in rack r2: every machine holds one task.
 CLUSTER = [
@@ -120,7 +120,7 @@ def tasks_of(result: Any, name: str) -> list[tuple[float, str, int, int]]:
 def solved(inst: Instance, method: str, backend: str | None = None, **options: Any) -> Any:
     from dataclasses import replace
 
-    from solver.api import solve
+    from fairpack.solver.api import solve
 
     result = solve(inst, method, **({"backend": backend} if backend else {}), time_limit=60, **options)
     assert result.verified, result.violations
@@ -183,7 +183,7 @@ def test_utility_objective_numbers(lp_backend: str, case: Instance, value: float
         result = solved(case, method, backend, objective="utility", fair_cap=False)
         assert result.status == "optimal" and result.objective == pytest.approx(value), method
         assert result.bound == pytest.approx(value) and result.gap == 0.0
-        from models.view import result_json
+        from fairpack.models.view import result_json
 
         data = result_json(case, result)
         assert data["utility"] == pytest.approx(value)
@@ -201,8 +201,8 @@ def test_fair_caps_hold_with_options() -> None:
 
 
 def test_a_gang_only_stage_cannot_take_a_fair_cap() -> None:
-    from solver.api import solve
-    from solver.registry import OptionError
+    from fairpack.solver.api import solve
+    from fairpack.solver.registry import OptionError
 
     only = instance([job("m", tasks=2, options=[{"same": "rack", "duration": 2}]), job("y", duration=2)])
     with pytest.raises(OptionError, match="no-fair-cap"):
@@ -220,7 +220,7 @@ def tampered(result: Any, **changes: Any) -> Any:
 
 
 def violations(inst: Instance, schedule: Any) -> list[str]:
-    from models.check import verify_schedule
+    from fairpack.models.check import verify_schedule
 
     return verify_schedule(inst, schedule).violations
 
@@ -278,7 +278,7 @@ def test_checker_catches_split_and_staggered_gangs() -> None:
 def test_check_recomputes_utility_and_never_reads_it_back(tmp_path: Path) -> None:
     import json
 
-    from solver.cli import main
+    from fairpack.solver.cli import main
 
     path = tmp_path / "decay.yaml"
     path.write_text(yaml.safe_dump(instance_to_dict(DECAY), sort_keys=False))
@@ -309,8 +309,8 @@ GO_ONLINE = instance([gpu_only("b", 10), job("g", release=1, options=[{"on": {"g
 
 
 def simulated(inst: Instance, policy: str, **extra: Any) -> tuple[Any, dict[str, Any]]:
-    from models.view import result_json
-    from solver.api import simulate
+    from fairpack.models.view import result_json
+    from fairpack.solver.api import simulate
 
     result = simulate(inst, policy, extra=extra)
     assert result.verified, result.violations
@@ -374,7 +374,7 @@ def test_jockey_gives_a_deadline_job_the_smallest_allocation_that_meets_it() -> 
 
 
 def test_estimate_errors_are_seeded_and_change_only_beliefs() -> None:
-    from models.generators.soft import soft_workload
+    from fairpack.models.generators.soft import soft_workload
 
     inst = soft_workload(seed=3, jobs=8, load=1.0)
     first, a = simulated(inst, "tetrisched", estimate_error=0.5, cycle_limit=0.2, deterministic=True)
@@ -399,8 +399,8 @@ def test_cycle_and_machine_units_options() -> None:
 
 
 def test_policy_refusals() -> None:
-    from solver.api import simulate
-    from solver.registry import OptionError
+    from fairpack.solver.api import simulate
+    from fairpack.solver.registry import OptionError
 
     with pytest.raises(OptionError, match="plan_ahead"):
         simulate(WAITS, "alsched", extra={"plan_ahead": 2})
@@ -420,8 +420,8 @@ def test_policy_refusals() -> None:
 def test_spacetime_cp_serves_locality_with_the_same_alternatives_as_the_yardstick(seed: int) -> None:
     """Per-machine durations from locality are alternatives like placement options: spacetime-cp proves the
     same optimum as the locality yardstick (solver.spacetime.locality_cp) on its small HDFS instances."""
-    from models.generators.families import FAMILIES
-    from solver.spacetime.locality_cp import locality_optimum
+    from fairpack.models.generators.families import FAMILIES
+    from fairpack.solver.spacetime.locality_cp import locality_optimum
 
     params = {"jobs": 4, "machines": 4, "racks": 2, "slots": 1, "max_tasks": 3, "interarrival": 3.0}
     inst = FAMILIES["hdfs"].instance(params, seed)
@@ -432,7 +432,7 @@ def test_spacetime_cp_serves_locality_with_the_same_alternatives_as_the_yardstic
 
 
 def test_tetrisched_without_a_window_is_alsched() -> None:
-    from models.generators.soft import soft_workload
+    from fairpack.models.generators.soft import soft_workload
 
     inst = soft_workload(seed=4, jobs=8, load=1.2)
     _, window_zero = simulated(inst, "tetrisched", plan_ahead=0, cycle_limit=0.2, deterministic=True)
@@ -460,8 +460,8 @@ def test_a_cycle_without_a_plan_still_launches_the_warm_start() -> None:
     """A cycle limit too short for CP-SAT to find anything, on a workload whose list schedule starts a ready
     task beyond the plan-ahead window (so no hint is a valid plan): the policy launches what the list schedule
     starts now, and every job finishes. Before, it committed nothing and, nothing running, the run stalled."""
-    from models.generators import random_dag_jobs
-    from solver.api import simulate
+    from fairpack.models.generators import random_dag_jobs
+    from fairpack.solver.api import simulate
 
     result = simulate(random_dag_jobs(3, jobs=4, stages_range=(2, 4)), "tetrisched", extra={"cycle_limit": 1e-6})
     assert result.verified, result.violations

@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 import yaml
 
-from models.generators import google_instance, random_dag_jobs, random_tree_instance
-from models.io import instance_to_dict
-from models.result import Result
-from models.types import Instance, InstanceError
-from solver.api import solve
-from solver.cli import main
+from fairpack.models.generators import google_instance, random_dag_jobs, random_tree_instance
+from fairpack.models.io import instance_to_dict
+from fairpack.models.result import Result
+from fairpack.models.types import Instance, InstanceError
+from fairpack.solver.api import solve
+from fairpack.solver.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 LIMIT = 2.0
@@ -42,7 +42,7 @@ def honest(result: Result) -> None:
 
 def _fig10_tree(machines: int) -> Instance:
     """The H-DRF Fig. 10 tree (a CPU leaf beside a GPU leaf, against a CPU leaf) on ``machines`` machines."""
-    from models.io import parse_instance
+    from fairpack.models.io import parse_instance
 
     return parse_instance(f"""
 resources: [cpu, gpu]
@@ -88,7 +88,7 @@ def test_the_cli_counts_reading_the_file(tmp_path: Path) -> None:
     path = tmp_path / "dag60.yaml"
     path.write_text(yaml.safe_dump(instance_to_dict(random_dag_jobs(0, jobs=60)), default_flow_style=None))
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "solver.cli", "solve", str(path), "--method", "spacetime",
+    done = subprocess.run([sys.executable, "-m", "fairpack", "solve", str(path), "--method", "spacetime",
                            "--time-limit", str(LIMIT), "--json"], cwd=ROOT, capture_output=True, text=True,
                           timeout=120, check=False)  # fmt: skip
     wall = time.perf_counter() - started
@@ -100,7 +100,7 @@ def test_the_cli_counts_reading_the_file(tmp_path: Path) -> None:
 
 
 def test_a_milp_too_large_for_memory_is_refused_up_front(monkeypatch: pytest.MonkeyPatch) -> None:
-    import solver.spacetime.milp as milp
+    import fairpack.solver.spacetime.milp as milp
 
     monkeypatch.setattr(milp, "MAX_NONZEROS", 10_000)
     instance = random_dag_jobs(0, jobs=6)
@@ -110,7 +110,7 @@ def test_a_milp_too_large_for_memory_is_refused_up_front(monkeypatch: pytest.Mon
 
 def test_running_out_of_memory_is_a_failed_solve(monkeypatch: pytest.MonkeyPatch,
                                                  capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
-    import solver.spacetime.methods as drivers
+    import fairpack.solver.spacetime.methods as drivers
 
     def exhausted(*args: Any) -> Result:
         raise MemoryError("Unable to allocate 222. MiB")
@@ -127,9 +127,9 @@ def test_running_out_of_memory_is_a_failed_solve(monkeypatch: pytest.MonkeyPatch
 def test_a_billion_slot_stage_is_refused_before_it_is_built() -> None:
     # Found by the fuzz campaign: one stage of 1e9 time units at time.slot 0.5 made the capacity rows a
     # 2e9-entry array (14.9 GiB) although its window was tiny; the size estimate now counts those terms.
-    from models.io import parse_instance
-    from models.types import InstanceError
-    from solver.api import solve
+    from fairpack.models.io import parse_instance
+    from fairpack.models.types import InstanceError
+    from fairpack.solver.api import solve
 
     instance = parse_instance(
         "resources: [cpu]\nservers: [{name: node, capacity: {cpu: 2}}]\njobs:\n"
@@ -148,7 +148,7 @@ def test_spacetime_cp_keeps_a_limit_its_workers_spend_loading(data_dir: Path) ->
     models this large (and the no-LP worker in the portfolio) the call takes 6.0 s, with a schedule at least as
     good (21.68 against the warm start's 21.72). The slack here is
     tighter than :data:`SLACK`: the overrun to catch is a few seconds."""
-    from models.generators.families import FAMILIES
+    from fairpack.models.generators.families import FAMILIES
 
     instance = FAMILIES["tpch"].instance({"queries": 5}, 0, data_dir)
     started = time.perf_counter()

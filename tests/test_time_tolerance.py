@@ -16,18 +16,18 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from models.check import verify_schedule
-from models.diagnose import instance_warnings
-from models.generators import random_dag_jobs
-from models.generators.locality import hdfs_jobs
-from models.io import parse_instance
-from models.result import Schedule
-from models.tolerance import TIME_ATOL, TIME_RTOL, settled, settled_all, time_tol
-from models.types import Instance, InstanceError
-from solver.api import simulate, solve
-from solver.registry import policies
-from solver.sim.policies.dag import HEURISTICS
-from solver.spacetime.warmstart import schedule_starts
+from fairpack.models.check import verify_schedule
+from fairpack.models.diagnose import instance_warnings
+from fairpack.models.generators import random_dag_jobs
+from fairpack.models.generators.locality import hdfs_jobs
+from fairpack.models.io import parse_instance
+from fairpack.models.result import Schedule
+from fairpack.models.tolerance import TIME_ATOL, TIME_RTOL, settled, settled_all, time_tol
+from fairpack.models.types import Instance, InstanceError
+from fairpack.solver.api import simulate, solve
+from fairpack.solver.registry import policies
+from fairpack.solver.sim.policies.dag import HEURISTICS
+from fairpack.solver.spacetime.warmstart import schedule_starts
 
 #: The fuzz campaign's input: durations of 1e15 beside durations of 2 and a release of 0.5.
 MIXED = """

@@ -14,14 +14,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from models.generators import random_tree_instance
-from models.hierarchy import tree_of
-from models.io import load_instance
-from models.result import Allocation, Result, UnitKind
-from models.types import Instance
-from models.view import allocation_json, nodes_json, result_json, result_json_text
-from solver.api import solve
-from solver.cli.render import format_table
+from fairpack.models.generators import random_tree_instance
+from fairpack.models.hierarchy import tree_of
+from fairpack.models.io import load_instance
+from fairpack.models.result import Allocation, Result, UnitKind
+from fairpack.models.types import Instance
+from fairpack.models.view import allocation_json, nodes_json, result_json, result_json_text
+from fairpack.solver.api import solve
+from fairpack.solver.cli.render import format_table
 
 from library import make
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models.types import Instance, ServerClass, Tenant
-from solver.api import solve
-from solver.cli import main
+from fairpack.models.types import Instance, ServerClass, Tenant
+from fairpack.solver.api import solve
+from fairpack.solver.cli import main
 
 
 def _cluster() -> tuple[ServerClass, ...]:

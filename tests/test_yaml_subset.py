@@ -17,11 +17,11 @@ from fuzzing import TEXTUAL
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from models.generators.jobs import random_dag_jobs
-from models.generators.trees import random_tree_instance
-from models.io import DEFAULT_LIMITS, _read_yaml, instance_to_yaml, load_instance
-from models.types import InstanceError
-from models.yaml_subset import NOT_SUBSET, read_subset
+from fairpack.models.generators.jobs import random_dag_jobs
+from fairpack.models.generators.trees import random_tree_instance
+from fairpack.models.io import DEFAULT_LIMITS, _read_yaml, instance_to_yaml, load_instance
+from fairpack.models.types import InstanceError
+from fairpack.models.yaml_subset import NOT_SUBSET, read_subset
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -117,7 +117,7 @@ def test_depth_and_size_limits_step_aside() -> None:
 
 
 def test_a_duplicate_key_is_still_named_with_its_lines() -> None:
-    from models.io import parse_instance
+    from fairpack.models.io import parse_instance
 
     text = WRITTEN[-2].replace("\n  weight:", "\n  weight: 1.0\n  weight:", 1)
     with pytest.raises(InstanceError, match=r"duplicate key 'weight' \(line \d+, column 3\)"):

@@ -2,7 +2,7 @@
 
 An instance with a ``hierarchy`` is a weighted tree whose leaves are its tenants; an internal node
 consumes the sum of its leaves' consumption. The checks here take the tree from
-:func:`models.hierarchy.tree_of` (an instance without a hierarchy is a one-level tree, so every check
+:func:`fairpack.models.hierarchy.tree_of` (an instance without a hierarchy is a one-level tree, so every check
 also applies to flat instances):
 
 * :func:`share_guarantee` -- every demanding, unsatisfied node gets at least its hierarchical share
@@ -21,9 +21,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from models.check.probes import random_misreports, runnable_tasks
-from models.check.properties import pareto_optimal
-from models.check.report import (
+from fairpack.models.check.probes import random_misreports, runnable_tasks
+from fairpack.models.check.properties import pareto_optimal
+from fairpack.models.check.report import (
     PropertyCheck,
     Solver,
     as_allocation,
@@ -33,10 +33,10 @@ from models.check.report import (
     tenant_index,
     vector_text,
 )
-from models.hierarchy import Tree, tree_of
-from models.result import Allocation
-from models.tolerance import CHECK_RTOL
-from models.types import BoolArray, FloatArray, Instance
+from fairpack.models.hierarchy import Tree, tree_of
+from fairpack.models.result import Allocation
+from fairpack.models.tolerance import CHECK_RTOL
+from fairpack.models.types import BoolArray, FloatArray, Instance
 
 # ----------------------------------------------------------------------------------------------
 # Node shares and the share guarantee
@@ -59,7 +59,7 @@ def demanding_nodes(
       leaf needs (``instance.runnable``).
 
     An internal node is demanding when any leaf of its subtree is. Non-demanding nodes are
-    guaranteed nothing (:meth:`models.hierarchy.Tree.guarantees`).
+    guaranteed nothing (:meth:`fairpack.models.hierarchy.Tree.guarantees`).
 
     Parameters
     ----------
@@ -132,7 +132,7 @@ def guaranteed_nodes(
     """The nodes the share guarantee applies to, with every node's dominant share and guarantee.
 
     Those are the demanding non-root nodes that are not satisfied (some demanding leaf below its task
-    cap, within ``tol`` relative as in :func:`models.metrics.min_weighted_share`).
+    cap, within ``tol`` relative as in :func:`fairpack.models.metrics.min_weighted_share`).
 
     Returns
     -------
@@ -157,13 +157,13 @@ def share_guarantee(instance: Instance, allocation: Allocation, tol: float = CHE
     """Hierarchical share guarantee: every demanding node gets its guaranteed dominant share.
 
     The guarantee of a node ``n`` is ``G_parent * w_n / (sum of w over n's demanding siblings, n
-    included)``, the root's is 1 (:meth:`models.hierarchy.Tree.guarantees`; which nodes demand
+    included)``, the root's is 1 (:meth:`fairpack.models.hierarchy.Tree.guarantees`; which nodes demand
     anything depends on the allocation's kind and integrality, see :func:`demanding_nodes`). A
     node's dominant share is the max over resources of its subtree's consumption as a fraction of
     the cluster total (:func:`node_shares`). The property holds iff
     every demanding non-root node has dominant share ``>= guarantee - tol``, except a node that is
     *satisfied*: every demanding leaf of its subtree holds its full task cap (within ``tol``
-    relative, as in :func:`models.metrics.min_weighted_share`; leaves that demand nothing count as
+    relative, as in :func:`fairpack.models.metrics.min_weighted_share`; leaves that demand nothing count as
     satisfied, an unbounded leaf never is).
 
     The root is left out: its guarantee, the whole cluster, is met only by exhausting a resource,
@@ -218,17 +218,17 @@ def hierarchical_pareto(instance: Instance, allocation: Allocation, tol: float =
     """Pareto efficiency of the leaves: no leaf can get more tasks without another getting fewer.
 
     The hierarchy adds no constraint to what is feasible (an internal node only consumes what its
-    leaves consume), so this is :func:`models.check.pareto_optimal` applied to the leaves as tenants:
+    leaves consume), so this is :func:`fairpack.models.check.pareto_optimal` applied to the leaves as tenants:
     for divisible allocations, an LP solved with ``scipy.optimize.linprog`` (a different code path
     from the solvers) over the per-unit capacities of ``allocation.kind`` and the leaves' task caps,
     keeping every leaf at least at its current task count; for integral allocations, the "one more
-    whole task fits" probe. See :func:`models.check.pareto_optimal` for the exact formulation and
+    whole task fits" probe. See :func:`fairpack.models.check.pareto_optimal` for the exact formulation and
     tolerances.
 
     Returns
     -------
     PropertyCheck
-        As :func:`models.check.pareto_optimal`, named ``"hierarchical_pareto"``.
+        As :func:`fairpack.models.check.pareto_optimal`, named ``"hierarchical_pareto"``.
     """
     return replace(pareto_optimal(instance, allocation, tol), name="hierarchical_pareto")
 
@@ -257,7 +257,7 @@ def random_group_misreports(
 ) -> list[list[FloatArray]]:
     """Random joint misreports for a group of leaves (tenants).
 
-    Each member's claims come from :func:`models.check.random_misreports` (inflated needed
+    Each member's claims come from :func:`fairpack.models.check.random_misreports` (inflated needed
     components and/or demand on resources it does not need), drawn with a per-member seed derived
     from ``seed``. With probability ``keep_truth`` a member reports its true demand instead, so the
     probe also covers coalitions where only some members lie; at least one member always lies.

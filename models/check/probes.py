@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from models.check.report import (
+from fairpack.models.check.report import (
     PropertyCheck,
     Solver,
     as_allocation,
@@ -23,9 +23,9 @@ from models.check.report import (
     tenant_index,
     vector_text,
 )
-from models.result import Allocation
-from models.tolerance import CHECK_RTOL
-from models.types import FloatArray, Instance
+from fairpack.models.result import Allocation
+from fairpack.models.tolerance import CHECK_RTOL
+from fairpack.models.types import FloatArray, Instance
 
 # ----------------------------------------------------------------------------------------------
 # Truthfulness

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from models.check.report import (
+from fairpack.models.check.report import (
     ABS_TOL,
     FIT_EPS,
     PropertyCheck,
@@ -21,9 +21,9 @@ from models.check.report import (
     row_chunks,
     task_slack,
 )
-from models.result import Allocation, unit_capacity, unit_names
-from models.tolerance import CHECK_RTOL
-from models.types import FloatArray, Instance
+from fairpack.models.result import Allocation, unit_capacity, unit_names
+from fairpack.models.tolerance import CHECK_RTOL
+from fairpack.models.types import FloatArray, Instance
 
 # ----------------------------------------------------------------------------------------------
 # Envy-freeness

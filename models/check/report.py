@@ -1,8 +1,8 @@
 """Reports and the helpers every check shares.
 
-:class:`CheckReport` is the outcome of the feasibility checks (:mod:`models.check.verify`),
-:class:`PropertyCheck` the outcome of one property check (:mod:`models.check.properties`,
-:mod:`models.check.probes`, :mod:`models.check.hierarchy`). The helpers are vectorised over tenants
+:class:`CheckReport` is the outcome of the feasibility checks (:mod:`fairpack.models.check.verify`),
+:class:`PropertyCheck` the outcome of one property check (:mod:`fairpack.models.check.properties`,
+:mod:`fairpack.models.check.probes`, :mod:`fairpack.models.check.hierarchy`). The helpers are vectorised over tenants
 and units and process (tenants x units) matrices in row chunks.
 """
 
@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from models.result import Allocation
-from models.tolerance import CHECK_ATOL, FIT_EPS
-from models.types import FloatArray, Instance
+from fairpack.models.result import Allocation
+from fairpack.models.tolerance import CHECK_ATOL, FIT_EPS
+from fairpack.models.types import FloatArray, Instance
 
 #: ``Instance -> Allocation`` (or an object with ``.allocation``, such as ``Result``).
 Solver = Callable[[Instance], Any]

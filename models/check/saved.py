@@ -16,13 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from models.check.schedule import verify_schedule
-from models.check.verify import verify_allocation
-from models.metrics import guarantee_ratio
-from models.result import MAXIMISED_OBJECTIVES, SCHEDULE_OBJECTIVES, Allocation, UnitKind, relative_gap
-from models.tolerance import CHECK_RTOL
-from models.types import Instance, InstanceError
-from models.view import allocation_from_json, schedule_from_json
+from fairpack.models.check.schedule import verify_schedule
+from fairpack.models.check.verify import verify_allocation
+from fairpack.models.metrics import guarantee_ratio
+from fairpack.models.result import MAXIMISED_OBJECTIVES, SCHEDULE_OBJECTIVES, Allocation, UnitKind, relative_gap
+from fairpack.models.tolerance import CHECK_RTOL
+from fairpack.models.types import Instance, InstanceError
+from fairpack.models.view import allocation_from_json, schedule_from_json
 
 #: Statuses that promise an answer, and those that explain its absence.
 ANSWER_STATUSES = ("optimal", "feasible")

@@ -37,13 +37,13 @@ from typing import Any
 
 import numpy as np
 
-from models.check.report import ABS_TOL, fmt, truncate
-from models.locality import factors as locality_factors
-from models.locality import global_machines, task_blocks
-from models.locality import levels as locality_levels
-from models.result import Schedule, job_completion, job_utilities, objective_value, schedule_objectives
-from models.tolerance import CHECK_RTOL, settled_all, time_tols
-from models.types import BoolArray, FloatArray, Instance, IntArray
+from fairpack.models.check.report import ABS_TOL, fmt, truncate
+from fairpack.models.locality import factors as locality_factors
+from fairpack.models.locality import global_machines, task_blocks
+from fairpack.models.locality import levels as locality_levels
+from fairpack.models.result import Schedule, job_completion, job_utilities, objective_value, schedule_objectives
+from fairpack.models.tolerance import CHECK_RTOL, settled_all, time_tols
+from fairpack.models.types import BoolArray, FloatArray, Instance, IntArray
 
 
 @dataclass(frozen=True)

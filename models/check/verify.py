@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from models.check.report import (
+from fairpack.models.check.report import (
     ABS_TOL,
     CheckReport,
     clean_tasks,
@@ -22,9 +22,9 @@ from models.check.report import (
     utilisation_of,
     vector_text,
 )
-from models.result import Allocation, unit_capacity, unit_names
-from models.tolerance import CHECK_RTOL
-from models.types import BoolArray, FloatArray, Instance
+from fairpack.models.result import Allocation, unit_capacity, unit_names
+from fairpack.models.tolerance import CHECK_RTOL
+from fairpack.models.types import BoolArray, FloatArray, Instance
 
 
 def verify_allocation(

@@ -1,14 +1,14 @@
 """Seeded instance generators, including clusters built from the real data in ``--data-dir``.
 
-* :mod:`models.generators.clusters` -- Google 2011 machine table, Alibaba GPU cluster, random clusters
+* :mod:`fairpack.models.generators.clusters` -- Google 2011 machine table, Alibaba GPU cluster, random clusters
   and flat tenants;
-* :mod:`models.generators.trees` -- random weighted organisation trees;
-* :mod:`models.generators.jobs` -- random DAG-job mixes and Spark TPC-H query DAGs;
-* :mod:`models.generators.families` -- the named, parameterised families (``FAMILIES``) that
+* :mod:`fairpack.models.generators.trees` -- random weighted organisation trees;
+* :mod:`fairpack.models.generators.jobs` -- random DAG-job mixes and Spark TPC-H query DAGs;
+* :mod:`fairpack.models.generators.families` -- the named, parameterised families (``FAMILIES``) that
   ``fairpack generate`` and ``fairpack bench`` sweeps draw instances from.
 """
 
-from models.generators.clusters import (
+from fairpack.models.generators.clusters import (
     ALIBABA_NODES,
     ALIBABA_PODS,
     GOOGLE_TABLE,
@@ -21,8 +21,8 @@ from models.generators.clusters import (
     random_small,
     random_tenants,
 )
-from models.generators.jobs import TPCH_DIR, TPCH_MEMORY_CHOICES, random_dag_jobs, tpch_jobs
-from models.generators.trees import random_tree_instance
+from fairpack.models.generators.jobs import TPCH_DIR, TPCH_MEMORY_CHOICES, random_dag_jobs, tpch_jobs
+from fairpack.models.generators.trees import random_tree_instance
 
 __all__ = [
     "ALIBABA_NODES",

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from models.generators.clusters import google_servers
-from models.generators.jobs import tpch_jobs
-from models.types import Instance, InstanceError, Job, ServerClass, Stage
+from fairpack.models.generators.clusters import google_servers
+from fairpack.models.generators.jobs import tpch_jobs
+from fairpack.models.types import Instance, InstanceError, Job, ServerClass, Stage
 
 
 def _shapes(rng: np.random.Generator, tenants: int, machine: np.ndarray, max_fraction: float) -> np.ndarray:
@@ -113,7 +113,7 @@ def tpch_arrivals(
     Poisson process, on ``machines`` machines of ``cores`` cores and ``memory`` GB."""
     import json
 
-    from models.generators.jobs import TPCH_DIR
+    from fairpack.models.generators.jobs import TPCH_DIR
 
     summary = json.loads((Path(data_dir) / TPCH_DIR / "tpch_dag_summary.json").read_text())
     prefix = f"{size}-q"

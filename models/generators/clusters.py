@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from models.generators.common import largest_remainder, require
-from models.types import Instance, ServerClass, Tenant
+from fairpack.models.generators.common import largest_remainder, require
+from fairpack.models.types import Instance, ServerClass, Tenant
 
 GOOGLE_TABLE = Path("google") / "machine-dist-cpu-memory-capacity.csv"
 ALIBABA_NODES = Path("alibaba") / "gpu-v2023" / "openb_node_list_all_node.csv"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.types import InstanceError
+from fairpack.models.types import InstanceError
 
 
 def require(path: Path) -> Path:

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import importlib.resources
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -48,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from models.types import Instance, InstanceError
+from fairpack.models.types import Instance, InstanceError
 
 #: ``solver.api`` method families a generated instance can feed.
 KINDS = ("flat", "hierarchy", "jobs")
@@ -58,7 +59,8 @@ SENSE = {"flat": "max", "hierarchy": "max", "jobs": "min"}
 #: What ``Result.objective`` is for allocation kinds (DAG jobs name theirs in ``Result.extra``).
 OBJECTIVE_NAMES = {"flat": "min weighted share", "hierarchy": "min share/guarantee"}
 #: The repository's bundled instances (data only; read, never written).
-INSTANCES = Path(__file__).resolve().parents[2] / "instances"
+#: The instances bundled with fairpack (package data: ``fairpack/instances``, the repository's ``instances/``).
+INSTANCES = Path(str(importlib.resources.files("fairpack") / "instances"))
 
 
 class DataMissing(InstanceError):
@@ -206,44 +208,44 @@ def _tasks(instance: Instance) -> float:
 
 
 def _google_like(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
-    from models.generators import google_instance
+    from fairpack.models.generators import google_instance
 
     return google_instance(None, p["tenants"], seed, p["machines"], p["distinct"])
 
 
 def _google(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
-    from models.generators import google_instance
+    from fairpack.models.generators import google_instance
 
     return google_instance(data_dir, p["tenants"], seed, p["machines"], p["distinct"])
 
 
 def _alibaba(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
-    from models.generators import alibaba_instance
+    from fairpack.models.generators import alibaba_instance
 
     assert data_dir is not None  # Family.instance checked the data folder
     return alibaba_instance(data_dir, p["tenants"], seed, p["task_scale"])
 
 
 def _random_flat(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
-    from models.generators import random_small
+    from fairpack.models.generators import random_small
 
     return random_small(seed, p["servers"], p["tenants"], p["resources"])
 
 
 def _random_tree(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
-    from models.generators import random_tree_instance
+    from fairpack.models.generators import random_tree_instance
 
     return random_tree_instance(seed, p["leaves"], p["depth"], p["resources"], servers=p["servers"])
 
 
 def _hdrf_fig10(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
-    from models.io import load_instance
+    from fairpack.models.io import load_instance
 
     return load_instance(INSTANCES / "hdrf_fig10.yaml")
 
 
 def _dag_random(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
-    from models.generators import random_dag_jobs
+    from fairpack.models.generators import random_dag_jobs
 
     return random_dag_jobs(seed, p["jobs"], (p["min_stages"], p["max_stages"]), p["resources"], p["barrier_rich"],
                            float(p["capacity"]), float(p["release_spread"]))  # fmt: skip
@@ -256,7 +258,7 @@ def _tpch(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
     """
     import json
 
-    from models.generators import TPCH_DIR, tpch_jobs
+    from fairpack.models.generators import TPCH_DIR, tpch_jobs
 
     assert data_dir is not None
     summary = json.loads((Path(data_dir) / TPCH_DIR / "tpch_dag_summary.json").read_text())
@@ -271,8 +273,8 @@ def _tpch(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
 
 
 def _arrivals(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
-    from models.generators.arrivals import tenant_arrivals
-    from models.generators.clusters import google_like_servers
+    from fairpack.models.generators.arrivals import tenant_arrivals
+    from fairpack.models.generators.clusters import google_like_servers
 
     servers = google_like_servers(p["machines"], min(10, p["machines"]), seed)
     return tenant_arrivals(servers, ("cpu", "mem"), p["tenants"], seed, float(p["load"]), float(p["horizon"]),
@@ -280,7 +282,7 @@ def _arrivals(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instanc
 
 
 def _tpch_arrivals(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
-    from models.generators.arrivals import tpch_arrivals
+    from fairpack.models.generators.arrivals import tpch_arrivals
 
     assert data_dir is not None
     return tpch_arrivals(data_dir, p["queries"], seed, float(p["mean_interarrival"]), p["machines"],
@@ -288,14 +290,14 @@ def _tpch_arrivals(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> In
 
 
 def _google_day(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
-    from models.generators.arrivals import google_day
+    from fairpack.models.generators.arrivals import google_day
 
     assert data_dir is not None
     return google_day(data_dir, seed, p["machines"], p["users"], p["tasks"], float(p["load"]), float(p["horizon"]))
 
 
 def _hdfs(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
-    from models.generators.locality import hdfs_jobs
+    from fairpack.models.generators.locality import hdfs_jobs
 
     return hdfs_jobs(seed, p["jobs"], p["machines"], p["racks"], p["slots"], p["users"], float(p["interarrival"]),
                      float(p["map_duration"]), p["reduce_tasks"], float(p["reduce_duration"]), p["max_tasks"],
@@ -313,7 +315,7 @@ def _psplib_files(folder: Path, name: str) -> list[Path]:
 
 
 def _psplib(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
-    from models.psplib import load_psplib
+    from fairpack.models.psplib import load_psplib
 
     assert data_dir is not None
     files = _psplib_files(Path(data_dir) / "psplib" / p["set"], p["set"])
@@ -342,7 +344,7 @@ def _psplib_best(instance: Instance, data_dir: Path | None) -> float | None:
 
 
 def _soft(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
-    from models.generators.soft import soft_workload
+    from fairpack.models.generators.soft import soft_workload
 
     return soft_workload(seed, p["jobs"], p["racks"], p["per_rack"], p["gpu_racks"], p["gpus_per_rack"],
                          float(p["load"]), float(p["gpu_share"]), float(p["mpi_share"]), float(p["slo_share"]),
@@ -351,14 +353,14 @@ def _soft(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
 
 
 def _sparrow(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
-    from models.generators.short_tasks import sparrow_jobs
+    from fairpack.models.generators.short_tasks import sparrow_jobs
 
     return sparrow_jobs(seed, p["machines"], p["slots"], p["tasks"], float(p["load"]), p["jobs"],
                         float(p["mean_duration"]), p["durations"])  # fmt: skip
 
 
 def _omega(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
-    from models.generators.short_tasks import omega_jobs
+    from fairpack.models.generators.short_tasks import omega_jobs
 
     return omega_jobs(seed, p["machines"], float(p["load"]), float(p["span"]), float(p["service_share"]),
                       float(p["batch_tasks"]), float(p["batch_duration"]), float(p["service_tasks"]),

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from models.generators.common import require
-from models.types import Instance, InstanceError, ServerClass
+from fairpack.models.generators.common import require
+from fairpack.models.types import Instance, InstanceError, ServerClass
 
 _DAG_RESOURCES = ("cpu", "mem", "gpu", "disk", "net")
 
@@ -33,7 +33,7 @@ def random_dag_jobs(
     earlier stage: the job's progress is gated by many barriers. Otherwise stages have 1..20 tasks and
     each earlier stage is a parent with probability 0.3 (shallow, often parallel DAGs).
     """
-    from models.types import Job, Stage
+    from fairpack.models.types import Job, Stage
 
     rng = np.random.default_rng(seed)
     names = tuple(_DAG_RESOURCES[r] if r < len(_DAG_RESOURCES) else f"r{r}" for r in range(resources))
@@ -95,7 +95,7 @@ def tpch_jobs(
     """
     import json
 
-    from models.types import Job, Stage
+    from fairpack.models.types import Job, Stage
 
     root = Path(data_dir) / TPCH_DIR
     summary = json.loads(require(root / "tpch_dag_summary.json").read_text())

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.types import RACK_LABEL, DataPlacement, Instance, InstanceError, Job, ServerClass, Stage
+from fairpack.models.types import RACK_LABEL, DataPlacement, Instance, InstanceError, Job, ServerClass, Stage
 
 #: Map-task counts of the job-size bins and how often each is drawn (the Facebook bins' shape: 1, 2,
 #: 3-20, 21-60, 61-150, 151-300, 301-500 maps with the paper's job shares 39/16/14/9/6/6/4 %, the rest

@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from models.types import FloatArray, Instance, InstanceError, Job, ServerClass, Stage
+from fairpack.models.types import FloatArray, Instance, InstanceError, Job, ServerClass, Stage
 
 DURATIONS = ("fixed", "exponential", "lognormal")
 #: Sigma of the log-normal task durations (coefficient of variation ``sqrt(exp(sigma^2) - 1)`` = 2.9).

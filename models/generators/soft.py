@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from models.types import Instance, Job, Option, ServerClass, Stage
+from fairpack.models.types import Instance, Job, Option, ServerClass, Stage
 
 KINDS = ("gpu", "mpi", "plain")
 

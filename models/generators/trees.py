@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from models.types import Hierarchy, HierarchyNode, Instance, ServerClass, Tenant
+from fairpack.models.types import Hierarchy, HierarchyNode, Instance, ServerClass, Tenant
 
 #: Resource names of generated tree instances (``r<k>`` beyond these).
 _TREE_RESOURCES = ("cpu", "mem", "gpu", "net", "disk")

@@ -13,17 +13,17 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from solver.backends.capabilities import ALGORITHMS, CAPABILITIES, DEFAULT_ALGORITHM, backend_capabilities
-from solver.backends.settings import SolverSettings
+from fairpack.solver.backends.capabilities import ALGORITHMS, CAPABILITIES, DEFAULT_ALGORITHM, backend_capabilities
+from fairpack.solver.backends.settings import SolverSettings
 
 if TYPE_CHECKING:
-    from solver.backends.base import Backend
+    from fairpack.solver.backends.base import Backend
 
 _ADAPTERS = {
-    "highs": ("solver.backends.highs", "HighsBackend"),
-    "ortools": ("solver.backends.ortools", "OrToolsBackend"),
-    "cbc": ("solver.backends.cbc", "CbcBackend"),
-    "cpsat": ("solver.backends.cpsat", "CpSatBackend"),
+    "highs": ("fairpack.solver.backends.highs", "HighsBackend"),
+    "ortools": ("fairpack.solver.backends.ortools", "OrToolsBackend"),
+    "cbc": ("fairpack.solver.backends.cbc", "CbcBackend"),
+    "cpsat": ("fairpack.solver.backends.cpsat", "CpSatBackend"),
 }
 #: The Python package each backend needs.
 _PACKAGES = {"highs": "highspy", "ortools": "ortools.linear_solver", "cbc": "pulp", "cpsat": "ortools.sat"}
@@ -58,7 +58,7 @@ def installed() -> list[str]:
 
 
 def backend_class(name: str) -> type[Backend]:
-    from solver.backends.base import BackendUnavailable
+    from fairpack.solver.backends.base import BackendUnavailable
 
     if name not in _ADAPTERS:
         raise BackendUnavailable(f"unknown backend {name!r}; choose from {', '.join(_ADAPTERS)}")
@@ -74,7 +74,7 @@ def get_backend(name: str = DEFAULT_BACKEND, algorithm: str | None = None,
 
     Raises ``BackendUnavailable`` if its library is missing.
     """
-    from solver.backends.base import BackendUnavailable
+    from fairpack.solver.backends.base import BackendUnavailable
 
     if name not in installed():
         raise BackendUnavailable(f"backend {name!r} is not installed")
@@ -88,10 +88,10 @@ _LAZY = {"Backend", "BackendUnavailable", "Session", "SolveOutcome"}
 
 def __getattr__(name: str) -> Any:  # the base types without importing numpy and scipy up front
     if name in _LAZY:
-        from solver.backends import base
+        from fairpack.solver.backends import base
 
         return getattr(base, name)
-    raise AttributeError(f"module 'solver.backends' has no attribute {name!r}")
+    raise AttributeError(f"module 'fairpack.solver.backends' has no attribute {name!r}")
 
 
 __all__ = [

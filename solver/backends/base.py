@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from models.result import Status
-from models.types import FloatArray
-from solver.backends.capabilities import backend_capabilities
-from solver.backends.settings import SolverSettings
+from fairpack.models.result import Status
+from fairpack.models.types import FloatArray
+from fairpack.solver.backends.capabilities import backend_capabilities
+from fairpack.solver.backends.settings import SolverSettings
 
 if TYPE_CHECKING:  # scipy.sparse takes 0.2-0.4 s to import: it comes in with the first LP a method builds
     import scipy.sparse as sp
 
-    from solver.lp import LinearProgram
+    from fairpack.solver.lp import LinearProgram
 
 
 @dataclass(frozen=True)

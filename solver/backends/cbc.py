@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from models.result import Status
-from models.types import FloatArray
-from solver.backends.base import Backend, BackendUnavailable, SolveOutcome
-from solver.lp import LinearProgram
+from fairpack.models.result import Status
+from fairpack.models.types import FloatArray
+from fairpack.solver.backends.base import Backend, BackendUnavailable, SolveOutcome
+from fairpack.solver.lp import LinearProgram
 
 # A caller's deadline may already have passed; CBC is never handed a negative "-sec".
 _MIN_TIME_LIMIT = 1e-3

@@ -7,9 +7,9 @@ registry: availability, capabilities, and a clear refusal when asked to solve a 
 
 from __future__ import annotations
 
-from models.types import FloatArray
-from solver.backends.base import Backend, BackendUnavailable, SolveOutcome
-from solver.lp import LinearProgram
+from fairpack.models.types import FloatArray
+from fairpack.solver.backends.base import Backend, BackendUnavailable, SolveOutcome
+from fairpack.solver.lp import LinearProgram
 
 
 class CpSatBackend(Backend):

@@ -8,17 +8,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from models.result import Status
-from models.types import FloatArray
-from solver import progress
-from solver.backends.base import Backend, SolveOutcome
-from solver.backends.capabilities import ALGORITHMS
-from solver.backends.settings import SolverSettings
+from fairpack.models.result import Status
+from fairpack.models.types import FloatArray
+from fairpack.solver import progress
+from fairpack.solver.backends.base import Backend, SolveOutcome
+from fairpack.solver.backends.capabilities import ALGORITHMS
+from fairpack.solver.backends.settings import SolverSettings
 
 if TYPE_CHECKING:  # scipy.sparse (0.2-0.4 s to import) comes in with the first LP a method builds
     import scipy.sparse as sp
 
-    from solver.lp import LinearProgram
+    from fairpack.solver.lp import LinearProgram
 
 _INF = 1e30  # HiGHS treats |value| >= 1e20 as infinite; numpy inf must be translated
 
@@ -123,7 +123,7 @@ class HighsSession:
 
         HiGHS logs to the C-level stdout (the CLI sends it to stderr). For progress it must log at all, but
         only to its callbacks: the MIP log callback fires at every node-log line (time-based) and the
-        improving-solution callback at every new incumbent; :mod:`solver.progress` rate-limits both.
+        improving-solution callback at every new incumbent; :mod:`fairpack.solver.progress` rate-limits both.
         """
         highs = self._highs
         watch = mip and progress.active() is not None

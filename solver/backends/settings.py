@@ -1,6 +1,6 @@
 """What a request asks of the solver itself beyond the model: threads, a random seed, its own log.
 
-Kept apart from the adapters (like :mod:`solver.backends.capabilities`) so that building settings from a
+Kept apart from the adapters (like :mod:`fairpack.solver.backends.capabilities`) so that building settings from a
 request imports no solver library.
 """
 

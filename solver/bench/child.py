@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from solver.bench.task import run_task
+from fairpack.solver.bench.task import run_task
 
 #: The address-space backstop is this many times the task's memory limit above what is mapped at start:
 #: virtual size runs well ahead of resident memory (thread stacks, malloc arenas), and the resident limit

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from types import FrameType
 
-from solver.registry import OptionError
+from fairpack.solver.registry import OptionError
 
 EXIT_OK, EXIT_INTERRUPTED = 0, 130
 
@@ -48,8 +48,8 @@ def add_bench_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
 
 
 def _command_run(args: argparse.Namespace) -> int:
-    from solver.bench.runner import run_sweep
-    from solver.bench.sweep import load_sweep
+    from fairpack.solver.bench.runner import run_sweep
+    from fairpack.solver.bench.sweep import load_sweep
 
     sweep = load_sweep(args.sweep)
     if args.workers is not None and args.workers < 1:
@@ -79,7 +79,7 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 def _command_report(args: argparse.Namespace) -> int:
-    from solver.bench.report import write_report
+    from fairpack.solver.bench.report import write_report
 
     if not Path(args.results).is_file():
         raise OptionError(f"{args.results}: no such results table", "results")
@@ -89,7 +89,7 @@ def _command_report(args: argparse.Namespace) -> int:
 
 
 def _command_figures(args: argparse.Namespace) -> int:
-    from solver.bench.figures import write_figures
+    from fairpack.solver.bench.figures import write_figures
 
     for table in args.results:
         if not Path(table).is_file():

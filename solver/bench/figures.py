@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from solver.bench.report import (
+from fairpack.solver.bench.report import (
     fmt_num,
     fmt_pct,
     markdown_table,
@@ -40,7 +40,7 @@ from solver.bench.report import (
     scaling_fits,
     tradeoff_table,
 )
-from solver.bench.table import read_results
+from fairpack.solver.bench.table import read_results
 
 BEGIN, END = "<!-- figures:begin -->", "<!-- figures:end -->"
 #: The DRFH paper's slot table (Google trace): its best slot count reached these utilisations.
@@ -382,7 +382,7 @@ def splice(readme: str, sections: str) -> str:
     """``readme`` with the text between the figure markers replaced by ``sections``."""
     start, stop = readme.find(BEGIN), readme.find(END)
     if start < 0 or stop < start:
-        from solver.registry import OptionError
+        from fairpack.solver.registry import OptionError
 
         raise OptionError(f"the README has no '{BEGIN}' ... '{END}' block to fill", "--readme")
     return readme[: start + len(BEGIN)] + "\n" + sections.rstrip() + "\n" + readme[stop:]

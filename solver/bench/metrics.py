@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from models.dag import adjacency, topological_order
-from models.result import Allocation, Result
-from models.types import Instance
+from fairpack.models.dag import adjacency, topological_order
+from fairpack.models.result import Allocation, Result
+from fairpack.models.types import Instance
 
 #: Jain windows per makespan lower bound.
 JAIN_WINDOWS = 20
@@ -43,7 +43,7 @@ CAP_TOLERANCE = 1e-6
 
 def allocation_metrics(instance: Instance, allocation: Allocation) -> dict[str, Any]:
     """``min_dominant_share`` and ``util_<resource>`` of an allocation (plus the hierarchy columns)."""
-    from models.metrics import dominant_shares, utilisation
+    from fairpack.models.metrics import dominant_shares, utilisation
 
     shares = dominant_shares(instance, allocation)
     eligible = instance.runnable & (instance.task_caps > 0)
@@ -61,8 +61,8 @@ def allocation_metrics(instance: Instance, allocation: Allocation) -> dict[str, 
 
 def guarantee_numbers(instance: Instance, allocation: Allocation, tol: float = 1e-6) -> tuple[float, int]:
     """(smallest share/guarantee, nodes below their guarantee) over demanding, unsatisfied non-root nodes."""
-    from models.check.hierarchy import guaranteed_nodes
-    from models.metrics import guarantee_ratio
+    from fairpack.models.check.hierarchy import guaranteed_nodes
+    from fairpack.models.metrics import guarantee_ratio
 
     applies, share, guarantee = guaranteed_nodes(instance, allocation, tol)
     return guarantee_ratio(instance, allocation, tol), int(np.sum(applies & (share < guarantee - tol)))
@@ -103,7 +103,7 @@ def _fair_completion(instance: Instance, result: Result) -> np.ndarray:
     carried = result.extra.get("fair_completion")
     if isinstance(carried, dict):
         return np.array([math.inf if carried.get(j.name) is None else float(carried[j.name]) for j in instance.jobs])
-    from solver.sim.fairshare import fair_completion_times
+    from fairpack.solver.sim.fairshare import fair_completion_times
 
     placement = str(result.extra.get("placement", "pooled"))
     return np.asarray(fair_completion_times(instance, placement).completion, dtype=np.float64)
@@ -111,7 +111,7 @@ def _fair_completion(instance: Instance, result: Result) -> np.ndarray:
 
 def schedule_metrics(instance: Instance, result: Result, time_limit: float | None = None) -> dict[str, Any]:
     """``avg_jct``, ``p95_jct``, ``makespan``, ``jain``, ``late``, ``jobs`` of a schedule result."""
-    from models.metrics import schedule_metrics as measure
+    from fairpack.models.metrics import schedule_metrics as measure
 
     assert result.schedule is not None
     window = max(makespan_lower_bound(instance) / JAIN_WINDOWS, 1e-9)

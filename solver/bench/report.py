@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from models.generators.families import FAMILIES
-from solver.bench.table import read_results
+from fairpack.models.generators.families import FAMILIES
+from fairpack.solver.bench.table import read_results
 
 GAP_NOTE = (
     "Gaps are to the grid's exact reference on the same instance, signed so that positive is worse: "

@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from solver.bench import child
-from solver.bench.sweep import Sweep, Task
-from solver.bench.task import (
+from fairpack.solver.bench import child
+from fairpack.solver.bench.sweep import Sweep, Task
+from fairpack.solver.bench.task import (
     HARNESS_STATUSES,
     MESSAGE_CHARS,
     STATUS_CRASHED,
@@ -48,10 +48,25 @@ from solver.bench.task import (
 )
 
 #: Modules the forkserver imports once, so that forked tasks start with them loaded.
-PRELOAD = ("solver.bench.child", "solver.bench.task", "models.generators", "models.io", "models.psplib",
-           "solver.drfh.filling", "solver.drfh.int_search", "solver.hdrf.water_filling", "solver.drfh.heuristics",
-           "solver.sim.backlog", "solver.sim.runs", "solver.spacetime.milp", "solver.spacetime.cp",
-           "solver.backends.highs", "solver.backends.ortools", "highspy", "ortools.sat.python.cp_model")  # fmt: skip
+PRELOAD = (
+    "fairpack.solver.bench.child",
+    "fairpack.solver.bench.task",
+    "fairpack.models.generators",
+    "fairpack.models.io",
+    "fairpack.models.psplib",
+    "fairpack.solver.drfh.filling",
+    "fairpack.solver.drfh.int_search",
+    "fairpack.solver.hdrf.water_filling",
+    "fairpack.solver.drfh.heuristics",
+    "fairpack.solver.sim.backlog",
+    "fairpack.solver.sim.runs",
+    "fairpack.solver.spacetime.milp",
+    "fairpack.solver.spacetime.cp",
+    "fairpack.solver.backends.highs",
+    "fairpack.solver.backends.ortools",
+    "highspy",
+    "ortools.sat.python.cp_model",
+)
 LOG_TAIL_LINES = 5
 #: Set on Ctrl-C: supervisors kill their children instead of waiting for them.
 _STOP = threading.Event()
@@ -94,7 +109,7 @@ class _Spawned:
     """A child that is a fresh interpreter (``python -m solver.bench.child``)."""
 
     def __init__(self, args: tuple[str, str, str]) -> None:
-        self.process = subprocess.Popen([sys.executable, "-m", "solver.bench.child", *args],
+        self.process = subprocess.Popen([sys.executable, "-m", "fairpack.solver.bench.child", *args],
                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.DEVNULL)  # fmt: skip
         self.pid = self.process.pid
@@ -285,7 +300,7 @@ def run_sweep(
     Parameters
     ----------
     sweep
-        A validated sweep (:func:`solver.bench.sweep.load_sweep`).
+        A validated sweep (:func:`fairpack.solver.bench.sweep.load_sweep`).
     out
         The Parquet file; rows already in it are kept and their tasks skipped (resumable). A CSV copy is
         written next to it.
@@ -307,7 +322,7 @@ def run_sweep(
     """
     import os
 
-    from solver.bench.table import ResultTable
+    from fairpack.solver.bench.table import ResultTable
 
     tasks, skipped_grids = sweep.tasks(data_dir)
     table = ResultTable(out)

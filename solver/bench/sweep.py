@@ -43,11 +43,11 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from models.generators.families import FAMILIES, ParamError
-from models.result import SCHEDULE_OBJECTIVES
-from solver.api import METHODS, SolveOptions
-from solver.backends import BACKEND_NAMES, DEFAULT_BACKEND
-from solver.registry import COMMON_OPTIONS, Method, policies
+from fairpack.models.generators.families import FAMILIES, ParamError
+from fairpack.models.result import SCHEDULE_OBJECTIVES
+from fairpack.solver.api import METHODS, SolveOptions
+from fairpack.solver.backends import BACKEND_NAMES, DEFAULT_BACKEND
+from fairpack.solver.registry import COMMON_OPTIONS, Method, policies
 
 #: A method name with this prefix is an online policy, simulated on the instance's arrivals
 #: (``fairpack simulate``); the same grid's exact method is its clairvoyant yardstick.

@@ -11,10 +11,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from models.generators.families import FAMILIES, OBJECTIVE_NAMES, SENSE
-from solver.api import simulate, solve
-from solver.bench.metrics import row_metrics
-from solver.bench.sweep import ONLINE_PREFIX, Task, method_record, options_json, params_text
+from fairpack.models.generators.families import FAMILIES, OBJECTIVE_NAMES, SENSE
+from fairpack.solver.api import simulate, solve
+from fairpack.solver.bench.metrics import row_metrics
+from fairpack.solver.bench.sweep import ONLINE_PREFIX, Task, method_record, options_json, params_text
 
 STATUS_TIMEOUT, STATUS_MEMORY, STATUS_CRASHED = "task_timeout", "task_memory", "task_crashed"
 #: Statuses the harness writes itself (the solver's are optimal, feasible, infeasible, time_limit, error).

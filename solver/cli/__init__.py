@@ -10,6 +10,6 @@ Only argparse and the method registry load to build the parser, so ``fairpack --
 when a command needs them.
 """
 
-from solver.cli.main import main, run
+from fairpack.solver.cli.main import main, run
 
 __all__ = ["main", "run"]

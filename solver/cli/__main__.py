@@ -1,5 +1,5 @@
 """``python -m solver.cli``: the fairpack command line."""
 
-from solver.cli.main import run
+from fairpack.solver.cli.main import run
 
 run()

@@ -17,13 +17,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from solver.backends import BACKEND_NAMES
-from solver.cli.exits import EXIT_INPUT, EXIT_OK, EXIT_SOLVER, fail
-from solver.registry import SolveOptions, method_names
+from fairpack.solver.backends import BACKEND_NAMES
+from fairpack.solver.cli.exits import EXIT_INPUT, EXIT_OK, EXIT_SOLVER, fail
+from fairpack.solver.registry import SolveOptions, method_names
 
 if TYPE_CHECKING:
-    from models.result import Result
-    from models.types import Instance
+    from fairpack.models.result import Result
+    from fairpack.models.types import Instance
 
 #: Defaults of the solve options the CLI leaves unset unless given (a method refuses options it cannot honour).
 DEFAULTS = SolveOptions()
@@ -77,7 +77,7 @@ def fraction(text: str) -> float:
 
 def load(path: str) -> Instance:
     """The instance at ``path``; ``-`` reads it from standard input."""
-    from models.io import load_instance
+    from fairpack.models.io import load_instance
 
     return load_instance(path)
 
@@ -121,10 +121,10 @@ def _solve_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def command_solve(args: argparse.Namespace) -> int:
-    from models.view import result_json
-    from solver.api import solve
-    from solver.backends.base import BackendUnavailable
-    from solver.progress import reporting
+    from fairpack.models.view import result_json
+    from fairpack.solver.api import solve
+    from fairpack.solver.backends.base import BackendUnavailable
+    from fairpack.solver.progress import reporting
 
     started = time.perf_counter()
     instance = load(args.path)
@@ -167,8 +167,8 @@ def _left(limit: float | None, started: float) -> float | None:
 def _print_result(instance: Instance, result: Result, data: dict[str, Any] | None, output: str,
                   args: argparse.Namespace) -> None:  # fmt: skip
     """The result on stdout as ``output``; ``data`` is its JSON view (None: JSON text written in bulk)."""
-    from models.view import result_json_text
-    from solver.cli.render import format_csv, format_table
+    from fairpack.models.view import result_json_text
+    from fairpack.solver.cli.render import format_csv, format_table
 
     for warning in result.warnings:
         print(f"fairpack: warning: {warning}", file=sys.stderr)
@@ -186,7 +186,7 @@ def _print_result(instance: Instance, result: Result, data: dict[str, Any] | Non
 
 
 def _plot(instance: Instance, result: Result, path: str) -> int:
-    from solver.plot import PlotUnavailable, plot_result
+    from fairpack.solver.plot import PlotUnavailable, plot_result
 
     try:
         plot_result(instance, result, path)
@@ -211,9 +211,9 @@ def _parse_options(items: list[str] | None) -> dict[str, Any]:
 
 
 def command_simulate(args: argparse.Namespace) -> int:
-    from models.traces import read_trace
-    from models.view import result_json
-    from solver.api import simulate
+    from fairpack.models.traces import read_trace
+    from fairpack.models.view import result_json
+    from fairpack.solver.api import simulate
 
     instance = load(args.path)
     trace = read_trace(args.trace, instance.resources) if args.trace else None
@@ -231,7 +231,7 @@ def command_simulate(args: argparse.Namespace) -> int:
     if args.output:
         Path(args.output).write_text(json.dumps(data, indent=1))
     if args.plot:
-        from solver.plot import PlotUnavailable, plot_simulation
+        from fairpack.solver.plot import PlotUnavailable, plot_simulation
 
         try:
             plot_simulation(workload, result, args.plot)
@@ -244,13 +244,13 @@ def command_simulate(args: argparse.Namespace) -> int:
 
 
 def command_check(args: argparse.Namespace) -> int:
-    from models.check.saved import check_saved
-    from models.types import InstanceError
-    from solver.registry import get_method, get_policy
+    from fairpack.models.check.saved import check_saved
+    from fairpack.models.types import InstanceError
+    from fairpack.solver.registry import get_method, get_policy
 
     instance = load(args.path)
     if args.trace:
-        from models.traces import read_trace
+        from fairpack.models.traces import read_trace
 
         instance = read_trace(args.trace, instance.resources).on(instance)
     try:
@@ -284,7 +284,7 @@ def command_check(args: argparse.Namespace) -> int:
 
 
 def command_validate(args: argparse.Namespace) -> int:
-    from solver.api import preflight
+    from fairpack.solver.api import preflight
 
     instance = load(args.path)
     machines = int(instance.counts.sum())
@@ -315,7 +315,7 @@ def export_format(given: str | None, output: str | None) -> str:
 
 
 def command_export(args: argparse.Namespace) -> int:
-    from solver.api import export_model
+    from fairpack.solver.api import export_model
 
     file_format = export_format(args.format, args.output)
     instance = load(args.path)
@@ -351,7 +351,7 @@ GENERATE = {
 
 def _generate_params(args: argparse.Namespace) -> dict[str, Any]:
     """The family's size parameters from the shorthand flags and ``--param key=value``."""
-    from models.generators.families import FAMILIES
+    from fairpack.models.generators.families import FAMILIES
 
     name, tenants_key = GENERATE[args.family]
     family = FAMILIES[name]
@@ -379,15 +379,15 @@ def _parse_value(text: str) -> Any:
 
 
 def _option_error(reason: str, option: str) -> Exception:
-    from solver.registry import OptionError
+    from fairpack.solver.registry import OptionError
 
     return OptionError(reason, option)
 
 
 def command_generate(args: argparse.Namespace) -> int:
-    from models.generators.families import FAMILIES, DataMissing, ParamError
-    from models.io import instance_to_yaml
-    from models.types import InstanceError
+    from fairpack.models.generators.families import FAMILIES, DataMissing, ParamError
+    from fairpack.models.io import instance_to_yaml
+    from fairpack.models.types import InstanceError
 
     data_dir = args.data_dir or os.environ.get("FAIRPACK_DATA_DIR")
     name = GENERATE[args.family][0]
@@ -414,9 +414,9 @@ def command_generate(args: argparse.Namespace) -> int:
 
 
 def _nodes_only(family: str, data_dir: Path | None) -> Instance:
-    from models.generators import alibaba_servers
-    from models.generators.families import DataMissing
-    from models.types import Instance as Cluster
+    from fairpack.models.generators import alibaba_servers
+    from fairpack.models.generators.families import DataMissing
+    from fairpack.models.types import Instance as Cluster
 
     if family != "alibaba":
         raise _option_error("--nodes-only is for the alibaba family", "nodes-only")
@@ -426,7 +426,7 @@ def _nodes_only(family: str, data_dir: Path | None) -> Instance:
 
 
 def command_methods(args: argparse.Namespace) -> int:
-    from solver.registry import describe_all
+    from fairpack.solver.registry import describe_all
 
     entries = describe_all()
     if args.json:
@@ -499,7 +499,7 @@ def _add_solve(subcommands: Any, formatter: type[argparse.HelpFormatter]) -> Non
 
 
 def _add_simulate(subcommands: Any, formatter: type[argparse.HelpFormatter]) -> None:
-    from solver.registry import policies
+    from fairpack.solver.registry import policies
 
     names = list(policies())
     simulate = subcommands.add_parser("simulate", help="run an online policy over time on arrivals or backlogs",
@@ -531,7 +531,7 @@ def _add_simulate(subcommands: Any, formatter: type[argparse.HelpFormatter]) -> 
 
 def add_commands(subcommands: Any) -> None:
     """Add every subcommand but ``bench`` to the ``fairpack`` parser."""
-    from solver.cli.help import HelpFormatter
+    from fairpack.solver.cli.help import HelpFormatter
 
     formatter = HelpFormatter  # main.build_parser sets it on every parser; here for the callers of this function
     _add_solve(subcommands, formatter)

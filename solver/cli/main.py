@@ -22,16 +22,16 @@ import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
-from solver import __version__
-from solver.cli.exits import EXIT_INPUT, EXIT_OK, EXIT_SOLVER, fail
-from solver.cli.help import HelpFormatter
+from fairpack.solver import __version__
+from fairpack.solver.cli.exits import EXIT_INPUT, EXIT_OK, EXIT_SOLVER, fail
+from fairpack.solver.cli.help import HelpFormatter
 
 
 def _input_errors() -> tuple[type[BaseException], ...]:
     """Exceptions that mean bad input (exit 2): instance and result files, options, sweep files."""
-    from models.types import InstanceError
-    from solver.bench.sweep import SweepError
-    from solver.registry import OptionError
+    from fairpack.models.types import InstanceError
+    from fairpack.solver.bench.sweep import SweepError
+    from fairpack.solver.registry import OptionError
 
     return InstanceError, OptionError, SweepError
 
@@ -39,8 +39,8 @@ def _input_errors() -> tuple[type[BaseException], ...]:
 def _located(error: Exception, args: argparse.Namespace) -> Exception:
     """An instance error raised after loading (a method's requirement on the instance, checked by the
     solver, which does not know the file) names the instance file the command was given."""
-    from models.io import STDIN
-    from models.types import InstanceError
+    from fairpack.models.io import STDIN
+    from fairpack.models.types import InstanceError
 
     path = getattr(args, "path", None)
     if isinstance(error, InstanceError) and not error.source and isinstance(path, str):
@@ -49,8 +49,8 @@ def _located(error: Exception, args: argparse.Namespace) -> Exception:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from solver.bench.cli import add_bench_parser
-    from solver.cli import commands
+    from fairpack.solver.bench.cli import add_bench_parser
+    from fairpack.solver.cli import commands
 
     parser = argparse.ArgumentParser(prog="fairpack", description="Exact, verified multi-resource fair allocation "
                                      "and packing, and how far the heuristics real schedulers use are from it.",

@@ -11,9 +11,9 @@ import csv
 import io
 from typing import Any
 
-from models.result import Result
-from models.types import Instance
-from models.view import result_json
+from fairpack.models.result import Result
+from fairpack.models.types import Instance
+from fairpack.models.view import result_json
 
 
 def _aligned(header: list[str], rows: list[list[str]]) -> list[str]:

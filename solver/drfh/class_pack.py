@@ -30,12 +30,12 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from models.tolerance import FIT_RTOL
-from models.types import FloatArray, IntArray
-from solver.backends import Backend
-from solver.budget import Budget
-from solver.drfh.int_model import DrfhIntModel
-from solver.lp import LPBuilder
+from fairpack.models.tolerance import FIT_RTOL
+from fairpack.models.types import FloatArray, IntArray
+from fairpack.solver.backends import Backend
+from fairpack.solver.budget import Budget
+from fairpack.solver.drfh.int_model import DrfhIntModel
+from fairpack.solver.lp import LPBuilder
 
 #: The first level tried is this far below the top (relative) when no gap is asked for.
 FIRST_GAP = 0.01

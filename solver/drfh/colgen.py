@@ -20,12 +20,18 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 
-from models.types import BoolArray, FloatArray, IntArray
-from solver.backends import Backend
-from solver.budget import Budget
-from solver.drfh.filling import FillingResult, RoundOutcome, SessionRounds, level_upper_bound, progressive_filling
-from solver.drfh.model import DrfhModel, UnitGrouping
-from solver.lp import LPBuilder
+from fairpack.models.types import BoolArray, FloatArray, IntArray
+from fairpack.solver.backends import Backend
+from fairpack.solver.budget import Budget
+from fairpack.solver.drfh.filling import (
+    FillingResult,
+    RoundOutcome,
+    SessionRounds,
+    level_upper_bound,
+    progressive_filling,
+)
+from fairpack.solver.drfh.model import DrfhModel, UnitGrouping
+from fairpack.solver.lp import LPBuilder
 
 _PRICE_TOL = 1e-9
 #: The certifying LP's level counts as 1 from here up (its feasibility tolerance, not a loss).

@@ -22,13 +22,13 @@ from typing import Protocol
 
 import numpy as np
 
-from models.result import Status
-from models.types import FloatArray, IntArray
-from solver.backends import Backend
-from solver.backends.base import Session, SolveOutcome
-from solver.budget import Budget
-from solver.drfh.model import DrfhModel
-from solver.drfh.tolerance import ShareRepair, repair_pairs
+from fairpack.models.result import Status
+from fairpack.models.types import FloatArray, IntArray
+from fairpack.solver.backends import Backend
+from fairpack.solver.backends.base import Session, SolveOutcome
+from fairpack.solver.budget import Budget
+from fairpack.solver.drfh.model import DrfhModel
+from fairpack.solver.drfh.tolerance import ShareRepair, repair_pairs
 
 _REL = 1e-9  # relative tolerance for level comparisons
 _DUAL = 1e-9  # a level-row dual above this (times the tenant's weight) freezes the tenant

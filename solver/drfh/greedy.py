@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.tolerance import FIT_RTOL
-from models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
+from fairpack.models.tolerance import FIT_RTOL
+from fairpack.models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
 
 TOL = FIT_RTOL  # fit slack relative to a machine's capacity (``models.tolerance``), far inside the checker's
 TIE = 1e-9  # relative tolerance under which two keys or two fitness values tie (then the lower index wins)

@@ -29,9 +29,9 @@ from operator import ge, itemgetter
 
 import numpy as np
 
-from models.result import Allocation
-from models.types import FloatArray, Instance, IntArray
-from solver.drfh.greedy import (
+from fairpack.models.result import Allocation
+from fairpack.models.types import FloatArray, Instance, IntArray
+from fairpack.solver.drfh.greedy import (
     TIE,
     TOL,
     Alive,
@@ -345,7 +345,7 @@ class _CompiledRatioIndex:
     def __init__(
         self, setup: FlatSetup, alive: Alive, total: FloatArray, star: IntArray, delta: FloatArray, present: IntArray
     ) -> None:
-        from solver.drfh import ratio_index
+        from fairpack.solver.drfh import ratio_index
 
         self.alive = alive
         self.kernel = ratio_index

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.types import FloatArray
+from fairpack.models.types import FloatArray
 
 #: Two levels closer than this (relative) are the same level: products ``k c_j`` of different players
 #: that agree mathematically differ in the last bits.

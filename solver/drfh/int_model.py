@@ -25,9 +25,9 @@ from functools import cached_property
 
 import numpy as np
 
-from models.types import BoolArray, FloatArray, Instance, IntArray
-from solver.drfh.int_levels import LEVEL_RTOL
-from solver.lp import LinearProgram, LPBuilder
+from fairpack.models.types import BoolArray, FloatArray, Instance, IntArray
+from fairpack.solver.drfh.int_levels import LEVEL_RTOL
+from fairpack.solver.lp import LinearProgram, LPBuilder
 
 
 def _symmetry_load(tenants: IntArray, count: int) -> FloatArray:

@@ -18,14 +18,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from models.result import Status
-from models.types import FloatArray, Instance
-from solver import progress
-from solver.backends import Backend
-from solver.budget import Budget
-from solver.drfh.int_levels import CandidateLevels
-from solver.drfh.int_model import DrfhIntModel
-from solver.lp import LinearProgram
+from fairpack.models.result import Status
+from fairpack.models.types import FloatArray, Instance
+from fairpack.solver import progress
+from fairpack.solver.backends import Backend
+from fairpack.solver.budget import Budget
+from fairpack.solver.drfh.int_levels import CandidateLevels
+from fairpack.solver.drfh.int_model import DrfhIntModel
+from fairpack.solver.lp import LinearProgram
 
 CLASS_SHARE = 0.5  # of the time left after the LP bisection, for the by-class construction
 CLASS_BUDGET_S = 30.0  # its budget when there is no time limit
@@ -250,7 +250,7 @@ class LevelSearch:
     def lift_by_classes(self) -> None:
         """On the Google table with 1,000 tenants this reaches 99% of the LP's f in well under a second,
         where the pattern and neighbourhood searches stopped 3% below it after a minute."""
-        from solver.drfh.class_pack import CLASS_PAIRS, search_by_class
+        from fairpack.solver.drfh.class_pack import CLASS_PAIRS, search_by_class
 
         if self.model.num_class_pairs > CLASS_PAIRS:
             return  # machines nearly all distinct: the split LP would be as large as the per-machine model
@@ -262,7 +262,7 @@ class LevelSearch:
 
     def lift_by_patterns(self) -> None:
         """On the 100 x 20 benchmark this lifts the heuristic's f half or more of the way to the LP's top."""
-        from solver.drfh.patterns import search_patterns
+        from fairpack.solver.drfh.patterns import search_patterns
 
         part = self.budget.part(PATTERN_SHARE) if self.budget.limited else Budget.of(PATTERN_BUDGET_S)
         found = search_patterns(self.model, self.backend, self.lifted, self._top(), part)
@@ -272,7 +272,7 @@ class LevelSearch:
         self._tell("pattern search")
 
     def lift_by_neighbourhoods(self) -> None:
-        from solver.drfh.lns import search_neighbourhoods
+        from fairpack.solver.drfh.lns import search_neighbourhoods
 
         part = self.budget.part(LNS_SHARE) if self.budget.limited else Budget.of(LNS_BUDGET_S)
         lifted = search_neighbourhoods(self.model, self.backend, self.lifted, self._next, part,

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.types import FloatArray
-from solver.backends import Backend
-from solver.budget import Budget
-from solver.drfh.int_model import DrfhIntModel
+from fairpack.models.types import FloatArray
+from fairpack.solver.backends import Backend
+from fairpack.solver.budget import Budget
+from fairpack.solver.drfh.int_model import DrfhIntModel
 
 SMALLEST, LARGEST = 8, 32  # machines freed per neighbourhood
 REPAIR_LIMIT_S = 2.0  # per repair MILP

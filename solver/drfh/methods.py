@@ -12,13 +12,13 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from models.metrics import min_weighted_share
-from models.result import Allocation, Result
-from models.types import Instance
-from solver.backends import Backend, get_backend
-from solver.budget import Budget
-from solver.drfh.colgen import ColumnGenerationRounds, solve_by_aggregation
-from solver.drfh.filling import (
+from fairpack.models.metrics import min_weighted_share
+from fairpack.models.result import Allocation, Result
+from fairpack.models.types import Instance
+from fairpack.solver.backends import Backend, get_backend
+from fairpack.solver.budget import Budget
+from fairpack.solver.drfh.colgen import ColumnGenerationRounds, solve_by_aggregation
+from fairpack.solver.drfh.filling import (
     FillingResult,
     RoundSolver,
     SessionRounds,
@@ -27,9 +27,9 @@ from solver.drfh.filling import (
     repair_shares,
     unit_tasks,
 )
-from solver.drfh.model import DrfhModel, UnitGrouping
-from solver.lp import LinearProgram
-from solver.registry import SolveOptions
+from fairpack.solver.drfh.model import DrfhModel, UnitGrouping
+from fairpack.solver.lp import LinearProgram
+from fairpack.solver.registry import SolveOptions
 
 #: drfh-int under a time limit: Best-Fit's warm start is tried when this many First-Fit runs fit in the time left.
 BEST_FIT_COST = 8.0
@@ -119,8 +119,8 @@ def run_drf(instance: Instance, options: SolveOptions, budget: Budget) -> Result
 
 
 def run_drfh_int(instance: Instance, options: SolveOptions, budget: Budget) -> Result:
-    from solver.drfh.heuristics import best_fit, first_fit
-    from solver.drfh.int_search import IntegerFilling, solve_drfh_int
+    from fairpack.solver.drfh.heuristics import best_fit, first_fit
+    from fairpack.solver.drfh.int_search import IntegerFilling, solve_drfh_int
 
     backend = get_backend(options.backend or "highs", options.algorithm, options.solver_settings())
     started = time.perf_counter()
@@ -187,25 +187,25 @@ def _heuristic(name: str, place: Callable[[Instance, SolveOptions], Allocation]
 
 
 def _first_fit(instance: Instance, options: SolveOptions) -> Allocation:
-    from solver.drfh.heuristics import first_fit
+    from fairpack.solver.drfh.heuristics import first_fit
 
     return first_fit(instance)
 
 
 def _best_fit(instance: Instance, options: SolveOptions) -> Allocation:
-    from solver.drfh.heuristics import best_fit
+    from fairpack.solver.drfh.heuristics import best_fit
 
     return best_fit(instance)
 
 
 def _slots(instance: Instance, options: SolveOptions) -> Allocation:
-    from solver.drfh.heuristics import slots
+    from fairpack.solver.drfh.heuristics import slots
 
     return slots(instance, options.slots)
 
 
 def _per_server_drf(instance: Instance, options: SolveOptions) -> Allocation:
-    from solver.drfh.heuristics import per_server_drf
+    from fairpack.solver.drfh.heuristics import per_server_drf
 
     return per_server_drf(instance)
 
@@ -231,6 +231,6 @@ def export_drfh_int(instance: Instance) -> LinearProgram:
     """drfh-int's first max-min MILP (whole tasks on machines)."""
     import numpy as np
 
-    from solver.drfh.int_model import DrfhIntModel
+    from fairpack.solver.drfh.int_model import DrfhIntModel
 
     return DrfhIntModel.build_pairs(instance).build(1, np.zeros(0))

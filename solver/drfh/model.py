@@ -19,8 +19,8 @@ import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
-from models.types import FloatArray, Instance, IntArray
-from solver.lp import LinearProgram, LPBuilder
+from fairpack.models.types import FloatArray, Instance, IntArray
+from fairpack.solver.lp import LinearProgram, LPBuilder
 
 
 @dataclass(frozen=True)

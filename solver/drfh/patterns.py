@@ -15,11 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.types import FloatArray
-from solver.backends import Backend
-from solver.budget import Budget
-from solver.drfh.int_model import DrfhIntModel
-from solver.drfh.patterns_model import PatternModel
+from fairpack.models.types import FloatArray
+from fairpack.solver.backends import Backend
+from fairpack.solver.budget import Budget
+from fairpack.solver.drfh.int_model import DrfhIntModel
+from fairpack.solver.drfh.patterns_model import PatternModel
 
 
 @dataclass

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.types import BoolArray, FloatArray, IntArray
-from solver.drfh.int_model import DrfhIntModel
-from solver.lp import LinearProgram, LPBuilder
+from fairpack.models.types import BoolArray, FloatArray, IntArray
+from fairpack.solver.drfh.int_model import DrfhIntModel
+from fairpack.solver.lp import LinearProgram, LPBuilder
 
 
 @dataclass(frozen=True)

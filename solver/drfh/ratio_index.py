@@ -29,8 +29,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from models.types import BoolArray, FloatArray, IntArray
-from solver.drfh.greedy import TIE
+from fairpack.models.types import BoolArray, FloatArray, IntArray
+from fairpack.solver.drfh.greedy import TIE
 
 __all__ = ["RatioState", "serve_segment"]
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from solver.backends import LP_BACKENDS
-from solver.registry import Method, register
+from fairpack.solver.backends import LP_BACKENDS
+from fairpack.solver.registry import Method, register
 
-_DRIVERS = "solver.drfh.methods"
+_DRIVERS = "fairpack.solver.drfh.methods"
 _LP = frozenset({"lp", "duals"})  # progressive filling freezes tenants by their level rows' duals
 _TUNING = frozenset({"workers", "seed"})  # reach the solver (HiGHS threads and random_seed)
 

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.tolerance import CHECK_ATOL, CHECK_RTOL, SOLVER_RTOL
-from models.types import FloatArray, IntArray
-from solver.drfh.model import DrfhModel
+from fairpack.models.tolerance import CHECK_ATOL, CHECK_RTOL, SOLVER_RTOL
+from fairpack.models.types import FloatArray, IntArray
+from fairpack.solver.drfh.model import DrfhModel
 
 __all__ = ["SOLVER_RTOL", "ShareRepair", "repair_pairs"]
 

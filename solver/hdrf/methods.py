@@ -8,13 +8,13 @@ from dataclasses import replace
 
 import numpy as np
 
-from models.check.hierarchy import demanding_nodes
-from models.hierarchy import tree_of
-from models.result import Allocation, Result
-from models.types import Instance
-from solver.backends import get_backend
-from solver.budget import Budget
-from solver.registry import OptionError, SolveOptions
+from fairpack.models.check.hierarchy import demanding_nodes
+from fairpack.models.hierarchy import tree_of
+from fairpack.models.result import Allocation, Result
+from fairpack.models.types import Instance
+from fairpack.solver.backends import get_backend
+from fairpack.solver.budget import Budget
+from fairpack.solver.registry import OptionError, SolveOptions
 
 
 def pooled_placement(instance: Instance, placement: str) -> bool:
@@ -28,7 +28,7 @@ def pooled_placement(instance: Instance, placement: str) -> bool:
 
 
 def run_hdrf(instance: Instance, options: SolveOptions, budget: Budget) -> Result:
-    from solver.hdrf.water_filling import solve_hdrf
+    from fairpack.solver.hdrf.water_filling import solve_hdrf
 
     pooled = pooled_placement(instance, options.placement)
     backend = get_backend(options.backend or "highs", options.algorithm, options.solver_settings())
@@ -51,7 +51,7 @@ def run_hdrf(instance: Instance, options: SolveOptions, budget: Budget) -> Resul
 
 def run_collapsed(instance: Instance, options: SolveOptions, budget: Budget) -> Result:
     """Flatten the tree into leaf weights (each leaf's guarantee), then weighted DRF / DRFH."""
-    from solver.drfh.methods import run_drfh
+    from fairpack.solver.drfh.methods import run_drfh
 
     pooled = pooled_placement(instance, options.placement)
     # The same notion of "demanding" as the share-guarantee check, for the placement used.
@@ -80,9 +80,9 @@ def _simulated(policy: str) -> Callable[[Instance, SolveOptions, Budget], Result
     """
 
     def run(instance: Instance, options: SolveOptions, budget: Budget) -> Result:
-        from solver.hdrf.water_filling import hdrf_shares
-        from solver.sim.backlog import SimOptions, backlog_result
-        from solver.sim.policies.options import flag
+        from fairpack.solver.hdrf.water_filling import hdrf_shares
+        from fairpack.solver.sim.backlog import SimOptions, backlog_result
+        from fairpack.solver.sim.policies.options import flag
 
         extra = dict(options.extra)
         if options.seed is not None:

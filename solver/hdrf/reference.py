@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.types import BoolArray, FloatArray, Instance
+from fairpack.models.types import BoolArray, FloatArray, Instance
 
 
 def hdrf_epsilon(instance: Instance, epsilon: float = 1e-3, max_steps: int = 10_000_000) -> FloatArray:

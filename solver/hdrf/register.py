@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from solver.backends import LP_BACKENDS
-from solver.registry import Method, register
+from fairpack.solver.backends import LP_BACKENDS
+from fairpack.solver.registry import Method, register
 
-_DRIVERS = "solver.hdrf.methods"
+_DRIVERS = "fairpack.solver.hdrf.methods"
 _SIMULATION = frozenset({"horizon", "duration", "mean", "warmup", "starvation_after", "samples", "reference"})
 
 register(

@@ -68,12 +68,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from models.hierarchy import Tree, tree_of
-from models.result import Status, UnitKind
-from models.types import BoolArray, FloatArray, Instance, IntArray
+from fairpack.models.hierarchy import Tree, tree_of
+from fairpack.models.result import Status, UnitKind
+from fairpack.models.types import BoolArray, FloatArray, Instance, IntArray
 
 if TYPE_CHECKING:
-    from solver.backends import Backend
+    from fairpack.solver.backends import Backend
 
 _NONE, _RISING, _FLAT = 0, 1, 2
 _TIE = 1e-10  # relative: weighted shares this close are tied
@@ -968,7 +968,7 @@ class _Placement:
 
     def __init__(self, instance: Instance, backend: Backend, deadline: float | None) -> None:
         # Imported here: a pooled cluster needs no LP, and the LP brings scipy.sparse (0.2-0.4 s to import).
-        from solver.drfh.model import DrfhModel, UnitGrouping
+        from fairpack.solver.drfh.model import DrfhModel, UnitGrouping
 
         self.model = DrfhModel(instance, UnitGrouping.merge_identical(instance))
         tenants, units = self.model.all_pairs()
@@ -1063,7 +1063,7 @@ def solve_hdrf(
     if pooled:
         placement = None
     else:
-        from solver.backends import get_backend
+        from fairpack.solver.backends import get_backend
 
         placement = _Placement(instance, backend or get_backend(), deadline)
     # Rates of zero give divisions by zero, and weights far apart overflow event times to inf: the

@@ -1,5 +1,5 @@
 """Schedulers over time on endless backlogs: ``naive-hdrf``, ``dynamic-hdrf`` and ``hslots`` (Bhattacharya et
-al., SoCC'13) on the one simulator (:mod:`solver.sim.engine`).
+al., SoCC'13) on the one simulator (:mod:`fairpack.solver.sim.engine`).
 
 Static H-DRF (``solver.hdrf.water_filling``) says what every leaf of an organisation tree should hold; a real
 scheduler only ever decides which waiting task to launch when resources free up. This module runs
@@ -42,16 +42,16 @@ from typing import Any
 
 import numpy as np
 
-from models.hierarchy import tree_of
-from models.result import Allocation, Result
-from models.types import FloatArray, Instance
-from solver.registry import OptionError
-from solver.sim.engine import BasePolicy, Simulation
-from solver.sim.policies.flat import FLAT_POLICIES, make_flat_policy
-from solver.sim.policies.hierarchy import POLICIES, HierarchicalScheduler
-from solver.sim.policies.options import choice, duration, flag, integer
-from solver.sim.share_meter import ShareMeter, Starvation
-from solver.sim.workload import Workload
+from fairpack.models.hierarchy import tree_of
+from fairpack.models.result import Allocation, Result
+from fairpack.models.types import FloatArray, Instance
+from fairpack.solver.registry import OptionError
+from fairpack.solver.sim.engine import BasePolicy, Simulation
+from fairpack.solver.sim.policies.flat import FLAT_POLICIES, make_flat_policy
+from fairpack.solver.sim.policies.hierarchy import POLICIES, HierarchicalScheduler
+from fairpack.solver.sim.policies.options import choice, duration, flag, integer
+from fairpack.solver.sim.share_meter import ShareMeter, Starvation
+from fairpack.solver.sim.workload import Workload
 
 __all__ = ["POLICIES", "SimOptions", "Starvation", "Trace", "backlog_result", "simulate"]
 

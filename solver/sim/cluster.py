@@ -19,8 +19,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from models.tolerance import FIT_EPS, FIT_RTOL
-from models.types import BoolArray, FloatArray, Instance, IntArray
+from fairpack.models.tolerance import FIT_EPS, FIT_RTOL
+from fairpack.models.types import BoolArray, FloatArray, Instance, IntArray
 
 #: Launches on at most this many machines update them row by row (cheaper than numpy's fancy indexing).
 SMALL = 4

@@ -44,12 +44,12 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from models.result import Schedule
-from models.tolerance import settled
-from models.types import BoolArray, FloatArray, Instance, IntArray
-from solver.sim.cluster import Cluster
-from solver.sim.locality import TaskData
-from solver.sim.workload import Workload
+from fairpack.models.result import Schedule
+from fairpack.models.tolerance import settled
+from fairpack.models.types import BoolArray, FloatArray, Instance, IntArray
+from fairpack.solver.sim.cluster import Cluster
+from fairpack.solver.sim.locality import TaskData
+from fairpack.solver.sim.workload import Workload
 
 #: Standard exponential draws taken from the generator at once (one numpy call per batch, not per task).
 DRAW_BATCH = 4096

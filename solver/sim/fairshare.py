@@ -1,9 +1,9 @@
 """The fair completion times ``T_k``: when each job finishes in the fair-share schedule itself.
 
 The fair-share schedule runs the jobs present at each moment under their DRF shares (Carbyne's inter-job
-scheduler, :func:`solver.sim.shares.drf_shares`), releases included, on the same placement model as the
+scheduler, :func:`fairpack.solver.sim.shares.drf_shares`), releases included, on the same placement model as the
 method it is for (the pooled cluster, or every task on one machine): it is the ``drf-strict`` policy of
-:mod:`solver.sim.policies.dag`. Every job is held to its share; a job running nothing may launch one task
+:mod:`fairpack.solver.sim.policies.dag`. Every job is held to its share; a job running nothing may launch one task
 larger than its share, as a real fair scheduler would offer it whatever it can use, so every job finishes
 and ``T_k`` is always a number. Because the schedule exists, ``C_k <= T_k`` for every job at once is
 always feasible, and the schedule is a warm start for the exact methods.
@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.result import Schedule
-from models.types import FloatArray, Instance, InstanceError
-from solver.sim.engine import Observer, Simulation
-from solver.sim.policies.dag import DrfStrict
-from solver.sim.shares import drf_shares
-from solver.sim.workload import Workload
+from fairpack.models.result import Schedule
+from fairpack.models.types import FloatArray, Instance, InstanceError
+from fairpack.solver.sim.engine import Observer, Simulation
+from fairpack.solver.sim.policies.dag import DrfStrict
+from fairpack.solver.sim.shares import drf_shares
+from fairpack.solver.sim.workload import Workload
 
 __all__ = ["FairShare", "drf_shares", "fair_completion_times", "given_completion_times"]
 

@@ -10,8 +10,8 @@ factor. Groups without input keep the engine's plain path (contiguous indices, f
 
 from __future__ import annotations
 
-from models.types import Instance
-from solver.sim.workload import Workload
+from fairpack.models.types import Instance
+from fairpack.solver.sim.workload import Workload
 
 NODE, RACK, REMOTE = 0, 1, 2
 

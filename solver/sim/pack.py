@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.dag import topological_order
-from models.tolerance import FIT_EPS, settled
-from models.types import FloatArray, IntArray
+from fairpack.models.dag import topological_order
+from fairpack.models.tolerance import FIT_EPS, settled
+from fairpack.models.types import FloatArray, IntArray
 
 EPS = FIT_EPS
 

@@ -1,6 +1,6 @@
-"""The list scheduler of :mod:`solver.sim.pack`, compiled with numba: the same schedule to the last bit.
+"""The list scheduler of :mod:`fairpack.solver.sim.pack`, compiled with numba: the same schedule to the last bit.
 
-:func:`solver.sim.pack.pack` is the reference; ``run`` here is its loop, line by line, on arrays: the same
+:func:`fairpack.solver.sim.pack.pack` is the reference; ``run`` here is its loop, line by line, on arrays: the same
 float operations in the same order (IEEE float64, no fastmath), the floor of the same quotients, the heap
 ported from ``heapq`` (the same sift-up and sift-down on ``(end, stage, tasks)`` compared as Python compares
 tuples), the runnable stages kept as the same sorted list of ranks, and the waves (``_waves``) and rounds of
@@ -9,7 +9,7 @@ and ``min(a, b)`` is ``b if b < a else a``; they are written out so, and list co
 element-wise ``==``. Counts are int64; a fit count is kept as the float ``np.floor`` (an exact whole number)
 until it is known to be below the tasks left, so a fit of billions of tasks cannot overflow an integer.
 
-Inputs are arrays, the DAG in CSR form (:class:`solver.sim.pack.Dag`, built once per job by the caller); the
+Inputs are arrays, the DAG in CSR form (:class:`fairpack.solver.sim.pack.Dag`, built once per job by the caller); the
 launches come back flat, in the order the reference appends them, with each launch's stage
 (``Packed.launches`` groups them by stage, which keeps that order within a stage).
 
@@ -25,9 +25,9 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
-from models.tolerance import TIME_ATOL, TIME_RTOL
-from models.types import FloatArray, IntArray
-from solver.sim.pack import EPS, Dag, Packed
+from fairpack.models.tolerance import TIME_ATOL, TIME_RTOL
+from fairpack.models.types import FloatArray, IntArray
+from fairpack.solver.sim.pack import EPS, Dag, Packed
 
 __all__ = ["late_tasks", "pack_compiled", "run"]
 
@@ -42,7 +42,7 @@ def pack_compiled(
     running: Sequence[tuple[int, float, int]] = (),
     record: bool = True,
 ) -> Packed:
-    """:func:`solver.sim.pack.pack`, compiled: the same arguments and the same :class:`Packed`, bit for bit."""
+    """:func:`fairpack.solver.sim.pack.pack`, compiled: the same arguments and the same :class:`Packed`, bit for bit."""
     dag = Dag.of(parents, priority)
     stages = np.array([g for g, _, _ in running], dtype=np.int64)
     remaining = np.array([float(r) for _, r, _ in running], dtype=np.float64)
@@ -64,7 +64,7 @@ def pack_compiled(
 
 @njit(cache=True)
 def _settled(t):  # fmt: skip
-    """models.tolerance.settled, with Python's max written out."""
+    """fairpack.models.tolerance.settled, with Python's max written out."""
     x = TIME_RTOL * abs(t)
     return t - (TIME_ATOL if x < TIME_ATOL else x)
 
@@ -140,7 +140,7 @@ def _heapify(he, hg, hn, size):  # fmt: skip
 
 @njit(cache=True)
 def _fitting(g, pos_ptr, pos_idx, need, free, tol):  # fmt: skip
-    """solver.sim.pack._fitting as a float: ``max(0, floor(min over r of (free + tol) / d + EPS))``."""
+    """fairpack.solver.sim.pack._fitting as a float: ``max(0, floor(min over r of (free + tol) / d + EPS))``."""
     a = pos_ptr[g]
     k = pos_ptr[g + 1] - a
     if k == 1:
@@ -230,7 +230,7 @@ def _same(a, b):  # fmt: skip
 @njit(cache=True)
 def _waves(g, end, n, left, free, need, pos_ptr, pos_idx, tol, duration, record, log_g, log_t, log_n, logged,
            makespan):  # fmt: skip
-    """solver.sim.pack._waves (``free`` updated in place); returns ``(t, n, left, makespan, logged)``."""
+    """fairpack.solver.sim.pack._waves (``free`` updated in place); returns ``(t, n, left, makespan, logged)``."""
     resources = free.size
     has_fit = pos_ptr[g + 1] > pos_ptr[g]
     previous = np.empty(resources)
@@ -308,7 +308,7 @@ def _rounds(he, hg, hn, size, left, duration, record, log_g, log_t, log_n, logge
 def run(  # noqa: C901  (the reference's one loop, kept whole so it reads against it line by line)
         duration, need, count, parent_ptr, parent_idx, child_ptr, child_idx, order, capacity, run_stage,
         run_remaining, run_tasks, record):  # fmt: skip
-    """solver.sim.pack.pack on arrays; returns ``(makespan, stage, start, tasks)`` of the launches in order.
+    """fairpack.solver.sim.pack.pack on arrays; returns ``(makespan, stage, start, tasks)`` of the launches in order.
 
     ``count`` int64 per stage; ``order`` the stages by priority (:class:`Dag`); the running tasks as three
     arrays. The launches are empty unless ``record``.

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from solver.registry import Method, register_policy
+from fairpack.solver.registry import Method, register_policy
 
-_DRIVER = "solver.sim.run:run_simulation"
+_DRIVER = "fairpack.solver.sim.run:run_simulation"
+_PLANNER_FACTORY = "fairpack.solver.spacetime.online:make_planner"
 _COMMON = frozenset({"placement", "seed"})
 _BACKLOG = frozenset({"horizon", "duration", "mean", "warmup", "starvation_after", "samples", "reference"})
 _DAG = frozenset({"horizon"})
@@ -53,9 +54,9 @@ register_policy(
             "if it has one", extra=_LOCALITY),
     _policy("tetrisched", "soft", "Tetrisched: all pending jobs planned exactly (utility, soft constraints, gangs) "
             "with plan-ahead window plan_ahead=W, re-planned at every event (or every cycle=C); only what starts "
-            "now is committed", extra=_PLANNER | {"plan_ahead"}, factory="solver.spacetime.online:make_planner"),
+            "now is committed", extra=_PLANNER | {"plan_ahead"}, factory=_PLANNER_FACTORY),
     _policy("alsched", "soft", "alsched: the Tetrisched model without plan-ahead (W = 0): utility-maximising "
-            "placements on what is free now", extra=_PLANNER, factory="solver.spacetime.online:make_planner"),
+            "placements on what is free now", extra=_PLANNER, factory=_PLANNER_FACTORY),
     _policy("hard-only", "soft", "preferences as hard constraints: every stage waits for its first option; "
             "jobs by deadline", extra=_SOFT),
     _policy("oblivious", "soft", "preferences ignored: tasks anywhere, at the duration of where they land; jobs "

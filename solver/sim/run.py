@@ -18,22 +18,22 @@ from typing import Any
 
 import numpy as np
 
-from models.result import Result
-from models.timeline import job_table, timeline_summary, utilisation_series
-from models.traces import TraceData
-from models.types import FloatArray, Instance, InstanceError
-from solver.budget import Budget
-from solver.registry import OptionError, SolveOptions, get_policy
-from solver.sim.backlog import SimOptions, backlog_result
-from solver.sim.engine import BasePolicy, Simulation
-from solver.sim.policies.dag import HEURISTICS, make_policy
-from solver.sim.policies.flat import FLAT_POLICIES, make_flat_policy
-from solver.sim.policies.hierarchy import POLICIES as HIERARCHY_POLICIES
-from solver.sim.policies.locality import LOCALITY_POLICIES, make_locality_policy
-from solver.sim.policies.omega import OMEGA_POLICIES, make_omega_policy
-from solver.sim.policies.soft import SOFT_POLICIES, make_soft_policy
-from solver.sim.policies.sparrow import SPARROW_POLICIES, make_sparrow_policy
-from solver.sim.workload import Workload
+from fairpack.models.result import Result
+from fairpack.models.timeline import job_table, timeline_summary, utilisation_series
+from fairpack.models.traces import TraceData
+from fairpack.models.types import FloatArray, Instance, InstanceError
+from fairpack.solver.budget import Budget
+from fairpack.solver.registry import OptionError, SolveOptions, get_policy
+from fairpack.solver.sim.backlog import SimOptions, backlog_result
+from fairpack.solver.sim.engine import BasePolicy, Simulation
+from fairpack.solver.sim.policies.dag import HEURISTICS, make_policy
+from fairpack.solver.sim.policies.flat import FLAT_POLICIES, make_flat_policy
+from fairpack.solver.sim.policies.hierarchy import POLICIES as HIERARCHY_POLICIES
+from fairpack.solver.sim.policies.locality import LOCALITY_POLICIES, make_locality_policy
+from fairpack.solver.sim.policies.omega import OMEGA_POLICIES, make_omega_policy
+from fairpack.solver.sim.policies.soft import SOFT_POLICIES, make_soft_policy
+from fairpack.solver.sim.policies.sparrow import SPARROW_POLICIES, make_sparrow_policy
+from fairpack.solver.sim.workload import Workload
 
 #: Time bins of the shares series and of Jain's index and the time below fair share.
 TIMELINE_BINS = 100

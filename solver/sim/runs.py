@@ -8,14 +8,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from models.metrics import late_jobs
-from models.result import Result, Schedule
-from models.types import Instance
-from solver.sim.engine import Observer, Simulation
-from solver.sim.fairshare import FairShare, fair_completion_times, given_completion_times
-from solver.sim.policies.dag import Carbyne, make_policy
-from solver.sim.policies.options import duration, fair_times, flag
-from solver.sim.workload import Workload
+from fairpack.models.metrics import late_jobs
+from fairpack.models.result import Result, Schedule
+from fairpack.models.types import Instance
+from fairpack.solver.sim.engine import Observer, Simulation
+from fairpack.solver.sim.fairshare import FairShare, fair_completion_times, given_completion_times
+from fairpack.solver.sim.policies.dag import Carbyne, make_policy
+from fairpack.solver.sim.policies.options import duration, fair_times, flag
+from fairpack.solver.sim.workload import Workload
 
 
 def run_policy(instance: Instance, name: str, extra: dict[str, Any] | None = None, jobs: Workload | None = None,

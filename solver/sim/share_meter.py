@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from models.types import FloatArray
+from fairpack.models.types import FloatArray
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.types import FloatArray
+from fairpack.models.types import FloatArray
 
 
 def drf_shares(work: FloatArray, weights: FloatArray, present: np.ndarray | None = None) -> FloatArray:

@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from models.dag import longest_paths
-from models.diagnose import placement_fits
-from models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
+from fairpack.models.dag import longest_paths
+from fairpack.models.diagnose import placement_fits
+from fairpack.models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
 
 
 @dataclass(frozen=True)

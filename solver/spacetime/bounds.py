@@ -21,7 +21,7 @@ import heapq
 
 import numpy as np
 
-from models.types import FloatArray, IntArray
+from fairpack.models.types import FloatArray, IntArray
 
 
 def srpt_completions(release: FloatArray, work: FloatArray) -> FloatArray:

@@ -1,6 +1,6 @@
 """``spacetime-cp`` when tasks choose where and how long to run: placement options, gangs, utility, locality.
 
-The CP-SAT model of a :class:`solver.spacetime.choice_model.ChoiceProblem`, built by named steps
+The CP-SAT model of a :class:`fairpack.solver.spacetime.choice_model.ChoiceProblem`, built by named steps
 (:meth:`ChoiceCp.build`):
 
 * ``variables`` -- per task a start and an end; per alternative ``(unit, option, duration)`` a presence
@@ -16,7 +16,7 @@ The CP-SAT model of a :class:`solver.spacetime.choice_model.ChoiceProblem`, buil
   caps.
 * ``resources`` -- one cumulative per unit and resource over the alternatives that may land there, plus the
   work already running there (fixed intervals from 0); the pooled cumulative over every task.
-* ``objective`` -- ``makespan``, ``avg-jct``, ``mix`` as in :mod:`solver.spacetime.cp`, or ``utility``: for a
+* ``objective`` -- ``makespan``, ``avg-jct``, ``mix`` as in :mod:`fairpack.solver.spacetime.cp`, or ``utility``: for a
   job with points one literal per linear piece of ``U_k`` (before the first point, between two points,
   after the last), exactly one true, the completion within the piece, ``U_k = value at the piece's start +
   slope x (C_k - start)``; without points ``U_k = -w_k (C_k - r_k)``. A piecewise-linear ``U_k`` that is
@@ -27,7 +27,7 @@ The CP-SAT model of a :class:`solver.spacetime.choice_model.ChoiceProblem`, buil
 * ``hint`` -- a warm start (start tick and alternative per task, jobs present).
 
 :func:`solve_choice_cp` is ``spacetime-cp``'s driver for these instances: the list schedule of
-:mod:`solver.spacetime.choice_model` (and the fair-share witness, when computed) as hints, then one CP-SAT
+:mod:`fairpack.solver.spacetime.choice_model` (and the fair-share witness, when computed) as hints, then one CP-SAT
 solve within the time left.
 """
 
@@ -41,19 +41,19 @@ from typing import Any
 
 import numpy as np
 
-from models.result import Result, Schedule, Status
-from models.types import FloatArray, Instance, InstanceError, IntArray
-from solver.registry import OptionError
-from solver.spacetime.choice_model import (
+from fairpack.models.result import Result, Schedule, Status
+from fairpack.models.types import FloatArray, Instance, InstanceError, IntArray
+from fairpack.solver.registry import OptionError
+from fairpack.solver.spacetime.choice_model import (
     ChoiceProblem,
     build_problem,
     list_schedule,
     translate,
 )
-from solver.spacetime.choices import Units
-from solver.spacetime.cp import Deadline, add_resource_limits
-from solver.spacetime.fair import NO_FAIR_SHARE, FairMode, fair_share, share_deadline
-from solver.spacetime.units import bounded_unit, integer_scale
+from fairpack.solver.spacetime.choices import Units
+from fairpack.solver.spacetime.cp import Deadline, add_resource_limits
+from fairpack.solver.spacetime.fair import NO_FAIR_SHARE, FairMode, fair_share, share_deadline
+from fairpack.solver.spacetime.units import bounded_unit, integer_scale
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """``spacetime`` when tasks choose where and how long to run: the time-indexed MILP over alternatives.
 
-The problem is :class:`solver.spacetime.choice_model.ChoiceProblem` (per-task alternatives ``(machine,
+The problem is :class:`fairpack.solver.spacetime.choice_model.ChoiceProblem` (per-task alternatives ``(machine,
 option, duration)``, ticks as for ``spacetime-cp``). Built vectorised in named steps (:func:`build_choice_milp`):
 
 * ``starts`` -- a binary ``x[a, tau]`` for every alternative ``a`` of task ``t`` and every start tick ``tau``
@@ -28,15 +28,15 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from models.result import Result, Status
-from models.types import FloatArray, Instance, InstanceError, IntArray
-from solver.backends import SolverSettings, get_backend
-from solver.lp import Block, LinearProgram, LPBuilder
-from solver.spacetime.choice_cp import Plan, fair_caps, plan_schedule
-from solver.spacetime.choice_model import ChoiceProblem, build_problem, list_schedule, translate
-from solver.spacetime.choices import Units
-from solver.spacetime.cp import Deadline
-from solver.spacetime.fair import fair_mode
+from fairpack.models.result import Result, Status
+from fairpack.models.types import FloatArray, Instance, InstanceError, IntArray
+from fairpack.solver.backends import SolverSettings, get_backend
+from fairpack.solver.lp import Block, LinearProgram, LPBuilder
+from fairpack.solver.spacetime.choice_cp import Plan, fair_caps, plan_schedule
+from fairpack.solver.spacetime.choice_model import ChoiceProblem, build_problem, list_schedule, translate
+from fairpack.solver.spacetime.choices import Units
+from fairpack.solver.spacetime.cp import Deadline
+from fairpack.solver.spacetime.fair import fair_mode
 
 #: Most nonzeros the time-indexed MILP over alternatives may have.
 MAX_NONZEROS = 5_000_000
@@ -288,7 +288,7 @@ def solve_choice_milp(instance: Instance, backend: str = "highs", objective: str
                       algorithm: str | None = None, settings: SolverSettings | None = None) -> Result:  # fmt: skip
     """``spacetime`` on an instance with placement options (or the utility objective); see the module docstring.
 
-    Fair caps as ``spacetime-cp``'s (:func:`solver.spacetime.choice_cp.fair_caps`)."""
+    Fair caps as ``spacetime-cp``'s (:func:`fairpack.solver.spacetime.choice_cp.fair_caps`)."""
     started = time.perf_counter()
     problem = build_problem(instance, Units.of(instance, "machine"), objective, alpha, fair_completion)
     fairness = fair_caps(problem, "servers", fair_completion, fair_mode(fair_cap), Deadline.after(time_limit))

@@ -1,14 +1,14 @@
 """DAG jobs whose tasks choose where and how long to run, in integer ticks: what the exact models solve.
 
-:class:`ChoiceProblem` is the instance as ``spacetime-cp`` (:mod:`solver.spacetime.choice_cp`) and
-``spacetime`` (:mod:`solver.spacetime.choice_milp`) see it when durations depend on placement: the per-task
-alternatives of :mod:`solver.spacetime.choices` with durations in ticks, integer demands and unit
+:class:`ChoiceProblem` is the instance as ``spacetime-cp`` (:mod:`fairpack.solver.spacetime.choice_cp`) and
+``spacetime`` (:mod:`fairpack.solver.spacetime.choice_milp`) see it when durations depend on placement: the per-task
+alternatives of :mod:`fairpack.solver.spacetime.choices` with durations in ticks, integer demands and unit
 capacities, job releases, fair deadlines ``T_k`` and utility points in ticks. The online planner
 (``tetrisched``) adds what an event's state holds: work already running on each unit until its (believed)
 end, earliest starts of tasks whose parents still run, a plan-ahead window on start times, and jobs that
 may be left out of this cycle's plan at a stated completion time.
 
-Objectives: ``makespan``, ``avg-jct`` and ``mix`` as in :mod:`solver.spacetime.cp`; ``utility`` maximises
+Objectives: ``makespan``, ``avg-jct`` and ``mix`` as in :mod:`fairpack.solver.spacetime.cp`; ``utility`` maximises
 ``sum_k U_k(C_k)``, each ``U_k`` the job's piecewise-linear points (``Job.utility_at``), or
 ``-w_k (C_k - r_k)`` for a job without points.
 
@@ -25,10 +25,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
-from solver.spacetime.choices import Choices, Units, task_choices
-from solver.spacetime.cp import MAX_RESOURCE_UNITS, FlatTasks, checked_objective, within_capacity
-from solver.spacetime.units import integer_scale, time_unit, to_units
+from fairpack.models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
+from fairpack.solver.spacetime.choices import Choices, Units, task_choices
+from fairpack.solver.spacetime.cp import MAX_RESOURCE_UNITS, FlatTasks, checked_objective, within_capacity
+from fairpack.solver.spacetime.units import integer_scale, time_unit, to_units
 
 #: Largest (ticks x units x resources) usage profile the list schedule keeps.
 MAX_PROFILE_CELLS = 20_000_000
@@ -468,7 +468,7 @@ def translate(source: ChoiceProblem, start: IntArray, alt: IntArray,
     options; target's alternatives may be fewer, kept by the machine-symmetry rule: tasks are put in start
     order and machines relabelled by first task within their class first). None if some task's placement is not
     one of target's alternatives."""
-    from solver.spacetime.cp import order_machines_by_first_task
+    from fairpack.solver.spacetime.cp import order_machines_by_first_task
 
     start, alt = in_start_order(source, start, alt)
     unit = source.choices.unit[alt]

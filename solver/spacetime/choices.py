@@ -4,13 +4,13 @@ One table serves everything that makes a task's duration depend on where it runs
 *alternatives* ``(unit, option, duration, group)``:
 
 * a stage without options: every unit one task fits, at the stage's duration (option ``-1``);
-* a stage with placement options (:class:`models.types.Option`): for each option, the units whose labels hold
+* a stage with placement options (:class:`fairpack.models.types.Option`): for each option, the units whose labels hold
   its selector and that fit one task, at the option's duration; a gang option also names the *group* of the
   unit (its value of the gang's label key, numbered over the whole instance), which every task of the gang
   shares;
 * tasks reading input blocks (data locality, ``Instance.data``) on machines: the duration times the locality
   factor of the machine (``models.locality``), so node-, rack- and remote placements are three alternatives
-  with three durations -- the model the locality yardstick (:mod:`solver.spacetime.locality_cp`) solves.
+  with three durations -- the model the locality yardstick (:mod:`fairpack.solver.spacetime.locality_cp`) solves.
 
 A *unit* is what the models put tasks on (:class:`Units`): single machines (exact), whole server classes
 (their machines aggregated: a relaxation the online planner uses, whose plan is placed on machines at
@@ -18,7 +18,7 @@ commit time), or the pooled cluster. A class holds machines with one set of labe
 groups are the same for a machine and for its class.
 
 Symmetry: identical machines of a class are interchangeable for tasks without input blocks, so (as in
-:mod:`solver.spacetime.cp`) the ``q``-th task (flat order) that may use a class keeps only that class's
+:mod:`fairpack.solver.spacetime.cp`) the ``q``-th task (flat order) that may use a class keeps only that class's
 machines ``0 .. q``; relabelling machines by their first task maps any schedule to one that does.
 """
 
@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.locality import factors, levels, task_blocks
-from models.types import BoolArray, FloatArray, Instance, IntArray, Option
+from fairpack.models.locality import factors, levels, task_blocks
+from fairpack.models.types import BoolArray, FloatArray, Instance, IntArray, Option
 
 #: Unit kinds: one machine each, one server class each (aggregated), or the whole cluster as one unit.
 UNIT_KINDS = ("machine", "class", "pool")

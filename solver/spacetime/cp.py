@@ -27,10 +27,10 @@ Model (:class:`SpacetimeCp`, built in named steps: ``variables``, ``constraints`
 Search, within one time budget for the whole call (build, warm start and solve)
 -------------------------------------------------------------------------------
 1. Warm start: list schedules (serial SGS) under five priority rules, each improved by forward-backward
-   justification, and the event-driven heuristics (:mod:`solver.spacetime.warmstart`); every candidate is
+   justification, and the event-driven heuristics (:mod:`fairpack.solver.spacetime.warmstart`); every candidate is
    checked in ticks, the best becomes the hint and, for ``makespan``, the horizon.
 2. CP-SAT on the whole model (a share of the budget when LNS follows; the whole budget otherwise).
-3. If not proven optimal: large neighbourhood search (:mod:`solver.spacetime.lns`) from the incumbent.
+3. If not proven optimal: large neighbourhood search (:mod:`fairpack.solver.spacetime.lns`) from the incumbent.
 4. Proof: CP-SAT on the whole model again, restricted to objectives better than the incumbent; if that is
    infeasible, the incumbent is optimal. The bound is the best either full solve proved.
 
@@ -53,7 +53,7 @@ object; 175,000 tasks already took 7.6 GB), naming the limit.
 
 Horizon: for ``makespan`` it is the makespan of the best warm start (priority-rule list schedules
 improved by forward-backward justification, and the event-driven heuristics of
-:mod:`solver.spacetime.warmstart`, which also warm-start CP-SAT through hints); for ``avg-jct`` and ``mix`` it is
+:mod:`.warmstart`, which also warm-start CP-SAT through hints); for ``avg-jct`` and ``mix`` it is
 ``max release + sum of durations``, valid because some optimal schedule is semi-active (every task starts
 at its release or at another task's end) and so ends by then. Every warm start is built per machine for
 ``servers`` (a pooled schedule may overload a machine), so the horizon never cuts off a per-machine
@@ -71,18 +71,18 @@ from typing import Any
 
 import numpy as np
 
-from models.dag import adjacency, longest_paths
-from models.result import SCHEDULE_OBJECTIVES, Result, Schedule, Status
-from models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
-from solver import progress
-from solver.sim.fairshare import given_completion_times
-from solver.spacetime import decompose as decomposition
-from solver.spacetime.bounds import job_lower_bounds, objective_lower_bound, stage_work
-from solver.spacetime.fair import NO_FAIR_SHARE, FairMode, fair_share, share_deadline
-from solver.spacetime.lns import LNS_MAX_TASKS, LnsStats, improve
-from solver.spacetime.model import placement_fits
-from solver.spacetime.units import integer_scale, time_unit, to_units
-from solver.spacetime.warmstart import (
+from fairpack.models.dag import adjacency, longest_paths
+from fairpack.models.result import SCHEDULE_OBJECTIVES, Result, Schedule, Status
+from fairpack.models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
+from fairpack.solver import progress
+from fairpack.solver.sim.fairshare import given_completion_times
+from fairpack.solver.spacetime import decompose as decomposition
+from fairpack.solver.spacetime.bounds import job_lower_bounds, objective_lower_bound, stage_work
+from fairpack.solver.spacetime.fair import NO_FAIR_SHARE, FairMode, fair_share, share_deadline
+from fairpack.solver.spacetime.lns import LNS_MAX_TASKS, LnsStats, improve
+from fairpack.solver.spacetime.model import placement_fits
+from fairpack.solver.spacetime.units import integer_scale, time_unit, to_units
+from fairpack.solver.spacetime.warmstart import (
     WARM_HEURISTICS,
     heuristic_starts,
     justify,
@@ -120,7 +120,7 @@ HEURISTICS_SHARE = 0.3
 #: Forward-backward justification of the list schedules is run up to this many tasks.
 JUSTIFY_MAX_TASKS = 5_000
 #: Under a time limit, the share of the time left after the list schedules and heuristics that the activity-list
-#: genetic algorithm (:mod:`solver.spacetime.rcpsp_ga`) may take for pooled makespan (it stops earlier when it
+#: genetic algorithm (:mod:`fairpack.solver.spacetime.rcpsp_ga`) may take for pooled makespan (it stops earlier when it
 #: stalls or meets the lower bound); 0 turns it off.
 GA_SHARE = 0.5
 #: Most stages, tasks and profile ticks (every task one after another) the genetic algorithm is run on: it
@@ -477,7 +477,7 @@ def _evolved(problem: _Problem, deadline: Deadline, seeds: list[IntArray], seed:
     nothing shorter; None where it does not apply). :func:`_warm_start` keeps it only if it beats every seed."""
     if not seeds or not _ga_applies(problem, deadline):
         return None
-    from solver.spacetime.rcpsp_ga import Rcpsp, evolve  # numba: imported only where it runs
+    from fairpack.solver.spacetime.rcpsp_ga import Rcpsp, evolve  # numba: imported only where it runs
 
     flat, scaled = problem.flat, problem.scaled
     rcpsp = Rcpsp(scaled.duration, flat.stage_tasks, scaled.demand, scaled.capacity, scaled.release[flat.stage_job],
@@ -748,7 +748,7 @@ def _linearization(problem: _Problem) -> int | None:
 
 def _progress_callback(cp: SpacetimeCp) -> Any:
     """A CP-SAT solution callback that reports each incumbent and, through ``on_bound``, each better bound
-    (in real units) to :mod:`solver.progress`, which keeps at most one line every few seconds."""
+    (in real units) to :mod:`fairpack.solver.progress`, which keeps at most one line every few seconds."""
     from ortools.sat.python import cp_model
 
     class Watch(cp_model.CpSolverSolutionCallback):
@@ -924,7 +924,7 @@ def solve_spacetime_cp(
     objective : {'makespan', 'avg-jct', 'mix', 'utility'}, optional
         Default ``makespan`` for one job, ``avg-jct`` for several. (``spacetime-cp`` solves ``utility``, any
         instance with placement options, and tasks reading input blocks on machines with the model of
-        :mod:`solver.spacetime.choice_cp` instead: :func:`solver.spacetime.methods.uses_choices`.)
+        :mod:`fairpack.solver.spacetime.choice_cp` instead: :func:`fairpack.solver.spacetime.methods.uses_choices`.)
     time_limit : float, optional
         Seconds for the whole call: warm start, model build and search; ``None`` means no limit.
     alpha : float
@@ -933,7 +933,7 @@ def solve_spacetime_cp(
         Deadlines ``C_k <= T_k`` given explicitly (they take precedence over ``fair``).
     fair : {'off', 'cap', 'report'}
         Without ``fair_completion``: ``cap`` computes every job's fair completion time ``T_k`` (the
-        ``drf-strict`` schedule, :mod:`solver.spacetime.fair`) within the time limit and enforces
+        ``drf-strict`` schedule, :mod:`fairpack.solver.spacetime.fair`) within the time limit and enforces
         ``C_k <= T_k`` (that schedule is also a warm start); ``report`` computes it with a part of the time
         and reports it beside each job without enforcing it; ``off`` does neither.
     workers : int
@@ -946,7 +946,7 @@ def solve_spacetime_cp(
         Stream CP-SAT's search log and the phases (warm start, LNS, proof) to the log.
     decompose : {'auto', True, False}
         Search large pooled instances by parts instead of one model of every task
-        (:mod:`solver.spacetime.decompose`); ``auto`` from ``DECOMPOSE_MIN_TASKS`` tasks on.
+        (:mod:`fairpack.solver.spacetime.decompose`); ``auto`` from ``DECOMPOSE_MIN_TASKS`` tasks on.
 
     Returns
     -------

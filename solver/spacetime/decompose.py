@@ -31,7 +31,7 @@ From :data:`DECOMPOSE_MIN_TASKS` tasks on (pooled placement; ``decompose`` force
 Every schedule is checked in ticks before it is kept, and ``solve()`` verifies the result like every
 other. The search proves nothing: the status is ``time_limit`` (or ``feasible`` when it stops by itself
 without a limit, once every phase has stalled), and the bound is the relaxation bound of
-:mod:`solver.spacetime.bounds`. Memory is the instance's arrays, a usage profile (ticks x resources) and
+:mod:`fairpack.solver.spacetime.bounds`. Memory is the instance's arrays, a usage profile (ticks x resources) and
 one small model at a time.
 
 Why the phases are there (``benchmarks/tpch_decompose.py``, TPC-H mixes of 50 and 200 queries, seed 0, 120 s,
@@ -60,7 +60,7 @@ from typing import Any
 
 import numpy as np
 
-from models.types import BoolArray, FloatArray, IntArray
+from fairpack.models.types import BoolArray, FloatArray, IntArray
 
 # solver.spacetime.cp's types, named but not imported: cp imports this module, and an import of cp here, even
 # under TYPE_CHECKING or inside a function, is an import cycle (tests/test_architecture.py). cp passes in what
@@ -809,7 +809,7 @@ def warm_starts(problem: _Problem, decode: Decoder, work: FloatArray, deadline: 
     decoder and priority order of the best list schedule by ``(late, value)``: one that meets every fair
     deadline after :func:`repair_order` if any does, else the least late, which the job-order moves then
     make less late first (None only when no list schedule was decoded in time)."""
-    from solver.spacetime.warmstart import WARM_HEURISTICS, heuristic_starts
+    from fairpack.solver.spacetime.warmstart import WARM_HEURISTICS, heuristic_starts
 
     found = {name: starts for name, (starts, _) in witness.items()}
     if problem.exact:  # the simulated heuristics run in real time; their starts are whole ticks only then
@@ -859,7 +859,7 @@ def search(cp: SpacetimeCp, deadline: Deadline, witness: dict[str, tuple[IntArra
     (``cp.scale_objective()``) but whose model is not built; ``outcome`` (empty) receives the schedules found,
     ``heuristic_seconds`` is each simulated heuristic's cost per task. Returns the best warm start (rule,
     starts, objective), None if there was none."""
-    from solver import progress
+    from fairpack.solver import progress
 
     problem = cp.problem
     began = time.perf_counter()

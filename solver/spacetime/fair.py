@@ -2,7 +2,7 @@
 
 ``spacetime`` and ``spacetime-cp`` cap every job's completion at its fair completion time, ``C_k <= T_k``,
 unless ``--no-fair-cap``. ``T_k`` is the job's completion in the ``drf-strict`` schedule on the same
-placement (:func:`solver.sim.fairshare.fair_completion_times`), run on the instance as the model sees it:
+placement (:func:`fairpack.solver.sim.fairshare.fair_completion_times`), run on the instance as the model sees it:
 with durations and releases rounded up to the model's time unit when they are not whole units. That
 schedule is then feasible in the model's units too, so it is a witness that every cap can be met at once,
 and a warm start. Under ``--no-fair-cap`` ``T_k`` is still computed and reported beside each job, not
@@ -19,9 +19,9 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from models.types import Instance
-from solver.sim.fairshare import FairShare, fair_completion_times
-from solver.spacetime.units import to_unit
+from fairpack.models.types import Instance
+from fairpack.solver.sim.fairshare import FairShare, fair_completion_times
+from fairpack.solver.spacetime.units import to_unit
 
 #: ``cap``: compute ``T_k`` and enforce ``C_k <= T_k``; ``report``: compute and report it only; ``off``: neither.
 FairMode = Literal["cap", "report", "off"]
@@ -39,7 +39,7 @@ class OutOfTime(Exception):
 @dataclass(frozen=True)
 class Watch:
     """A simulation observer that stops the run (raising :class:`OutOfTime`) once ``deadline`` (a
-    ``perf_counter`` time) has passed; the simulations of :mod:`solver.sim` do not watch a clock themselves."""
+    ``perf_counter`` time) has passed; the simulations of :mod:`fairpack.solver.sim` do not watch a clock themselves."""
 
     deadline: float
 

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from models.types import BoolArray, IntArray
+from fairpack.models.types import BoolArray, IntArray
 
 #: Above this many tasks the model is too large to clone and re-solve many times in a few seconds.
 LNS_MAX_TASKS = 2_000

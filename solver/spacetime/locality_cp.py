@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from models.locality import factors, levels, task_blocks
-from models.result import Result, Schedule, Status
-from models.types import FloatArray, Instance, InstanceError, IntArray
-from solver.spacetime.units import integer_scale, to_units
+from fairpack.models.locality import factors, levels, task_blocks
+from fairpack.models.result import Result, Schedule, Status
+from fairpack.models.types import FloatArray, Instance, InstanceError, IntArray
+from fairpack.solver.spacetime.units import integer_scale, to_units
 
 #: Largest power of ten the times and amounts may be scaled by to become whole numbers.
 MAX_DECIMALS = 4
@@ -46,7 +46,7 @@ class LocalityOptimum:
 
 def _whole(values: FloatArray, what: str) -> tuple[IntArray, float]:
     """``values`` as integers in the coarsest unit ``10^-p`` (``p <= MAX_DECIMALS``) that makes them whole, by
-    the rule of every integer model (:mod:`solver.spacetime.units`); returns them and ``10^p``. Refused when no
+    the rule of every integer model (:mod:`fairpack.solver.spacetime.units`); returns them and ``10^p``. Refused when no
     such unit exists: this model would round, and its optimum would no longer be exact."""
     unit, exact = integer_scale(values, decimals=MAX_DECIMALS)
     if not exact:
@@ -203,7 +203,7 @@ def solve_locality_cp(instance: Instance, objective: str, time_limit: float | No
     Status ``optimal`` when CP-SAT proves it, ``time_limit`` with the incumbent (or none) when the limit came
     first, ``infeasible`` when no schedule exists (a task fits no machine is refused before, as bad input).
     """
-    from solver.spacetime.fair import fair_share, share_deadline
+    from fairpack.solver.spacetime.fair import fair_share, share_deadline
 
     started = time.perf_counter()
     deadline = None if time_limit is None else started + float(time_limit)

@@ -6,11 +6,11 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from models.result import Result
-from models.types import Instance, InstanceError
-from solver.budget import Budget
-from solver.registry import OptionError, SolveOptions
-from solver.sim.policies.options import choice, fair_times, yes_no
+from fairpack.models.result import Result
+from fairpack.models.types import Instance, InstanceError
+from fairpack.solver.budget import Budget
+from fairpack.solver.registry import OptionError, SolveOptions
+from fairpack.solver.sim.policies.options import choice, fair_times, yes_no
 
 
 def job_placement(options: SolveOptions, instance: Instance | None = None) -> str:
@@ -40,7 +40,7 @@ def decompose_option(options: SolveOptions) -> str | bool:
 
 def uses_choices(instance: Instance, objective: str | None, placement: str) -> bool:
     """Whether tasks choose where and how long to run (placement options, the utility objective, or input blocks
-    read on machines): then ``spacetime-cp`` solves the model of :mod:`solver.spacetime.choice_cp`."""
+    read on machines): then ``spacetime-cp`` solves the model of :mod:`fairpack.solver.spacetime.choice_cp`."""
     reads_blocks = instance.data is not None and any(stage.input for job in instance.jobs for stage in job.stages)
     return instance.has_options or objective == "utility" or (placement == "servers" and reads_blocks)
 
@@ -60,13 +60,13 @@ def run_spacetime_cp(instance: Instance, options: SolveOptions, budget: Budget) 
     (then ``T_k`` is only reported); ``extra['fair_completion']`` (job name -> T_k) sets explicit deadlines
     (``False``: none at all, :func:`given_fair_times`),
     ``extra['decompose']`` (``auto``, true, false) whether large pooled instances are searched by parts."""
-    from solver.spacetime.cp import solve_spacetime_cp
-    from solver.spacetime.fair import fair_mode
+    from fairpack.solver.spacetime.cp import solve_spacetime_cp
+    from fairpack.solver.spacetime.fair import fair_mode
 
     placement = job_placement(options, instance)
     decompose = decompose_option(options)  # validated either way; the choice model below has no decomposition
     if uses_choices(instance, options.objective, placement):
-        from solver.spacetime.choice_cp import solve_choice_cp
+        from fairpack.solver.spacetime.choice_cp import solve_choice_cp
 
         return solve_choice_cp(instance, options.objective, budget.remaining(), options.alpha,
                                given_fair_times(options), options.workers or 2, options.seed or 0,
@@ -89,7 +89,7 @@ def run_spacetime_cp(instance: Instance, options: SolveOptions, budget: Budget) 
 def run_locality_cp(instance: Instance, options: SolveOptions, budget: Budget) -> Result:
     """The data-locality yardstick: CP-SAT, every task on a machine for its duration times the locality factor
     there (``solver.spacetime.locality_cp``); avg JCT or makespan, no fair caps (``T_k`` reported)."""
-    from solver.spacetime.locality_cp import solve_locality_cp
+    from fairpack.solver.spacetime.locality_cp import solve_locality_cp
 
     objective = options.objective or ("makespan" if len(instance.jobs) == 1 else "avg-jct")
     if objective not in ("avg-jct", "makespan"):
@@ -108,7 +108,7 @@ def run_locality_cp(instance: Instance, options: SolveOptions, budget: Budget) -
 def run_spacetime(instance: Instance, options: SolveOptions, budget: Budget) -> Result:
     """Time-indexed MILP; ``extra`` may carry ``fair_completion`` and ``servers_model``
     (``auto``/``class``/``machine``, with ``placement='servers'``)."""
-    from solver.spacetime.milp import solve_spacetime
+    from fairpack.solver.spacetime.milp import solve_spacetime
 
     return solve_spacetime(
         instance,
@@ -134,7 +134,7 @@ def _dag_heuristic(name: str) -> Callable[[Instance, SolveOptions, Budget], Resu
     """
 
     def run(instance: Instance, options: SolveOptions, budget: Budget) -> Result:
-        from solver.sim.runs import run_heuristic
+        from fairpack.solver.sim.runs import run_heuristic
 
         extra = dict(options.extra)
         if options.seed is not None:

@@ -2,7 +2,7 @@
 
 Steps
 -----
-1. Heuristic schedules in slots (:mod:`solver.spacetime.warmstart`): serial list scheduling (stage by stage,
+1. Heuristic schedules in slots (:mod:`fairpack.solver.spacetime.warmstart`): serial list scheduling (stage by stage,
    each task at the earliest slot where precedence, release and a machine's capacity allow) under two
    priority rules -- longest remaining critical path first, and whole jobs shortest-first -- plus the DAG
    heuristics ``carbyne``, ``sjf``, ``drf-dag``, ``tetris`` when their starts fall on whole slots. All are
@@ -36,9 +36,9 @@ Warm starts and horizons stay valid for either placement because every heuristic
 machine; for the per-machine model identical machines are relabelled by load to satisfy its symmetry rows.
 
 Fair caps ``C_k <= T_k``: ``fair_completion`` given explicitly (job name -> T_k), else, unless
-``fair_cap=False``, the fair completion times of :func:`solver.sim.fairshare.fair_completion_times`: each job's
+``fair_cap=False``, the fair completion times of :func:`fairpack.solver.sim.fairshare.fair_completion_times`: each job's
 completion in the ``drf-strict`` schedule on the same placement, with durations and releases rounded up to
-slots as the MILP sees them (:mod:`solver.spacetime.fair`). That schedule meets every cap, so the caps never
+slots as the MILP sees them (:mod:`fairpack.solver.spacetime.fair`). That schedule meets every cap, so the caps never
 make the MILP infeasible, and it is one of the warm starts. It is simulated within the time limit; if it does
 not finish, the result is a ``time_limit`` with no schedule. Under ``fair_cap=False`` it is computed with a part
 of the time and reported beside each job, not enforced.
@@ -54,12 +54,12 @@ from typing import Any
 
 import numpy as np
 
-from models.result import Result, Schedule, Status
-from models.types import FloatArray, Instance, InstanceError, IntArray
-from solver.backends import Backend, SolveOutcome, SolverSettings, get_backend
-from solver.sim.fairshare import given_completion_times
-from solver.spacetime.fair import NO_FAIR_SHARE, fair_mode, fair_share, share_deadline
-from solver.spacetime.model import (
+from fairpack.models.result import Result, Schedule, Status
+from fairpack.models.types import FloatArray, Instance, InstanceError, IntArray
+from fairpack.solver.backends import Backend, SolveOutcome, SolverSettings, get_backend
+from fairpack.solver.sim.fairshare import given_completion_times
+from fairpack.solver.spacetime.fair import NO_FAIR_SHARE, fair_mode, fair_share, share_deadline
+from fairpack.solver.spacetime.model import (
     FIT_TOL,
     SlotData,
     SpacetimeModel,
@@ -72,7 +72,7 @@ from solver.spacetime.model import (
     objective_in_slots,
     order_machines_by_load,
 )
-from solver.spacetime.warmstart import heuristic_starts, priority_rules, schedule_starts, serial_sgs
+from fairpack.solver.spacetime.warmstart import heuristic_starts, priority_rules, schedule_starts, serial_sgs
 
 SERVERS_MODELS = ("auto", "class", "machine")
 #: Seconds below which the per-machine MILP is not started after the relaxation (it could not even load).
@@ -317,7 +317,7 @@ def solve_spacetime(
         raise ValueError(f"servers_model must be one of {', '.join(SERVERS_MODELS)}, not {servers_model!r}")
     check_slots(instance)
     if instance.has_options or objective == "utility":
-        from solver.spacetime.choice_milp import solve_choice_milp
+        from fairpack.solver.spacetime.choice_milp import solve_choice_milp
 
         fair = dict(fair_completion) if isinstance(fair_completion, Mapping) else None
         return solve_choice_milp(instance, backend, objective, time_limit, alpha, fair, fair_cap, algorithm, settings)
@@ -383,7 +383,7 @@ class _SpacetimeRun:
 
     def fair_caps(self, fair_completion: Mapping[str, float] | FloatArray | None, fair_cap: bool) -> None:
         """``C_k <= T_k`` as slot caps: explicit ``T_k``, else the fair-share baseline of
-        :mod:`solver.spacetime.fair` on the instance as the MILP sees it (durations and releases rounded up
+        :mod:`fairpack.solver.spacetime.fair` on the instance as the MILP sees it (durations and releases rounded up
         to whole slots, so that its schedule is a witness in slots too); with ``fair_cap`` off the baseline
         is only reported. Raises ``_NoFairShare`` when capped and the baseline did not finish in time."""
         if fair_cap and fair_completion is not None:

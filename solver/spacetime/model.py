@@ -72,12 +72,12 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from models.dag import adjacency, longest_paths
-from models.diagnose import placement_fits
-from models.result import SCHEDULE_OBJECTIVES
-from models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
-from solver.lp import Block, LinearProgram, LPBuilder
-from solver.spacetime.units import to_units
+from fairpack.models.dag import adjacency, longest_paths
+from fairpack.models.diagnose import placement_fits
+from fairpack.models.result import SCHEDULE_OBJECTIVES
+from fairpack.models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
+from fairpack.solver.lp import Block, LinearProgram, LPBuilder
+from fairpack.solver.spacetime.units import to_units
 
 #: Relative slack when deciding whether a task's demand fits a capacity (as ``solver.spacetime.engine.EPS``).
 FIT_TOL = 1e-9

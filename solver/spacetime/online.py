@@ -3,7 +3,7 @@
 Tetrisched (Tumanov et al., EuroSys'16) at every scheduling event solves one model over all pending jobs
 (global rescheduling), with plan-ahead window ``W``: a task that could start now may be planned to start
 anywhere in ``[now, now + W]``, on any of its alternatives (option, machines, believed duration), and a job
-may be left out of the plan. The plan maximises the total utility (:mod:`solver.spacetime.choice_cp`): a job's
+may be left out of the plan. The plan maximises the total utility (:mod:`fairpack.solver.spacetime.choice_cp`): a job's
 piecewise-linear points (shifted to now), ``-w x completion`` for best-effort jobs, and a left-out job counts
 as completing after the window: at ``now + W +`` its slowest remaining path ``+ 1`` tick (so a plan that
 places it in the window is preferred when that helps it at all). Ties go to earlier completions (so a job
@@ -46,15 +46,15 @@ from typing import Any
 
 import numpy as np
 
-from models.types import FloatArray, Instance, IntArray, Job, Stage
-from solver.registry import OptionError
-from solver.sim.cluster import fit_count
-from solver.sim.engine import Simulation
-from solver.sim.policies.options import choice, duration, flag
-from solver.sim.policies.soft import SoftPolicy
-from solver.sim.workload import Workload
-from solver.spacetime.choice_cp import Plan, best_hint, solve_plan
-from solver.spacetime.choice_model import (
+from fairpack.models.types import FloatArray, Instance, IntArray, Job, Stage
+from fairpack.solver.registry import OptionError
+from fairpack.solver.sim.cluster import fit_count
+from fairpack.solver.sim.engine import Simulation
+from fairpack.solver.sim.policies.options import choice, duration, flag
+from fairpack.solver.sim.policies.soft import SoftPolicy
+from fairpack.solver.sim.workload import Workload
+from fairpack.solver.spacetime.choice_cp import Plan, best_hint, solve_plan
+from fairpack.solver.spacetime.choice_model import (
     ChoiceProblem,
     Planning,
     Running,
@@ -62,8 +62,8 @@ from solver.spacetime.choice_model import (
     in_start_order,
     list_schedule,
 )
-from solver.spacetime.choices import Units
-from solver.spacetime.units import time_unit, to_unit
+from fairpack.solver.spacetime.choices import Units
+from fairpack.solver.spacetime.units import time_unit, to_unit
 
 #: Plan-ahead window by default, in mean (believed) task durations.
 DEFAULT_WINDOW = 3.0

@@ -3,8 +3,8 @@
 At a fixed budget of a few seconds the best RCPSP heuristics are list-based genetic algorithms whose every
 child is improved by forward-backward improvement (Hartmann 1998; Valls, Ballestin and Quintanilla 2005,
 "Justification and RCPSP: a technique that pays", EJOR 165). This module is one of them, on the stages of
-:class:`solver.spacetime.cp._Problem` (a stage's tasks are placed one after another, as
-:func:`solver.spacetime.warmstart.serial_sgs` places them):
+:class:`fairpack.solver.spacetime.cp._Problem` (a stage's tasks are placed one after another, as
+:func:`fairpack.solver.spacetime.warmstart.serial_sgs` places them):
 
 * an *individual* is an order of the stages; it is decoded by the serial schedule-generation scheme on an
   integer time x resource profile (the eligible stage earliest in the order goes next, so any order decodes
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from models.types import FloatArray, IntArray
+from fairpack.models.types import FloatArray, IntArray
 
 __all__ = ["GaStats", "Rcpsp", "evolve", "warm_up"]
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from solver.backends import LP_BACKENDS
-from solver.registry import Method, register
+from fairpack.solver.backends import LP_BACKENDS
+from fairpack.solver.registry import Method, register
 
-_DRIVERS = "solver.spacetime.methods"
+_DRIVERS = "fairpack.solver.spacetime.methods"
 _OBJECTIVE = frozenset({"objective", "alpha", "placement"})
 # Settings of every DAG heuristic (T_k computed or not, the lateness margin, T_k on the schedule), and
 # Carbyne's own: the others would ignore altruism and reverse_order silently.

@@ -2,7 +2,7 @@
 
 CP-SAT works in integers and the time-indexed MILP in whole slots, so durations, releases, deadlines,
 demands and capacities are turned into whole multiples of a unit (a tick, a slot, a demand unit). A value
-counts as whole when it is within the time rule of :mod:`models.tolerance` of a multiple -- relative
+counts as whole when it is within the time rule of :mod:`fairpack.models.tolerance` of a multiple -- relative
 ``TIME_RTOL`` of the value, floor ``TIME_ATOL`` -- the rule the checker judges the schedule by. An allowance
 relative to the *unit* (``1e-9 max(1, |x / unit|)``), as the models had before, read a release of 1e-9 as 0
 at a unit of 1, and ``spacetime``, ``spacetime-cp`` and ``locality-cp`` then started a task before its
@@ -16,8 +16,8 @@ import math
 
 import numpy as np
 
-from models.tolerance import time_tol, time_tols
-from models.types import BoolArray, FloatArray, IntArray
+from fairpack.models.tolerance import time_tol, time_tols
+from fairpack.models.types import BoolArray, FloatArray, IntArray
 
 __all__ = ["MAX_DECIMALS", "MAX_HORIZON_TICKS", "bounded_unit", "integer_scale", "time_unit", "to_unit", "to_units",
            "whole"]

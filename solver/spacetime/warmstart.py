@@ -9,7 +9,7 @@
   jobs shortest-first (by release + critical path over weight).
 * :func:`heuristic_starts` -- the event-driven heuristics (``carbyne``, ``sjf``, ``drf-dag``, ``tetris``)
   as start steps and machines, when their starts fall on whole steps (:func:`schedule_starts` converts one
-  simulated schedule, such as the fair-share witness of :mod:`solver.spacetime.fair`).
+  simulated schedule, such as the fair-share witness of :mod:`fairpack.solver.spacetime.fair`).
 
 Tasks are numbered flat, stage by stage (global stage order, jobs in instance order), and within a stage by
 start time: the CP model orders the identical tasks of a stage by start, and the MILP does not care.
@@ -21,9 +21,9 @@ import time
 
 import numpy as np
 
-from models.dag import adjacency, reachability
-from models.result import Schedule
-from models.types import BoolArray, FloatArray, Instance, IntArray
+from fairpack.models.dag import adjacency, reachability
+from fairpack.models.result import Schedule
+from fairpack.models.types import BoolArray, FloatArray, Instance, IntArray
 
 #: The list heuristic keeps a (steps x machines x resources) usage profile; larger instances skip it.
 MAX_PROFILE_CELLS = 20_000_000
@@ -171,8 +171,8 @@ def heuristic_starts(
     schedules are often better than the list schedules on multi-job mixes (Carbyne, SJF). A heuristic
     still running at ``deadline`` (a ``time.perf_counter()`` time) is stopped, and the rest are skipped.
     """
-    from solver.sim.runs import run_policy
-    from solver.spacetime.fair import OutOfTime, watched
+    from fairpack.solver.sim.runs import run_policy
+    from fairpack.solver.spacetime.fair import OutOfTime, watched
 
     found: dict[str, tuple[IntArray, IntArray]] = {}
     for name in names:

@@ -1,7 +1,7 @@
 """The DAG-job policies: ``carbyne``, ``drf-dag``, ``drf-strict``, ``tetris``, ``sjf``, on the one simulator.
 
 Every policy is a work-conserving list scheduler: at every event it launches runnable tasks, in its own
-order, while they fit the free capacity (:mod:`solver.sim.engine`), except ``drf-strict``. Policies
+order, while they fit the free capacity (:mod:`fairpack.solver.sim.engine`), except ``drf-strict``. Policies
 decide on pooled quantities (shares, alignment with the cluster's free capacity); with
 ``placement='servers'`` the engine puts each launched task on a machine it fits (best fit), so a task
 that fits no machine's free room waits.
@@ -15,7 +15,7 @@ that fits no machine's free room waits.
   may launch one task that exceeds it (a real fair scheduler offers a job below its share whatever it
   can use, so a task larger than the share runs rather than waits forever). Jobs in DRF order, within a
   job breadth-first. Its completion times are the fair completion times ``T_k``
-  (:mod:`solver.sim.fairshare`).
+  (:mod:`fairpack.solver.sim.fairshare`).
 * ``tetris`` -- packing: over all runnable tasks of all jobs, the one with the highest alignment score
   ``(demand / C) . (free / C)`` launches next (Tetris, Grandl et al. SIGCOMM'14, without its SRTF term).
 * ``sjf`` -- shortest job first by *remaining* critical path (longest duration path through the job's
@@ -24,7 +24,7 @@ that fits no machine's free room waits.
 * ``carbyne`` (Grandl et al. OSDI'16) -- at every event:
 
   1. DRF shares ``A_k`` over the active jobs' aggregate resource-time vectors
-     (:func:`solver.sim.fairshare.drf_shares`, re-run when a job is released or finishes).
+     (:func:`fairpack.solver.sim.fairshare.drf_shares`, re-run when a job is released or finishes).
   2. Each job plans on its share ``A_k * C``: a forward list schedule of its remaining DAG (its running
      tasks included) gives its due date ``D_k = t + F_k``; its not-yet-launched tasks are then reverse
      packed on ``A_k * C`` (the DAG reversed, list-scheduled backwards from ``D_k``, longest path to a
@@ -53,13 +53,13 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from models.tolerance import settled
-from models.types import BoolArray, FloatArray, IntArray
-from solver.sim.engine import BasePolicy, Simulation
-from solver.sim.pack import EPS, Dag, pack
-from solver.sim.policies.options import flag, fraction, integer
-from solver.sim.shares import drf_shares
-from solver.sim.workload import Workload
+from fairpack.models.tolerance import settled
+from fairpack.models.types import BoolArray, FloatArray, IntArray
+from fairpack.solver.sim.engine import BasePolicy, Simulation
+from fairpack.solver.sim.pack import EPS, Dag, pack
+from fairpack.solver.sim.policies.options import flag, fraction, integer
+from fairpack.solver.sim.shares import drf_shares
+from fairpack.solver.sim.workload import Workload
 
 HEURISTICS = ("carbyne", "drf-dag", "drf-strict", "tetris", "sjf")
 
@@ -302,7 +302,7 @@ class Carbyne(BasePolicy):
             compiled = bool(np.isfinite(jobs.count).all()) and float(jobs.count.sum()) >= COMPILED_FROM_TASKS
         self.kernel: Any = None
         if compiled:
-            from solver.sim import pack_compiled
+            from fairpack.solver.sim import pack_compiled
 
             self.kernel = pack_compiled
         self.no_running = (np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0, dtype=np.int64))

@@ -28,9 +28,9 @@ import heapq
 
 import numpy as np
 
-from models.types import BoolArray, FloatArray, IntArray
-from solver.sim.cluster import Cluster
-from solver.sim.engine import BasePolicy, Simulation
+from fairpack.models.types import BoolArray, FloatArray, IntArray
+from fairpack.solver.sim.cluster import Cluster
+from fairpack.solver.sim.engine import BasePolicy, Simulation
 
 FLAT_POLICIES = ("first-fit", "best-fit", "slots", "per-server-drf", "fifo")
 #: Keys closer than this (relative) are ties, broken by tenant index.

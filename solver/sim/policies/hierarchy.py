@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.hierarchy import Tree
-from models.tolerance import FIT_RTOL
-from models.types import BoolArray, FloatArray, Instance, IntArray
-from solver.sim.engine import BasePolicy, Simulation
+from fairpack.models.hierarchy import Tree
+from fairpack.models.tolerance import FIT_RTOL
+from fairpack.models.types import BoolArray, FloatArray, Instance, IntArray
+from fairpack.solver.sim.engine import BasePolicy, Simulation
 
 POLICIES: tuple[str, ...] = ("naive-hdrf", "dynamic-hdrf", "hslots")
 

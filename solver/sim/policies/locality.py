@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from solver.registry import OptionError
-from solver.sim.engine import BasePolicy, Simulation
-from solver.sim.locality import NODE, RACK, REMOTE
+from fairpack.solver.registry import OptionError
+from fairpack.solver.sim.engine import BasePolicy, Simulation
+from fairpack.solver.sim.locality import NODE, RACK, REMOTE
 
 LOCALITY_POLICIES = ("fair", "delay")
 

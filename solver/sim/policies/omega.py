@@ -41,12 +41,12 @@ from typing import Any
 
 import numpy as np
 
-from models.tolerance import FIT_EPS
-from models.types import FloatArray, IntArray
-from solver.registry import OptionError
-from solver.sim.engine import BasePolicy, Simulation
-from solver.sim.policies.options import choice, duration, integer
-from solver.sim.policies.sparrow import Agenda, Submissions
+from fairpack.models.tolerance import FIT_EPS
+from fairpack.models.types import FloatArray, IntArray
+from fairpack.solver.registry import OptionError
+from fairpack.solver.sim.engine import BasePolicy, Simulation
+from fairpack.solver.sim.policies.options import choice, duration, integer
+from fairpack.solver.sim.policies.sparrow import Agenda, Submissions
 
 OMEGA_POLICIES = ("omega", "monolithic")
 SERVICE = "service"

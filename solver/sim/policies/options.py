@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from solver.registry import OptionError
+from fairpack.solver.registry import OptionError
 
 
 def yes_no(value: Any) -> bool | None:

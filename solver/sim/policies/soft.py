@@ -1,6 +1,6 @@
 """Soft placement constraints, deadlines and runtime estimates online: ``hard-only``, ``oblivious``, ``jockey``.
 
-These policies (and ``tetrisched``/``alsched``, :mod:`solver.spacetime.online`, which solve a model at every
+These policies (and ``tetrisched``/``alsched``, :mod:`fairpack.solver.spacetime.online`, which solve a model at every
 cycle) launch from :meth:`SoftPolicy.on_event`, naming the placement option of every launch; the engine
 records it and the checker verifies it (selector, duration, gang). They decide with *believed* durations: with
 ``estimate_error=e`` every (stage, option) duration a policy believes is the true one times ``1 + e u``, ``u``
@@ -16,7 +16,7 @@ Jobs are served by urgency: due time first (the deadline, or the first utility p
   that runs only as a gang starts when all its tasks fit one group.
 * ``jockey`` (Ferguson et al., EuroSys'12) -- every job with a deadline gets the smallest *allocation* (tasks
   running at once) whose predicted completion meets it: the prediction simulates the job alone, from its
-  current state (running tasks included), at every allocation (:func:`solver.sim.pack.pack` with one slot
+  current state (running tasks included), at every allocation (:func:`fairpack.solver.sim.pack.pack` with one slot
   resource), using the believed durations of its slowest task-by-task option (Jockey plans for the worst
   of what it profiled). Allocations are recomputed at every event, so a job that falls behind grows and one
   ahead shrinks; a job that cannot meet its deadline takes all it can use. Tasks are placed obliviously.
@@ -30,13 +30,13 @@ from typing import Any
 
 import numpy as np
 
-from models.types import FloatArray, Instance
-from solver.registry import OptionError
-from solver.sim.cluster import fit_count
-from solver.sim.engine import BasePolicy, Simulation
-from solver.sim.pack import pack
-from solver.sim.policies.options import choice, integer
-from solver.sim.workload import GroupOptions, Workload
+from fairpack.models.types import FloatArray, Instance
+from fairpack.solver.registry import OptionError
+from fairpack.solver.sim.cluster import fit_count
+from fairpack.solver.sim.engine import BasePolicy, Simulation
+from fairpack.solver.sim.pack import pack
+from fairpack.solver.sim.policies.options import choice, integer
+from fairpack.solver.sim.workload import GroupOptions, Workload
 
 SOFT_POLICIES = ("hard-only", "oblivious", "jockey")
 #: The least fraction of its true duration a believed duration may be.

@@ -29,7 +29,7 @@ the yardstick: ``response_ratio_mean`` and ``response_ratio_p99`` (every finishe
 its proven lower bound, :func:`response_lower_bound`) with ``response_bound_mean``.
 
 The ideal centralised scheduler (every task starts as soon as room frees anywhere, no message delay) is
-``monolithic`` with its default zero decision times (:mod:`solver.sim.policies.omega`).
+``monolithic`` with its default zero decision times (:mod:`fairpack.solver.sim.policies.omega`).
 """
 
 from __future__ import annotations
@@ -40,12 +40,12 @@ from typing import Any
 
 import numpy as np
 
-from models.tolerance import settled
-from models.types import FloatArray, IntArray
-from solver.registry import OptionError
-from solver.sim.engine import BasePolicy, Simulation
-from solver.sim.policies.options import duration, flag, integer
-from solver.sim.workload import Workload
+from fairpack.models.tolerance import settled
+from fairpack.models.types import FloatArray, IntArray
+from fairpack.solver.registry import OptionError
+from fairpack.solver.sim.engine import BasePolicy, Simulation
+from fairpack.solver.sim.policies.options import duration, flag, integer
+from fairpack.solver.sim.workload import Workload
 
 SPARROW_POLICIES = ("random", "sparrow")
 #: Default network round trip (seconds: 1 ms against the 100 ms tasks of the Sparrow paper's simulations).

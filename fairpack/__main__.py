@@ -1,0 +1,5 @@
+"""``python -m fairpack``: the ``fairpack`` command."""
+
+from fairpack.solver.cli import run
+
+run()
