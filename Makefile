@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	$(BIN)/pip install --quiet -e '.[dev]'
 	# spacetime-cp's genetic algorithm runs inside short time limits (PSPLIB at 10 s): compile it now, once,
 	# so a fresh checkout's first solve does not spend its limit in numba's compiler.
 	$(BIN)/python -c "from fairpack.solver.spacetime.rcpsp_ga import warm_up; warm_up()"

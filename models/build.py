@@ -59,6 +59,8 @@ def named_field(path: str, data: Any) -> str:
         key, positions = match.group(1), re.findall(r"\[(\d+)\]", match.group(2))
         here = here.get(key) if isinstance(here, Mapping) else None
         text = key
+        if key == "hierarchy" and not positions and isinstance(here, Mapping):  # a nested tree: its root's name
+            text += f"[{_label(here.get('name'), 0)}]" if isinstance(here.get("name"), str) else ""
         for position in positions:
             entry = here[int(position)] if isinstance(here, list | tuple) and int(position) < len(here) else None
             name = entry.get("name") if isinstance(entry, Mapping) else None

@@ -12,7 +12,7 @@ Every picture has two forms: ``*_figure`` returns the ``matplotlib.figure.Figure
 inline: ``display(result_figure(instance, result))``), and ``plot_*`` writes it to a file. Figures are built
 with ``matplotlib.figure.Figure`` directly (no pyplot state and no backend switch), so notebooks keep their
 inline backend and the CLI needs no display. Legends list only what is drawn. Without matplotlib (the
-``bench`` extra) :class:`PlotUnavailable` is raised.
+``plot`` extra) :class:`PlotUnavailable` is raised.
 """
 
 from __future__ import annotations
@@ -24,13 +24,15 @@ import numpy as np
 
 from fairpack.models.result import Allocation, Result, Schedule
 from fairpack.models.types import Instance
+from fairpack.solver.extras import ExtraMissing
 
 #: Simulated runs with at most this many tasks also get a Gantt chart.
 GANTT_TASKS = 2000
+_NO_MATPLOTLIB = 'plotting needs matplotlib, which fairpack\'s "plot" extra installs: pip install "fairpack[plot]"'
 
 
-class PlotUnavailable(RuntimeError):
-    """matplotlib is not installed."""
+class PlotUnavailable(ExtraMissing):
+    """matplotlib is not installed (the ``plot`` extra)."""
 
 
 def _figure(rows: int, columns: int, size: tuple[float, float], **options: Any) -> tuple[Any, Any]:
@@ -38,7 +40,7 @@ def _figure(rows: int, columns: int, size: tuple[float, float], **options: Any) 
     try:
         from matplotlib.figure import Figure
     except ImportError:
-        raise PlotUnavailable("install fairpack[bench] for --plot") from None
+        raise PlotUnavailable(_NO_MATPLOTLIB) from None
     figure = Figure(figsize=size)
     axes = figure.subplots(rows, columns, squeeze=False, **options)
     return figure, axes
@@ -48,7 +50,7 @@ def _colours(count: int) -> list[Any]:
     try:
         from matplotlib import colormaps
     except ImportError:
-        raise PlotUnavailable("install fairpack[bench] for --plot") from None
+        raise PlotUnavailable(_NO_MATPLOTLIB) from None
 
     cmap = colormaps["tab20" if count > 10 else "tab10"]
     return [cmap(k % cmap.N) for k in range(count)]

@@ -48,6 +48,11 @@ def add_bench_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
 
 
 def _command_run(args: argparse.Namespace) -> int:
+    from fairpack.solver.extras import require
+
+    require("bench", "fairpack bench run")  # before importing pandas' Parquet engine, or any task
+    if args.scheduler:
+        require("bench-dask", "--scheduler")
     from fairpack.solver.bench.runner import run_sweep
     from fairpack.solver.bench.sweep import load_sweep
 
@@ -79,6 +84,9 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 def _command_report(args: argparse.Namespace) -> int:
+    from fairpack.solver.extras import require
+
+    require("bench", "fairpack bench report")
     from fairpack.solver.bench.report import write_report
 
     if not Path(args.results).is_file():
@@ -89,6 +97,9 @@ def _command_report(args: argparse.Namespace) -> int:
 
 
 def _command_figures(args: argparse.Namespace) -> int:
+    from fairpack.solver.extras import require
+
+    require("bench", "fairpack bench figures")
     from fairpack.solver.bench.figures import write_figures
 
     for table in args.results:

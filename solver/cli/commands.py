@@ -127,6 +127,7 @@ def command_solve(args: argparse.Namespace) -> int:
     from fairpack.solver.progress import reporting
 
     started = time.perf_counter()
+    _require_plot(args)
     instance = load(args.path)
     output = "json" if args.json else args.format
     try:
@@ -185,6 +186,14 @@ def _print_result(instance: Instance, result: Result, data: dict[str, Any] | Non
         print(format_table(instance, result, top=args.top, data=data))
 
 
+def _require_plot(args: argparse.Namespace) -> None:
+    """``--plot`` without matplotlib is refused before reading or solving anything (exit 2)."""
+    if getattr(args, "plot", None):
+        from fairpack.solver.extras import require
+
+        require("plot", "--plot")
+
+
 def _plot(instance: Instance, result: Result, path: str) -> int:
     from fairpack.solver.plot import PlotUnavailable, plot_result
 
@@ -215,6 +224,7 @@ def command_simulate(args: argparse.Namespace) -> int:
     from fairpack.models.view import result_json
     from fairpack.solver.api import simulate
 
+    _require_plot(args)
     instance = load(args.path)
     trace = read_trace(args.trace, instance.resources) if args.trace else None
     options: dict[str, Any] = {"extra": _parse_options(args.option)}

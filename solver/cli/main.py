@@ -28,12 +28,14 @@ from fairpack.solver.cli.help import HelpFormatter
 
 
 def _input_errors() -> tuple[type[BaseException], ...]:
-    """Exceptions that mean bad input (exit 2): instance and result files, options, sweep files."""
+    """Exceptions that mean bad input (exit 2): instance and result files, options, sweep files, a feature
+    whose extra is not installed."""
     from fairpack.models.types import InstanceError
     from fairpack.solver.bench.sweep import SweepError
+    from fairpack.solver.extras import ExtraMissing
     from fairpack.solver.registry import OptionError
 
-    return InstanceError, OptionError, SweepError
+    return InstanceError, OptionError, SweepError, ExtraMissing
 
 
 def _located(error: Exception, args: argparse.Namespace) -> Exception:

@@ -1,0 +1,105 @@
+"""fairpack as a user gets it: the wheel, installed into a fresh virtual environment outside the repository,
+used from a folder that holds its own ``models.py``, ``models/``, ``solver.py`` and ``solver/``.
+
+The fresh environment gets the wheel alone (``--no-deps``); its dependencies come from the test's own
+environment through a path file, which adds that folder to ``sys.path`` without running its path files, so
+the editable install of the repository stays invisible and everything fairpack is imported from the wheel.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import sysconfig
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    build = tmp_path_factory.mktemp("build")
+    done = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(ROOT)],
+                          capture_output=True, text=True, cwd=build, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    # setuptools says when a configuration it reads is deprecated: none may be left.
+    assert "deprecat" not in (done.stdout + done.stderr).lower(), done.stderr[-3000:]
+    (path,) = out.glob("fairpack-*.whl")
+    return path
+
+
+@pytest.fixture(scope="module")
+def user(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(the fresh environment's python, a user's project folder that shadows every generic name)."""
+    env = tmp_path_factory.mktemp("venv")
+    venv.EnvBuilder(with_pip=False).create(env)
+    python = env / "bin" / "python"
+    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                               capture_output=True, text=True, check=True).stdout.strip())  # fmt: skip
+    (site / "dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    install = [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps", "--no-compile"]
+    subprocess.run([*install, str(wheel)], check=True, capture_output=True)
+    project = tmp_path_factory.mktemp("project")
+    (project / "models.py").write_text("raise ImportError('the user project models.py was imported')\n")
+    (project / "solver.py").write_text("raise ImportError('the user project solver.py was imported')\n")
+    for package in ("models", "solver"):  # a folder wins over a module of the same name: both kinds are here
+        (project / "pkg" / package).mkdir(parents=True)
+        (project / "pkg" / package / "__init__.py").write_text(f"raise ImportError('user {package}/ imported')\n")
+    return python, project
+
+
+def _run(python: Path, cwd: Path, *args: str, path: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": str(python.parent), "HOME": str(cwd)}
+    if path is not None:
+        env["PYTHONPATH"] = path
+    return subprocess.run([str(python), *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300,
+                          check=False)  # fmt: skip
+
+
+def test_the_wheel_installs_one_name_with_its_data(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {name.split("/", 1)[0] for name in names if not name.startswith("fairpack-")}
+    assert tops == {"fairpack"}
+    assert "fairpack/py.typed" in names
+    assert "fairpack/instances/hdrf_fig10.yaml" in names and "fairpack/sweeps/smoke.toml" in names
+    assert "fairpack/models/check/__init__.py" in names and "fairpack/solver/cli/main.py" in names
+
+
+@pytest.mark.parametrize("shadow", ["modules", "packages"])
+def test_import_fairpack_from_a_folder_with_its_own_models_and_solver(user: tuple[Path, Path], shadow: str) -> None:
+    python, project = user
+    code = (
+        "import fairpack, sys\n"
+        "assert 'site-packages' in fairpack.__file__, fairpack.__file__\n"
+        "instance = fairpack.load_instance(fairpack.__path__[0] + '/instances/drfh_fig1.yaml')\n"
+        "result = fairpack.solve(instance, 'drfh')\n"
+        "assert result.verified and abs(result.objective - 5 / 7) < 1e-9, result\n"
+        "assert 'compare' in dir(fairpack) and 'Job' in fairpack.__all__\n"
+        "try:\n"
+        "    import models\n"
+        "except ImportError as error:\n"
+        "    print('user:', error)\n"
+    )
+    done = _run(python, project, "-c", code, path=str(project / "pkg") if shadow == "packages" else None)
+    assert done.returncode == 0, done.stderr
+    assert "user" in done.stdout  # the name models is the user's, and fairpack did not need it
+
+
+def test_the_cli_from_the_wheel(user: tuple[Path, Path]) -> None:
+    python, project = user
+    fairpack = str(python.parent / "fairpack")
+    generated = subprocess.run([fairpack, "generate", "hdrf-fig10"], capture_output=True, text=True, cwd=project,
+                               env={"PATH": str(python.parent)}, check=False)  # fmt: skip
+    assert generated.returncode == 0, generated.stderr
+    (project / "fig10.yaml").write_text(generated.stdout)
+    solved = subprocess.run([fairpack, "solve", "fig10.yaml", "--method", "hdrf", "--json"], capture_output=True,
+                            text=True, cwd=project, env={"PATH": str(python.parent)}, check=False)  # fmt: skip
+    assert solved.returncode == 0, solved.stderr
+    assert '"verified": true' in solved.stdout
+    module = _run(python, project, "-m", "fairpack", "--version")
+    assert module.returncode == 0 and module.stdout.startswith("fairpack "), module.stderr
