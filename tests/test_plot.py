@@ -89,8 +89,27 @@ def test_plot_without_matplotlib(tmp_path: Path, capsys: pytest.CaptureFixture[s
     monkeypatch.setattr(builtins, "__import__", no_matplotlib)
     out = tmp_path / "none.png"
     assert main(["solve", str(TWO_JOBS), "--method", "sjf", "--plot", str(out)]) == 2
-    assert "install fairpack[bench] for --plot" in capsys.readouterr().err
+    assert 'pip install "fairpack[plot]"' in capsys.readouterr().err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["solve", "simulate"])
+def test_plot_without_the_plot_extra_is_refused_before_solving(command: str, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    import fairpack.solver.api
+    import fairpack.solver.extras
+
+    def never(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("solved although --plot cannot be honoured")
+
+    monkeypatch.setattr(fairpack.solver.extras, "missing", lambda extra: ["matplotlib"] if extra == "plot" else [])
+    monkeypatch.setattr(fairpack.solver.api, "solve", never)
+    monkeypatch.setattr(fairpack.solver.api, "simulate", never)
+    method = ["--method", "sjf"] if command == "solve" else ["--policy", "sjf"]
+    assert main([command, str(TWO_JOBS), *method, "--plot", str(tmp_path / "x.png")]) == 2
+    err = capsys.readouterr().err
+    assert "--plot needs matplotlib" in err and 'pip install "fairpack[plot]"' in err
 
 
 # --- what each picture draws (inspected on the figure, not only on the PNG) -----------------------------
