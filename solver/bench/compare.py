@@ -39,7 +39,7 @@ import pandas as pd
 
 from fairpack.models.io import load_instance
 from fairpack.models.result import MAXIMISED_OBJECTIVES, Result, job_completion
-from fairpack.models.types import Instance
+from fairpack.models.types import Instance, InstanceError
 from fairpack.solver.api import simulate, solve
 from fairpack.solver.bench.metrics import row_metrics
 from fairpack.solver.bench.sweep import ONLINE_PREFIX, method_record
@@ -118,9 +118,9 @@ def compare(
     Raises
     ------
     OptionError
-        An unknown method or policy, or an option no method honours (before anything runs).
-    InstanceError
-        When the instance lacks what a method needs (a DAG method on an instance without jobs).
+        An unknown method or policy, or an option no method honours (before anything runs). A method that
+        refuses this instance or its options (a DAG method on an instance without jobs, a policy that does
+        not understand placement options) is a row with status ``refused`` and the reason in ``message``.
     """
     if not isinstance(instance, Instance):
         instance = load_instance(instance)
@@ -137,7 +137,7 @@ def compare(
         if unknown:
             raise OptionError(f"options for {unknown}, which are not compared", "options")
     _check_shared(shared, records)
-    results = {name: _run(instance, name, records[name], time_limit, shared, per_method[name]) for name in records}
+    results = {name: _attempt(instance, name, records[name], time_limit, shared, per_method[name]) for name in records}
     rows = [_row(instance, name, records[name], results[name], reference, records[reference], results[reference])
             for name in records]  # fmt: skip
     frame = pd.DataFrame(rows)
@@ -186,6 +186,15 @@ def _run(instance: Instance, name: str, spec: Method, time_limit: float | None, 
         return simulate(instance, name[len(ONLINE_PREFIX):], time_limit=limit, **kwargs)
     backend = kwargs.pop("backend", None)
     return solve(instance, name, backend=backend, time_limit=limit, **kwargs)
+
+
+def _attempt(instance: Instance, name: str, spec: Method, time_limit: float | None, shared: Mapping[str, Any],
+             own: Mapping[str, Any]) -> Result:  # fmt: skip
+    """``_run``, with what the method refuses on this instance as a row of its own (status ``refused``)."""
+    try:
+        return _run(instance, name, spec, time_limit, shared, own)
+    except (OptionError, InstanceError) as error:
+        return Result("error", name, "none", message=f"refused: {error}")
 
 
 def _kind(name: str, spec: Method) -> str:
@@ -253,8 +262,9 @@ def _row(instance: Instance, name: str, spec: Method, result: Result, reference:
          ref: Result) -> dict[str, Any]:  # fmt: skip
     objective = objective_name(instance, result)
     maximised = objective in _MAXIMISED
+    refused = result.status == "error" and result.message.startswith("refused: ")
     row: dict[str, Any] = {
-        "method": name, "kind": _kind(name, spec), "status": result.status, "verified": bool(result.verified),
+        "method": name, "kind": _kind(name, spec), "status": "refused" if refused else result.status, "verified": bool(result.verified),
         "objective": result.objective, "objective_name": objective,
         "sense": None if objective is None else "max" if maximised else "min",
         "bound": result.bound, "solver_gap": result.gap, "reference": reference,
