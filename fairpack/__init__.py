@@ -27,9 +27,9 @@ solver) and :mod:`fairpack.solver` (how answers are found). The names here are i
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from fairpack._lazy import lazy_names
 from fairpack._version import __version__
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names below are imported on first use
@@ -86,17 +86,6 @@ _PUBLIC: dict[str, tuple[str, str]] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _PUBLIC:
-        module, attribute = _PUBLIC[name]
-        value = getattr(importlib.import_module(module), attribute)
-        globals()[name] = value  # later look-ups skip this function
-        return value
-    raise AttributeError(f"module 'fairpack' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*__all__, "models", "solver"})
-
+__getattr__, __dir__ = lazy_names(__name__, globals(), _PUBLIC, also=("__version__", "models", "solver"))
 
 __all__ = ["__version__", *sorted(_PUBLIC)]

@@ -10,8 +10,7 @@ are; ``solver`` says how to find one.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from fairpack._lazy import lazy_names
 
 _PUBLIC = {
     "Instance": ("fairpack.models.types", "Instance"),
@@ -29,15 +28,6 @@ _PUBLIC = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _PUBLIC:
-        module, attribute = _PUBLIC[name]
-        return getattr(importlib.import_module(module), attribute)
-    raise AttributeError(f"module 'fairpack.models' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_PUBLIC})
-
+__getattr__, __dir__ = lazy_names(__name__, globals(), _PUBLIC)
 
 __all__ = sorted(_PUBLIC)

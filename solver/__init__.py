@@ -9,9 +9,7 @@ public names are imported lazily, so the CLI starts fast::
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from fairpack._lazy import lazy_names
 from fairpack._version import __version__
 
 _PUBLIC = {
@@ -26,15 +24,6 @@ _PUBLIC = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _PUBLIC:
-        module, attribute = _PUBLIC[name]
-        return getattr(importlib.import_module(module), attribute)
-    raise AttributeError(f"module 'fairpack.solver' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_PUBLIC})
-
+__getattr__, __dir__ = lazy_names(__name__, globals(), _PUBLIC, also=("__version__",))
 
 __all__ = ["__version__", *sorted(_PUBLIC)]

@@ -264,7 +264,8 @@ def _row(instance: Instance, name: str, spec: Method, result: Result, reference:
     maximised = objective in _MAXIMISED
     refused = result.status == "error" and result.message.startswith("refused: ")
     row: dict[str, Any] = {
-        "method": name, "kind": _kind(name, spec), "status": "refused" if refused else result.status, "verified": bool(result.verified),
+        "method": name, "kind": _kind(name, spec), "status": "refused" if refused else result.status,
+        "verified": bool(result.verified),
         "objective": result.objective, "objective_name": objective,
         "sense": None if objective is None else "max" if maximised else "min",
         "bound": result.bound, "solver_gap": result.gap, "reference": reference,
