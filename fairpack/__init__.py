@@ -49,8 +49,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names below are
     from fairpack.models.yarn import hierarchy_from_yarn as hierarchy_from_yarn
     from fairpack.solver.api import simulate as simulate
     from fairpack.solver.api import solve as solve
+    from fairpack.solver.bench.api import sweep as sweep
     from fairpack.solver.compare import compare as compare
-    from fairpack.solver.compare import sweep as sweep
     from fairpack.solver.registry import OptionError as OptionError
     from fairpack.solver.registry import SolveOptions as SolveOptions
     from fairpack.solver.registry import get_method as get_method
@@ -62,7 +62,7 @@ _PUBLIC: dict[str, tuple[str, str]] = {
     "solve": ("fairpack.solver.api", "solve"),
     "simulate": ("fairpack.solver.api", "simulate"),
     "compare": ("fairpack.solver.compare", "compare"),
-    "sweep": ("fairpack.solver.compare", "sweep"),
+    "sweep": ("fairpack.solver.bench.api", "sweep"),
     "methods": ("fairpack.solver.registry", "methods"),
     "get_method": ("fairpack.solver.registry", "get_method"),
     "SolveOptions": ("fairpack.solver.registry", "SolveOptions"),
