@@ -204,6 +204,23 @@ def _tasks(instance: Instance) -> float:
     return float(sum(stage.tasks for job in instance.jobs for stage in job.stages))
 
 
+#: The size measure (label, function) of each kind, as its families use it; instance files in a sweep
+#: (``solver.bench.sweep``) are measured by their kind's.
+KIND_SIZES: dict[str, tuple[str, Callable[[Instance], float]]] = {
+    "flat": ("tenants x server classes", _pairs),
+    "hierarchy": ("leaves", _leaves),
+    "jobs": ("tasks", _tasks),
+}
+
+
+def instance_kind(instance: Instance) -> str:
+    """The ``solver.api`` method family an instance feeds: ``jobs`` when it has DAG jobs, else ``hierarchy``
+    when it has a hierarchy, else ``flat``."""
+    if instance.jobs:
+        return "jobs"
+    return "hierarchy" if instance.hierarchy is not None else "flat"
+
+
 # --- generators ----------------------------------------------------------------------------------------
 
 

@@ -1,6 +1,7 @@
 """``fairpack bench report``: a Markdown summary and PNG plots of a result table.
 
-* ``report.md``: statuses and verification; per grid, one line per method (label and backend) with its
+* ``report.md``: statuses and verification; per grid (per grid and kind, for a grid of instance files
+  that mixes kinds), one line per method (label and backend) with its
   statuses, gap to the exact reference (mean, median, worst), median solve time, peak memory and the
   kind's fairness numbers; the fitted scaling exponents; the DAG-job trade-off table.
 * ``gap_cdf.png``: per grid, the empirical CDF of every heuristic's gap to the grid's exact reference
@@ -25,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from fairpack.models.generators.families import FAMILIES
+from fairpack.solver.bench.files import FILE_FAMILY
 from fairpack.solver.bench.table import read_results
 
 GAP_NOTE = (
@@ -86,15 +88,17 @@ def _kind_columns(kind: str, frame: pd.DataFrame) -> list[tuple[str, str]]:
 
 
 def _family_summary(name: str) -> str:
+    if name == FILE_FAMILY:
+        return "the sweep's own instance files"
     return FAMILIES[name].summary if name in FAMILIES else "not a registered family"
 
 
-def _grid_section(grid: str, frame: pd.DataFrame) -> list[str]:
+def _grid_section(grid: str, frame: pd.DataFrame, title: str = "") -> list[str]:
     first = frame.iloc[0]
     kind, sense = str(first["kind"]), str(first["sense"])
     objective = str(frame["objective_name"].dropna().iloc[0]) if frame["objective_name"].notna().any() else "-"
     instances = frame["instance_key"].nunique()
-    lines = [f"## Grid `{grid}`", "",
+    lines = [f"## Grid `{grid}`{title}", "",
              f"Family `{first['family']}` ({_family_summary(str(first['family']))}; {kind}), {instances} instances; "
              f"objective: {objective} "
              f"({'maximised' if sense == 'max' else 'minimised'})."]  # fmt: skip
@@ -363,7 +367,10 @@ def write_report(results: str | Path, out: str | Path | None = None) -> Path:
         "",
     ]
     for grid, group in frame.groupby("grid", sort=False):
-        lines += _grid_section(str(grid), group)
+        kinds = list(dict.fromkeys(group["kind"]))
+        for kind in kinds:  # a grid of instance files may mix kinds: one section each
+            title = f", {kind} instances" if len(kinds) > 1 else ""
+            lines += _grid_section(str(grid), group[group["kind"] == kind], title)
     if plot_gap_cdf(frame, folder / _PLOTS["gap"]):
         lines += ["## Gap CDF per heuristic", "", f"![gap CDF]({_PLOTS['gap']})", ""]
     fits = scaling_fits(frame)

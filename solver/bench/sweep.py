@@ -1,4 +1,5 @@
-"""Sweep files (TOML or YAML): families x sizes x seeds x methods x backends, validated and expanded to tasks.
+"""Sweep files (TOML or YAML): families x sizes x seeds (or instance files) x methods x backends, validated
+and expanded to tasks.
 
 Format (TOML; the YAML form has the same keys)::
 
@@ -22,15 +23,48 @@ Format (TOML; the YAML form has the same keys)::
     time_limit = 60             # task_timeout, memory_mb too: per-grid overrides (a grid that sets
                                 # time_limit alone gets the kill timeout 2 * time_limit + 60)
 
+A grid runs on a generator family's instances (``family`` and ``sizes``) or on instance files
+(``instances``; not both)::
+
+    [[grid]]
+    name = "mine"
+    instances = ["cases/", "more/*.yaml", "j301_1.sm"]   # files, folders and globs
+    methods = ["drfh", "best-fit", "hdrf", "spacetime-cp", "carbyne"]
+    reference = ["drfh", "spacetime-cp"]   # optional: at most one exact method per kind
+    seeds = [0, 1]              # optional: passed to the methods as their ``seed`` option
+
+Entries are relative to the sweep file's folder (or absolute): a ``.yaml``/``.yml``/``.json`` instance
+file or a PSPLIB ``.sm`` file; a folder means every such file directly in it, sorted by name; a glob
+(``*``, ``?``, ``[...]``, ``**``) means the instance files it matches, sorted, and those of the folders it
+matches (matched files of other suffixes are passed over). A file named by two entries runs once. Every
+file is loaded when the sweep is read: an entry that matches nothing or a file that
+does not load stops the sweep before any task runs, naming the entry (``grid[0].instances[1]``) and the
+loader's own error (the file and its field). Each method runs on the instances of its kind (``flat``,
+``hierarchy`` or ``jobs``, from what the instance holds: jobs, else a hierarchy, else tenants; an
+``online:`` policy runs on all), so one grid may mix kinds; every instance needs a method that runs on it,
+and every method an instance. ``reference`` is a label or a list of labels, at most one exact method per
+kind; a kind without one gets its first exact method. Without ``seeds`` every (instance, method, backend)
+runs once with the methods' own default seed (the sweep-wide ``seeds`` are generator seeds and do not
+apply); with ``seeds``, once per seed, handing the seed to the methods that take one (``options.seed``
+and a method's ``seed`` are refused beside them). A file's rows have family ``file``, ``instance`` = its
+path relative to the sweep file's folder (``/`` separators), ``params`` = ``{"file": <that path>}`` and the
+kind's size (``models.generators.families.KIND_SIZES``); PSPLIB files named as in the library get their
+``best_known`` makespan from the data folder when there is one. A row is known by its file's path, not
+its content: delete the rows of an edited file to run them again. Tasks load the files by absolute path
+(Dask workers need them at the same place). (From Python, ``fairpack.sweep`` also takes ``Instance``
+objects as entries; their rows are named by the instance's name.)
+
 Method tables take ``method``, an optional ``label`` (default: the method name; labels must be unique
 in a grid) and any ``SolveOptions`` field except ``backend`` and ``time_limit`` (``algorithm``,
 ``strategy``, ``slots``, ``gap``, ``placement``, ``objective``, ``extra``); a method's option replaces the
 grid's option of the same name (``extra`` as a whole). Unknown keys are errors, so typos do not pass
 silently; every error names the file and the field (``grid[1].methods[2].slots``).
 
-Every task is one (grid, size, seed, method label, backend); its ``key`` is the row key of the result
-table, so a re-run skips what is there. ``reference`` is the key of the reference method's row on the
-same instance (with the grid's first backend when the reference method uses one).
+Every task is one (grid, size, seed, method label, backend), or (grid, file, [seed,] method label, backend);
+its ``key`` is the row key of the result table (``grid/family/size parameters/seed=N/label/backend``, or
+``grid/file/<file's relative path>[/seed=N]/label/backend``), so a re-run skips what is there.
+``reference`` is the key of the reference method's row on the same instance (with the grid's first
+backend when the reference method uses one).
 """
 
 from __future__ import annotations
@@ -43,10 +77,11 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from fairpack.models.generators.families import FAMILIES, ParamError
+from fairpack.models.generators.families import FAMILIES, KINDS, ParamError
 from fairpack.models.result import SCHEDULE_OBJECTIVES
 from fairpack.solver.api import METHODS, SolveOptions
 from fairpack.solver.backends import BACKEND_NAMES, DEFAULT_BACKEND
+from fairpack.solver.bench.files import FILE_FAMILY, EntryError, FileInstance, read_entry
 from fairpack.solver.registry import COMMON_OPTIONS, Method, policies
 
 #: A method name with this prefix is an online policy, simulated on the instance's arrivals
@@ -59,6 +94,11 @@ def method_record(name: str) -> Method:
     if name.startswith(ONLINE_PREFIX):
         return policies()[name[len(ONLINE_PREFIX):]]
     return METHODS[name]
+
+
+def runs_on(name: str, kind: str) -> bool:
+    """Whether a sweep's method runs on instances of ``kind``: those of its family, or any for a policy."""
+    return name.startswith(ONLINE_PREFIX) or method_record(name).family == kind
 
 
 def known_method(name: str) -> bool:
@@ -74,13 +114,16 @@ def _method_choices() -> str:
 OPTION_KEYS = tuple(f.name for f in fields(SolveOptions) if f.name not in ("backend", "time_limit"))
 _LIMIT_KEYS = ("time_limit", "task_timeout", "memory_mb")
 _TOP_KEYS = ("name", "seeds", "backends", "grid", *_LIMIT_KEYS)
-_GRID_KEYS = ("name", "family", "sizes", "seeds", "methods", "backends", "reference", "options", *_LIMIT_KEYS)
+_GRID_KEYS = ("name", "family", "sizes", "instances", "seeds", "methods", "backends", "reference", "options",
+              *_LIMIT_KEYS)
 DEFAULT_TIME_LIMIT = 60.0
 DEFAULT_MEMORY_MB = 4096.0
 #: Backend label of tasks whose method uses no LP/MILP backend.
 NO_BACKEND = "none"
 
 Pairs = tuple[tuple[str, Any], ...]
+#: A grid's instance files, each with the position of the ``instances`` entry that named it first.
+Entries = list[tuple[int, FileInstance]]
 
 
 class SweepError(ValueError):
@@ -157,9 +200,14 @@ def _check_options(options: Mapping[str, Any]) -> None:
             raise ValueError(f"objective must be one of {', '.join(SCHEDULE_OBJECTIVES)}, got {value!r}")
 
 
-def row_key(grid: str, family: str, params: Pairs, seed: int, label: str, backend: str) -> str:
+def instance_key(grid: str, family: str, instance: str, seed: int | None) -> str:
+    """Identifies an instance within a sweep: grid/family/size parameters (or file)/seed (none: no seed)."""
+    return "/".join((grid, family, instance, *(() if seed is None else (f"seed={seed}",))))
+
+
+def row_key(grid: str, family: str, params: Pairs, seed: int | None, label: str, backend: str) -> str:
     """The unique key of a result row: grid/family/params/seed/method label/backend."""
-    return "/".join((grid, family, params_text(params), f"seed={seed}", label, backend))
+    return "/".join((instance_key(grid, family, params_text(params), seed), label, backend))
 
 
 def params_text(params: Pairs) -> str:
@@ -169,13 +217,17 @@ def params_text(params: Pairs) -> str:
 
 @dataclass(frozen=True)
 class Task:
-    """One (grid, size, seed, method label, backend): the unit of work, and one row of the table."""
+    """One (grid, size, seed, method label, backend): the unit of work, and one row of the table.
+
+    A task on an instance file has family ``file``, ``params`` ``(("file", id),)``, ``file`` its instance
+    and ``seed`` the grid's seed (``None`` when the grid gives none).
+    """
 
     sweep: str
     grid: str
     family: str
     params: Pairs
-    seed: int
+    seed: int | None
     label: str
     method: str
     backend: str
@@ -183,21 +235,30 @@ class Task:
     limits: Limits
     reference: str | None  # row key of the reference method on the same instance
     data_dir: str | None = None
+    file: FileInstance | None = None  # the instance of a grid of instance files
 
     def __post_init__(self) -> None:
         if not known_method(self.method):
             raise ValueError(f"unknown method {self.method!r}")
         if self.backend != NO_BACKEND and self.backend not in BACKEND_NAMES:
             raise ValueError(f"unknown backend {self.backend!r}")
+        if (self.file is None) != (self.family != FILE_FAMILY):
+            raise ValueError(f"a task of family {FILE_FAMILY!r} needs its instance, and only such a task has one")
+
+    @property
+    def kind(self) -> str:
+        """The instance's kind: its family's, or the instance file's."""
+        return self.file.kind if self.file is not None else FAMILIES[self.family].kind
 
     @property
     def key(self) -> str:
-        return row_key(self.grid, self.family, self.params, self.seed, self.label, self.backend)
+        return f"{self.instance_key}/{self.label}/{self.backend}"
 
     @property
     def instance_key(self) -> str:
         """Identifies the instance within the sweep: every method of a grid shares it."""
-        return "/".join((self.grid, self.family, params_text(self.params), f"seed={self.seed}"))
+        instance = self.file.id if self.file is not None else params_text(self.params)
+        return instance_key(self.grid, self.family, instance, self.seed)
 
     def solve_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``solver.api.solve``: the grid's options this method honours (copied).
@@ -221,49 +282,91 @@ class Task:
 
 @dataclass(frozen=True)
 class Grid:
-    """One cartesian product of sizes x seeds x methods x backends over one family."""
+    """One cartesian product: a family's sizes x seeds (or instance files x seeds) x methods x backends.
+
+    A grid of instance files has family ``file``, ``sizes`` ``((),)``, its ``instances``, and ``seeds``
+    ``(None,)`` when it gives none; each method runs on the instances of its kind. ``references`` holds the
+    label of the reference method of each kind the grid has one for (at most one per kind).
+    """
 
     name: str
     family: str
     sizes: tuple[Pairs, ...]
-    seeds: tuple[int, ...]
+    seeds: tuple[int | None, ...]
     methods: tuple[MethodSpec, ...]
     backends: tuple[str, ...]
-    reference: str | None
+    references: tuple[str, ...]
     options: Pairs
     limits: Limits
+    instances: tuple[FileInstance, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name or "/" in self.name:
             raise ValueError(f"name must be a non-empty string without '/', got {self.name!r}")
-        if self.family not in FAMILIES:
-            raise ValueError(f"unknown family {self.family!r}; choose from {', '.join(FAMILIES)}")
+        self._check_source()
         if not self.sizes or not self.seeds or not self.methods or not self.backends:
             raise ValueError("sizes, seeds, methods and backends must not be empty")
-        if any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in self.seeds):
-            raise ValueError(f"seeds must be non-negative integers, got {list(self.seeds)}")
-        if len(set(self.seeds)) != len(self.seeds):
-            raise ValueError(f"seeds repeat: {list(self.seeds)}")
+        self._check_seeds()
         for backend in self.backends:
             if backend not in BACKEND_NAMES:
                 raise ValueError(f"unknown backend {backend!r}; choose from {', '.join(BACKEND_NAMES)}")
         labels = [m.label for m in self.methods]
         if len(set(labels)) != len(labels):
             raise ValueError(f"method labels repeat: {labels} (give variants a 'label')")
-        kind = FAMILIES[self.family].kind
+        kinds = self.kinds
         for method in self.methods:
-            family = method_record(method.method).family
             # An online policy (the "online" and "locality" families alike) runs on any workload's arrivals.
-            if family != kind and not method.method.startswith(ONLINE_PREFIX):
-                raise ValueError(f"method {method.method!r} solves {family} instances; "
-                                 f"family {self.family!r} makes {kind} ones")  # fmt: skip
-        if self.reference is not None:
-            spec = self.method(self.reference)
-            if spec is None or not method_record(spec.method).exact:
-                exact = [m.label for m in self.methods if method_record(m.method).exact]
-                raise ValueError(f"reference {self.reference!r} must be an exact method of the grid: {exact or 'none'}")
+            if not any(runs_on(method.method, kind) for kind in kinds):
+                family = method_record(method.method).family
+                made = (f"none of the grid's instances is one (they are {', '.join(kinds)})" if self.instances
+                        else f"family {self.family!r} makes {kinds[0]} ones")  # fmt: skip
+                raise ValueError(f"method {method.method!r} solves {family} instances; {made}")
+        self._check_references()
         _check_options(dict(self.options))
         self._check_options_used()
+
+    def _check_source(self) -> None:
+        if not self.instances:
+            if self.family not in FAMILIES:
+                raise ValueError(f"unknown family {self.family!r}; choose from {', '.join(FAMILIES)}")
+            return
+        if self.family != FILE_FAMILY or self.sizes != ((),):
+            raise ValueError(f"a grid of instance files has family {FILE_FAMILY!r} and no sizes")
+        ids = [i.id for i in self.instances]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"instances repeat: {sorted({i for i in ids if ids.count(i) > 1})}")
+        for instance in self.instances:
+            if instance.kind not in KINDS:
+                raise ValueError(f"instance {instance.id!r}: kind must be one of {', '.join(KINDS)}")
+
+    def _check_seeds(self) -> None:
+        if self.instances and self.seeds == (None,):
+            return
+        if any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in self.seeds):
+            raise ValueError(f"seeds must be non-negative integers, got {list(self.seeds)}")
+        if len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"seeds repeat: {list(self.seeds)}")
+        if not self.instances:
+            return
+        # A grid of files has no generator: its seeds are the methods' seeds.
+        if "seed" in dict(self.options) or any("seed" in dict(m.options) for m in self.methods):
+            raise ValueError("the seeds of a grid of instance files are the methods' seed option: "
+                             "give seeds or a seed option, not both")  # fmt: skip
+        if not any("seed" in method_record(m.method).options for m in self.methods):
+            raise ValueError("no method of the grid takes a seed, so seeds would only repeat its rows")
+
+    def _check_references(self) -> None:
+        chosen: dict[str, str] = {}
+        for label in self.references:
+            spec = self.method(label)
+            if spec is None or not method_record(spec.method).exact:
+                exact = [m.label for m in self.methods if method_record(m.method).exact]
+                raise ValueError(f"reference {label!r} must be an exact method of the grid: {exact or 'none'}")
+            kind = method_record(spec.method).family
+            if kind in chosen:
+                raise ValueError(f"references {chosen[kind]!r} and {label!r} both solve {kind} instances; "
+                                 "give at most one per kind")  # fmt: skip
+            chosen[kind] = label
 
     def _check_options_used(self) -> None:
         """Every grid-wide option must be honoured by at least one of the grid's methods."""
@@ -276,6 +379,23 @@ class Grid:
             elif key != "algorithm" and not any(key in s.options | COMMON_OPTIONS for s in specs):
                 raise ValueError(f"no method of the grid uses option {key!r}")
 
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The kinds of the grid's instances: its family's, or those of its instance files in order."""
+        if self.instances:
+            return tuple(dict.fromkeys(i.kind for i in self.instances))
+        return (FAMILIES[self.family].kind,)
+
+    @property
+    def reference(self) -> str | None:
+        """The reference label (the first one when a grid of instance files has one per kind)."""
+        return self.references[0] if self.references else None
+
+    def reference_for(self, kind: str) -> MethodSpec | None:
+        """The reference method of the grid's instances of ``kind``, if it has one."""
+        specs = (self.method(label) for label in self.references)
+        return next((s for s in specs if s is not None and method_record(s.method).family == kind), None)
+
     def method(self, label: str) -> MethodSpec | None:
         return next((m for m in self.methods if m.label == label), None)
 
@@ -286,20 +406,28 @@ class Grid:
             return (NO_BACKEND,)
         return tuple(b for b in self.backends if b in method.backends) or (method.default_backend,)
 
+    def _instances(self) -> list[tuple[Pairs, FileInstance | None, int | None]]:
+        """(size parameters, instance file, seed) of every instance of the grid, in task order."""
+        if self.instances:
+            return [((("file", f.id),), f, seed) for f, seed in itertools.product(self.instances, self.seeds)]
+        return [(params, None, seed) for params, seed in itertools.product(self.sizes, self.seeds)]
+
     def tasks(self, sweep: str, data_dir: str | None = None) -> list[Task]:
-        """Every task of the grid: sizes, then seeds, then methods, then backends."""
+        """Every task of the grid: sizes (or instance files), then seeds, then methods, then backends."""
         tasks = []
-        for params, seed in itertools.product(self.sizes, self.seeds):
-            reference = None
-            if self.reference is not None:
-                spec = self.method(self.reference)
-                assert spec is not None  # checked on construction
-                reference = row_key(self.name, self.family, params, seed, spec.label, self.backends_of(spec)[0])
+        for params, file, seed in self._instances():
+            kind = file.kind if file is not None else FAMILIES[self.family].kind
+            where = instance_key(self.name, self.family, file.id if file is not None else params_text(params), seed)
+            spec = self.reference_for(kind)
+            reference = f"{where}/{spec.label}/{self.backends_of(spec)[0]}" if spec is not None else None
+            seeded = {"seed": seed} if file is not None and seed is not None else {}
             for spec in self.methods:
-                options = tuple({**dict(self.options), **dict(spec.options)}.items())
+                if not runs_on(spec.method, kind):
+                    continue
+                options = tuple({**dict(self.options), **dict(spec.options), **seeded}.items())
                 for backend in self.backends_of(spec):
                     tasks.append(Task(sweep, self.name, self.family, params, seed, spec.label, spec.method, backend,
-                                      options, self.limits, reference, data_dir))  # fmt: skip
+                                      options, self.limits, reference, data_dir, file))  # fmt: skip
         return tasks
 
 
@@ -324,9 +452,9 @@ class Sweep:
         folder = Path(data_dir).resolve() if data_dir is not None else None
         tasks, skipped = [], []
         for grid in self.grids:
-            family = FAMILIES[grid.family]
             try:
-                family.data_folder(folder)
+                if not grid.instances:
+                    FAMILIES[grid.family].data_folder(folder)
             except ValueError as error:
                 skipped.append(f"grid {grid.name!r} skipped: {error}")
                 continue
@@ -338,10 +466,12 @@ class Sweep:
 
 
 class _Reader:
-    """Checks one sweep file, naming the file and the field in every error."""
+    """Checks one sweep file, naming the file and the field in every error; instance paths are relative to
+    ``base``."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, base: Path) -> None:
         self.source = source
+        self.base = base
 
     def error(self, reason: str, field: str) -> SweepError:
         return SweepError(reason, field, self.source)
@@ -428,22 +558,79 @@ class _Reader:
                 raise self.error(str(error), where) from None
         return tuple(specs)
 
-    def grid(self, value: Any, field: str, seeds: tuple[int, ...], backends: tuple[str, ...], limits: Limits) -> Grid:
-        data = self.table(value, field, _GRID_KEYS)
-        for key in ("name", "family"):
-            if not isinstance(data.get(key), str):
-                raise self.error(f"'{key}' is required (a string)", _join(field, key))
-        family = data["family"]
+    def instances(self, value: Any, field: str) -> Entries:
+        """The instances of a grid's ``instances`` entries with the position of the entry that first names
+        them, each file once."""
+        if not isinstance(value, list) or not value:
+            raise self.error("expected a non-empty list of instance files, folders or globs", field)
+        found: dict[str, tuple[int, FileInstance]] = {}
+        for position, entry in enumerate(value):
+            try:
+                for instance in read_entry(entry, self.base):
+                    previous = found.get(instance.id)
+                    if previous is not None and None in (instance.path, previous[1].path):  # a file twice runs once
+                        raise EntryError(f"instance name {instance.id!r} repeats (it names the instance's rows)")
+                    found.setdefault(instance.id, (position, instance))
+            except EntryError as error:
+                raise self.error(str(error), f"{field}[{position}]") from None
+        return list(found.values())
+
+    def references(self, value: Any, field: str, methods: Sequence[MethodSpec], kinds: Sequence[str]
+                   ) -> tuple[str, ...]:  # fmt: skip
+        """The given reference labels, then the first exact method of every kind the grid lacks one for."""
+        if value is None:
+            given: list[str] = []
+        elif isinstance(value, str):
+            given = [value]
+        elif isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            given = list(value)
+        else:
+            raise self.error(f"expected a method label or a list of them, got {value!r}", field)
+        covered = {method_record(m.method).family for m in methods if m.label in given}
+        for method in methods:
+            kind = method_record(method.method).family
+            if method_record(method.method).exact and kind in kinds and kind not in covered:
+                given.append(method.label)
+                covered.add(kind)
+        return tuple(given)
+
+    def source_of(self, data: Mapping[str, Any], field: str) -> tuple[str, tuple[Pairs, ...], Entries]:
+        """(family, sizes, instances with their entries' positions) of a grid: a family's sizes, or instance
+        files."""
+        if "instances" in data:
+            for key in ("family", "sizes"):
+                if key in data:
+                    raise self.error("a grid runs on a 'family' (with 'sizes') or on 'instances', not both",
+                                     _join(field, key))  # fmt: skip
+            return FILE_FAMILY, ((),), self.instances(data["instances"], _join(field, "instances"))
+        family = data.get("family")
+        if not isinstance(family, str):
+            raise self.error("'family' (a string) or 'instances' is required", _join(field, "family"))
         if family not in FAMILIES:
             raise self.error(f"unknown family {family!r}; choose from {', '.join(FAMILIES)}", _join(field, "family"))
+        return family, self.sizes(data.get("sizes"), _join(field, "sizes"), family), []
+
+    def check_instances(self, entries: Entries, field: str, methods: Sequence[MethodSpec]) -> None:
+        """Every instance needs a method of the grid that runs on it (the error names its entry)."""
+        for position, instance in entries:
+            if not any(runs_on(m.method, instance.kind) for m in methods):
+                labels = ", ".join(m.label for m in methods)
+                raise self.error(f"{instance.id} is a {instance.kind} instance and no method of the grid solves one "
+                                 f"(methods: {labels})", f"{field}[{position}]")  # fmt: skip
+
+    def grid(self, value: Any, field: str, seeds: tuple[int, ...], backends: tuple[str, ...], limits: Limits) -> Grid:
+        data = self.table(value, field, _GRID_KEYS)
+        if not isinstance(data.get("name"), str):
+            raise self.error("'name' is required (a string)", _join(field, "name"))
+        family, sizes, entries = self.source_of(data, field)
         if "methods" not in data:
             raise self.error("'methods' is required", _join(field, "methods"))
         methods = self.methods(data["methods"], _join(field, "methods"))
-        reference = data.get("reference")
-        if reference is None:
-            reference = next((m.label for m in methods if method_record(m.method).exact), None)
-        elif not isinstance(reference, str):
-            raise self.error(f"expected a method label, got {reference!r}", _join(field, "reference"))
+        self.check_instances(entries, _join(field, "instances"), methods)
+        instances = tuple(instance for _, instance in entries)
+        # The sweep's seeds are generator seeds: a grid of files has seeds only when it gives its own.
+        default_seeds: tuple[int | None, ...] = (None,) if instances else seeds
+        kinds = tuple(dict.fromkeys(i.kind for i in instances)) or (FAMILIES[family].kind,)
         options = self.table(data.get("options", {}), _join(field, "options"), OPTION_KEYS)
         try:
             _check_options(options)
@@ -453,13 +640,14 @@ class _Reader:
             return Grid(
                 name=data["name"],
                 family=family,
-                sizes=self.sizes(data.get("sizes"), _join(field, "sizes"), family),
-                seeds=self.seeds(data["seeds"], _join(field, "seeds")) if "seeds" in data else seeds,
+                sizes=sizes,
+                seeds=self.seeds(data["seeds"], _join(field, "seeds")) if "seeds" in data else default_seeds,
                 methods=methods,
                 backends=self.strings(data["backends"], _join(field, "backends")) if "backends" in data else backends,
-                reference=reference,
+                references=self.references(data.get("reference"), _join(field, "reference"), methods, kinds),
                 options=tuple(options.items()),
                 limits=self.limits(data, field, limits),
+                instances=instances,
             )
         except SweepError:
             raise
@@ -471,7 +659,7 @@ def _join(field: str, key: str) -> str:
     return f"{field}.{key}" if field else key
 
 
-def parse_sweep(data: Any, source: str = "sweep", name: str | None = None) -> Sweep:
+def parse_sweep(data: Any, source: str = "sweep", name: str | None = None, base: str | Path | None = None) -> Sweep:
     """Validate already-parsed sweep data (a mapping as read from TOML or YAML).
 
     Parameters
@@ -482,13 +670,16 @@ def parse_sweep(data: Any, source: str = "sweep", name: str | None = None) -> Sw
         Named in errors (the file path).
     name
         Default sweep name when the data has none.
+    base
+        The folder the grids' ``instances`` paths are relative to, and their row names too (default: the
+        working folder; :func:`load_sweep` passes the sweep file's folder).
 
     Raises
     ------
     SweepError
         Naming ``source``, the field at fault and the reason.
     """
-    reader = _Reader(source)
+    reader = _Reader(source, Path(base if base is not None else ".").absolute())
     top = reader.table(data, "", _TOP_KEYS)
     sweep_name = top.get("name", name or "sweep")
     if not isinstance(sweep_name, str) or not sweep_name:
@@ -507,7 +698,8 @@ def parse_sweep(data: Any, source: str = "sweep", name: str | None = None) -> Sw
 
 
 def load_sweep(path: str | Path) -> Sweep:
-    """Read and validate a sweep file (``.toml``, or ``.yaml``/``.yml``).
+    """Read and validate a sweep file (``.toml``, or ``.yaml``/``.yml``); its grids' instance files are
+    relative to its folder, and loaded once here to check them.
 
     Raises
     ------
@@ -540,7 +732,7 @@ def load_sweep(path: str | Path) -> Sweep:
             raise SweepError(f"invalid YAML: {error}", "", source) from None
     else:
         raise SweepError(f"a sweep file ends in .toml, .yaml or .yml, not {suffix or 'nothing'!r}", "", source)
-    return parse_sweep(data, source, path.stem)
+    return parse_sweep(data, source, path.stem, path.parent)
 
 
 def options_json(options: Pairs) -> str:

@@ -1,6 +1,7 @@
 """The tidy result table: one row per (instance, method label, backend), in Parquet with a CSV copy.
 
-Rows are keyed by ``key`` (``grid/family/size/seed=N/method/backend``, see ``solver.bench.sweep``); a row
+Rows are keyed by ``key`` (``grid/family/size/seed=N/method/backend``, or ``grid/file/<path>[/seed=N]/method/
+backend`` for instance files, see ``solver.bench.sweep``); a row
 already in the file is never re-run, so a sweep resumes where it stopped. Delete rows (or the file) to
 run them again.
 
@@ -9,7 +10,9 @@ Columns (``solver.bench.runner`` and ``solver.bench.metrics`` say how each is me
 * what: ``key``, ``instance_key``, ``reference_key``, ``sweep``, ``grid``, ``family``, ``kind``, ``params``
   (JSON), ``size_params``, ``seed``, ``instance``, ``size``/``size_label``, ``method`` (label),
   ``solver_method``, ``backend``, ``exact``, ``options`` (JSON), ``time_limit``, ``task_timeout``,
-  ``memory_mb``;
+  ``memory_mb``; rows of a grid of instance files have family ``file``, ``instance`` the file's path
+  relative to the sweep file's folder, ``params`` ``{"file": <that path>}``, the kind's size, and an
+  empty ``seed`` unless the grid gives seeds (then handed to the methods as their ``seed`` option);
 * outcome: ``status`` (the solver's ``optimal``/``feasible``/``infeasible``/``time_limit``/``error``, or
   the harness's ``task_timeout``/``task_memory``/``task_crashed``), ``verified`` (``Result.verified``:
   ``models.check`` accepted the solution), ``violations``, ``message``;
@@ -151,6 +154,8 @@ class ResultTable:
         frame = with_gaps(pd.DataFrame(list(self.rows.values())))
         if frame.empty:
             return frame
+        if "seed" in frame.columns and frame["seed"].isna().any():  # rows of instance files without seeds
+            frame["seed"] = pd.to_numeric(frame["seed"]).astype("Int64")  # not floats: 0, not 0.0, in the CSV
         order = frame.assign(_size=pd.to_numeric(frame["size"], errors="coerce"))
         order = order.sort_values(
             ["grid", "family", "_size", "size_params", "seed", "method", "backend", "key"], kind="stable"
