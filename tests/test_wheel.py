@@ -105,3 +105,16 @@ def test_the_cli_from_the_wheel(user: tuple[Path, Path]) -> None:
     assert '"verified": true' in solved.stdout
     module = _run(python, project, "-m", "fairpack", "--version")
     assert module.returncode == 0 and module.stdout.startswith("fairpack "), module.stderr
+
+
+def test_a_bundled_sweep_by_name_from_the_wheel(user: tuple[Path, Path]) -> None:
+    python, project = user
+    code = (
+        "from fairpack.solver.bench.sweep import load_sweep\n"
+        "sweep = load_sweep('smoke')\n"
+        "tasks, _ = sweep.tasks()\n"
+        "assert tasks and 'site-packages' in sweep.source, sweep.source\n"
+        "print(len(tasks))\n"
+    )
+    done = _run(python, project, "-c", code)
+    assert done.returncode == 0, done.stderr

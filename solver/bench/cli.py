@@ -24,7 +24,8 @@ def add_bench_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     actions = bench.add_subparsers(dest="bench_command", required=True, metavar="ACTION")
 
     run = actions.add_parser("run", help="run a sweep (TOML or YAML); resumes: rows already in --out are kept")
-    run.add_argument("sweep", help="the sweep file, e.g. benchmarks/sweeps/smoke.toml")
+    run.add_argument("sweep", help="the sweep file, e.g. benchmarks/sweeps/smoke.toml, or the name of a bundled "
+                     "one (smoke, readme, online, delay, sparrow_omega, tpch_triangle)")
     # Required: a default file would land wherever the command runs (the repository root, untracked).
     run.add_argument("--out", required=True, metavar="TABLE.parquet",
                      help="results table, .parquet (a .csv copy goes next to it); an existing table is resumed")

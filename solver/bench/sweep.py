@@ -69,6 +69,7 @@ backend when the reference method uses one).
 
 from __future__ import annotations
 
+import importlib.resources
 import itertools
 import json
 import math
@@ -697,21 +698,39 @@ def parse_sweep(data: Any, source: str = "sweep", name: str | None = None, base:
         raise reader.error(str(error), "grid") from None
 
 
+#: The sweep files that come with fairpack (package data: ``fairpack/sweeps``, the repository's
+#: ``benchmarks/sweeps``), found by name when no such file exists (``fairpack bench run smoke``).
+BUNDLED_SWEEPS = Path(str(importlib.resources.files("fairpack") / "sweeps"))
+
+
+def bundled_sweep(path: str | Path) -> Path:
+    """``path`` itself when it exists, else the bundled sweep of that name (``smoke`` or ``smoke.toml``)."""
+    path = Path(path)
+    if path.exists() or path.parent != Path():
+        return path
+    for candidate in (BUNDLED_SWEEPS / path.name, BUNDLED_SWEEPS / f"{path.name}.toml"):
+        if candidate.is_file():
+            return candidate
+    return path
+
+
 def load_sweep(path: str | Path) -> Sweep:
     """Read and validate a sweep file (``.toml``, or ``.yaml``/``.yml``); its grids' instance files are
-    relative to its folder, and loaded once here to check them.
+    relative to its folder, and loaded once here to check them. A bare name that is no file here names a
+    bundled sweep (:func:`bundled_sweep`).
 
     Raises
     ------
     SweepError
         The file cannot be read or parsed, or a field is invalid (the message names file and field).
     """
-    path = Path(path)
+    path = bundled_sweep(path)
     source = str(path)
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
-        raise SweepError(f"cannot read the sweep file: {error}", "", source) from None
+        bundled = ", ".join(sorted(p.stem for p in BUNDLED_SWEEPS.glob("*.toml")))
+        raise SweepError(f"cannot read the sweep file: {error} (bundled sweeps: {bundled})", "", source) from None
     suffix = path.suffix.lower()
     if suffix == ".toml":
         try:
