@@ -28,7 +28,7 @@ from fairpack.solver.extras import ExtraMissing
 
 #: Simulated runs with at most this many tasks also get a Gantt chart.
 GANTT_TASKS = 2000
-_NO_MATPLOTLIB = 'plotting needs matplotlib, which fairpack\'s "plot" extra installs: pip install "fairpack[plot]"'
+NO_MATPLOTLIB = 'plotting needs matplotlib, which fairpack\'s "plot" extra installs: pip install "fairpack[plot]"'
 
 
 class PlotUnavailable(ExtraMissing):
@@ -40,7 +40,7 @@ def _figure(rows: int, columns: int, size: tuple[float, float], **options: Any) 
     try:
         from matplotlib.figure import Figure
     except ImportError:
-        raise PlotUnavailable(_NO_MATPLOTLIB) from None
+        raise PlotUnavailable(NO_MATPLOTLIB) from None
     figure = Figure(figsize=size)
     axes = figure.subplots(rows, columns, squeeze=False, **options)
     return figure, axes
@@ -50,7 +50,7 @@ def _colours(count: int) -> list[Any]:
     try:
         from matplotlib import colormaps
     except ImportError:
-        raise PlotUnavailable(_NO_MATPLOTLIB) from None
+        raise PlotUnavailable(NO_MATPLOTLIB) from None
 
     cmap = colormaps["tab20" if count > 10 else "tab10"]
     return [cmap(k % cmap.N) for k in range(count)]

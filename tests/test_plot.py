@@ -218,3 +218,19 @@ def test_hierarchy_tree_shows_guarantees_and_shares(method: str, expected: list[
         method == "collapsed")
     assert all("guar." in box and "share" in box for box in boxes)
     assert _legend_labels(axis) == expected
+
+
+@pytest.mark.parametrize(("target", "reason"), [("missing/folder/x.png", "does not exist"), ("x.txt", "ending in")])
+def test_plot_that_cannot_be_written_is_refused_before_solving(target: str, reason: str, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    pytest.importorskip("matplotlib")
+    import fairpack.solver.api
+
+    def never(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("solved although --plot cannot be written")
+
+    monkeypatch.setattr(fairpack.solver.api, "solve", never)
+    assert main(["solve", str(TWO_JOBS), "--method", "sjf", "--plot", str(tmp_path / target)]) == 2
+    err = capsys.readouterr().err
+    assert "--plot" in err and reason in err

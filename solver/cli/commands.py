@@ -187,11 +187,28 @@ def _print_result(instance: Instance, result: Result, data: dict[str, Any] | Non
 
 
 def _require_plot(args: argparse.Namespace) -> None:
-    """``--plot`` without matplotlib is refused before reading or solving anything (exit 2)."""
-    if getattr(args, "plot", None):
-        from fairpack.solver.extras import require
+    """``--plot`` that cannot be written (matplotlib missing, no such folder, a suffix matplotlib cannot
+    write) is refused before reading or solving anything (exit 2)."""
+    path = getattr(args, "plot", None)
+    if not path:
+        return
+    from fairpack.solver.extras import require
+    from fairpack.solver.registry import OptionError
 
-        require("plot", "--plot")
+    require("plot", "--plot")
+    folder = Path(path).expanduser().parent
+    if not folder.is_dir():
+        raise OptionError(f"cannot write {path}: the folder {folder} does not exist", "--plot")
+    try:
+        from matplotlib.backend_bases import FigureCanvasBase
+    except ImportError:  # found but broken: the same word as a missing one
+        from fairpack.solver.plot import NO_MATPLOTLIB, PlotUnavailable
+
+        raise PlotUnavailable(NO_MATPLOTLIB) from None
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if Path(path).suffix.lower().lstrip(".") not in formats:
+        raise OptionError(f"cannot write {path}: give a picture file ending in one of "
+                          f"{', '.join('.' + f for f in sorted(formats))}", "--plot")  # fmt: skip
 
 
 def _plot(instance: Instance, result: Result, path: str) -> int:
