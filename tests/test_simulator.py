@@ -220,6 +220,8 @@ def test_simulate_then_check_round_trips_a_trace_and_catches_tampering(tmp_path:
     assert "utilisation cpu" in run.stdout and "3 jobs replayed, 0 skipped, 0 censored" in run.stdout
     assert (tmp_path / "p.png").stat().st_size > 0
     assert _fairpack("check", str(instance), str(out), "--trace", str(trace), cwd=tmp_path).returncode == 0
+    untraced = _fairpack("check", str(instance), str(out), cwd=tmp_path)  # the trace forgotten: say so
+    assert untraced.returncode == 2 and "--trace" in untraced.stderr and "t.csv" in untraced.stderr
     saved = json.loads(out.read_text())
     early = next(task for task in saved["tasks"] if task["job"] == "row3")
     early["start"] -= 0.4  # before its arrival at 0.5

@@ -288,6 +288,12 @@ def command_check(args: argparse.Namespace) -> int:
         raise InstanceError(f"a result must be a JSON object, got {type(data).__name__}", source=args.result)
     if not isinstance(data.get("method"), str):
         raise InstanceError("not a fairpack result: it names no method", "method", args.result)
+    traced = data.get("trace")
+    if isinstance(traced, dict) and not args.trace:
+        source = traced.get("source")
+        named = f" ({source})" if isinstance(source, str) else ""
+        raise InstanceError(f"this result was simulated on a trace{named}: give the same trace with --trace to "
+                            "check it", "trace", args.result)  # fmt: skip
     method = get_policy(data["method"]) if "policy" in data else get_method(data["method"])
     placement = data.get("placement") if isinstance(data.get("placement"), str) else None
     try:
