@@ -410,3 +410,18 @@ def test_the_delay_scheduling_sweep_runs_against_the_locality_yardstick() -> Non
         assert frame.loc[policy, "gap"] >= 0  # nothing online beats the clairvoyant optimum
         assert frame.loc[policy, "bound_gap"] >= frame.loc[policy, "gap"]
     assert frame.loc[policies, "gap"].max() > 0  # and the yardstick tells the policies apart
+
+
+def test_a_scheduler_that_does_not_answer_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    import socket
+
+    from fairpack.solver.cli.main import main
+
+    with socket.socket() as probe:  # a port on this machine where nothing listens
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    out = tmp_path / "never.parquet"
+    code = main(["bench", "run", "smoke", "--out", str(out), "--scheduler", f"tcp://127.0.0.1:{port}",
+                 "--connect-timeout", "0.5", "--no-progress"])  # fmt: skip
+    assert code == 2
+    assert not out.exists()

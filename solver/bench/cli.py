@@ -31,6 +31,8 @@ def add_bench_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
                      help="results table, .parquet (a .csv copy goes next to it); an existing table is resumed")
     run.add_argument("--workers", type=int, help="task processes at a time (default: the CPU count)")
     run.add_argument("--scheduler", help="run on a Dask cluster instead, e.g. tcp://host:8786")
+    run.add_argument("--connect-timeout", type=float, default=10.0, metavar="S",
+                     help="seconds to wait for the Dask scheduler before giving up (exit 2)")
     run.add_argument("--data-dir", help="the shared data folder (default: $FAIRPACK_DATA_DIR); grids needing "
                      "absent data are skipped")  # fmt: skip
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -69,7 +71,8 @@ def _command_run(args: argparse.Namespace) -> int:
     # A terminated run stops like an interrupted one: running tasks are killed and the table is saved.
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        summary = run_sweep(sweep, out, args.workers, args.scheduler, data_dir, progress=not args.no_progress)
+        summary = run_sweep(sweep, out, args.workers, args.scheduler, data_dir, progress=not args.no_progress,
+                            connect_timeout=args.connect_timeout)
     except KeyboardInterrupt:
         print(f"fairpack: interrupted; the finished rows are in {out}, run again to resume", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -248,16 +248,36 @@ def run_local(tasks: Iterable[Task], workers: int, sink: RowSink, progress: bool
             raise
 
 
-def run_dask(tasks: Iterable[Task], scheduler: str, sink: RowSink, progress: bool = True) -> None:
-    """Run ``tasks`` on the Dask cluster at ``scheduler`` (``tcp://host:port``), each through :func:`execute`.
+#: Seconds to wait for a Dask scheduler to answer before the sweep is refused.
+CONNECT_TIMEOUT = 10.0
+
+
+def connect(scheduler: str, timeout: float = CONNECT_TIMEOUT) -> Any:
+    """A Dask client of the scheduler at ``scheduler``; an address where nothing answers within ``timeout``
+    seconds is refused (``OptionError``, the CLI's exit 2) naming the address, before any task is sent."""
+    from dask.distributed import Client
+
+    from fairpack.solver.registry import OptionError
+
+    try:
+        return Client(scheduler, timeout=timeout)
+    except (OSError, TimeoutError, ValueError) as error:
+        raise OptionError(f"no Dask scheduler answered at {scheduler} within {timeout:g} s "
+                          f"({type(error).__name__}: {error})", "--scheduler") from None  # fmt: skip
+
+
+def run_dask(tasks: Iterable[Task], scheduler: Any, sink: RowSink, progress: bool = True,
+             connect_timeout: float = CONNECT_TIMEOUT) -> None:  # fmt: skip
+    """Run ``tasks`` on a Dask cluster, each through :func:`execute`: ``scheduler`` is its address
+    (``tcp://host:port``) or a client already connected (:func:`connect`).
 
     A task whose worker dies (or that fails in Dask itself) becomes a ``task_crashed`` row.
     """
-    from dask.distributed import Client
     from dask.distributed import as_completed as dask_completed
 
     tasks = list(tasks)
-    with Client(scheduler) as client, _progress(len(tasks), progress, "tasks (dask)") as bar:
+    client = connect(scheduler, connect_timeout) if isinstance(scheduler, str) else scheduler
+    with client, _progress(len(tasks), progress, "tasks (dask)") as bar:
         futures = client.map(execute, tasks, pure=False)
         owner = {future.key: task for future, task in zip(futures, tasks, strict=True)}
         for future in dask_completed(futures):
@@ -294,6 +314,7 @@ def run_sweep(
     data_dir: str | Path | None = None,
     progress: bool = True,
     flush_seconds: float = 30.0,
+    connect_timeout: float = CONNECT_TIMEOUT,
 ) -> RunSummary:
     """Run every task of ``sweep`` not yet in the table at ``out`` and save the table (Parquet and CSV).
 
@@ -315,6 +336,8 @@ def run_sweep(
         Show a tqdm progress bar on stderr.
     flush_seconds
         Save the table at least this often while tasks finish, so an interrupted run loses little.
+    connect_timeout
+        Seconds to wait for the Dask scheduler before refusing the sweep (``OptionError``).
 
     Returns
     -------
@@ -325,6 +348,7 @@ def run_sweep(
     from fairpack.solver.bench.table import ResultTable
 
     tasks, skipped_grids = sweep.tasks(data_dir)
+    client = connect(scheduler, connect_timeout) if scheduler else None  # before any file is written
     table = ResultTable(out)
     todo = [task for task in tasks if task.key not in table]
     counts = {"executed": 0, "failed": 0}
@@ -341,7 +365,7 @@ def run_sweep(
 
     try:
         if scheduler:
-            run_dask(todo, scheduler, sink, progress)
+            run_dask(todo, client, sink, progress)
         else:
             run_local(todo, workers or os.cpu_count() or 1, sink, progress)
     finally:
