@@ -140,16 +140,53 @@ def simulate(
     settings = SolveOptions(time_limit=time_limit, **options)
     check_request(spec, settings)
     workload = instance if trace is None else trace.on(instance)
+    check_schedule_memory(workload, policy)
     from fairpack.solver.sim.run import run_simulation
 
     raw = run_simulation(workload, policy, settings, Budget.of(time_limit), trace)
     return finish(workload, spec, replace(raw, warnings=(*preflight(workload), *raw.warnings)), started)
 
 
+#: Bytes a schedule method needs per task, at the least: the schedule's eight per-task arrays and the
+#: verifier's temporaries over them. A workload that cannot fit in the memory available is refused up front.
+SCHEDULE_BYTES_PER_TASK = 160
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new allocation (Linux ``MemAvailable``); None where it cannot be read."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def check_schedule_memory(instance: Instance, name: str) -> None:
+    """Refuse (``InstanceError`` naming the largest stage's ``tasks``) a workload whose per-task schedule
+    alone would not fit in the memory available, before any array is allocated."""
+    if not instance.jobs:
+        return
+    total = sum(stage.tasks for job in instance.jobs for stage in job.stages)
+    available = available_memory()
+    if available is None or total * SCHEDULE_BYTES_PER_TASK <= available:
+        return
+    k, s = max(((k, s) for k, job in enumerate(instance.jobs) for s in range(len(job.stages))),
+               key=lambda ks: instance.jobs[ks[0]].stages[ks[1]].tasks)  # fmt: skip
+    job, stage = instance.jobs[k], instance.jobs[k].stages[s]
+    raise InstanceError(f"{total:,} tasks in all: {name} keeps a start and an end for every task, at least "
+                        f"{total * SCHEDULE_BYTES_PER_TASK / 2**30:,.1f} GiB, and {available / 2**30:,.1f} GiB are "
+                        f"available; this stage has {stage.tasks:,}", f"jobs[{job.name}].stages[{stage.name}].tasks")
+
+
 def _check_instance(instance: Instance, spec: Method) -> None:
     need = FAMILY_NEEDS[spec.family]
     if need == "jobs" and not instance.jobs:
         raise InstanceError(f"{spec.name} schedules DAG jobs, and this instance has none", "jobs")
+    if spec.kind == "schedule":
+        check_schedule_memory(instance, spec.name)
     if need in ("tenants", "hierarchy") and not instance.tenants:
         raise InstanceError(f"{spec.name} needs tenants (or a hierarchy whose leaves are tenants)", "tenants")
 

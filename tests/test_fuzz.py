@@ -162,3 +162,29 @@ def test_every_mutation_kind_is_reached(folder: Path, seed: Seed) -> None:
 
             mutated, suffix = mutate(seed, choose)
             load_and_check(folder, mutated, suffix)
+
+
+def test_a_workload_whose_schedule_cannot_fit_in_memory_is_refused_up_front(tmp_path: Path) -> None:
+    # A billion one-tick tasks pass the loader's task limit; their schedule alone would need ~150 GiB, so every
+    # schedule method and policy refuses them before allocating anything (was: MemoryError after the limit).
+    from fairpack.solver.cli.main import main
+
+    path = tmp_path / "huge.yaml"
+    path.write_text("resources: [cpu]\nservers: [{name: s, capacity: {cpu: 4}}]\n"
+                    "jobs: [{name: j, stages: [{name: a, tasks: 1000000000, duration: 1, demand: {cpu: 1}}]}]\n")
+    for command in (["solve", str(path), "--method", "sjf"], ["solve", str(path), "--method", "drf-strict"],
+                    ["simulate", str(path), "--policy", "drf-strict"]):  # fmt: skip
+        assert main(command) == 2, command
+
+
+def test_the_memory_check_names_the_largest_stage(monkeypatch: pytest.MonkeyPatch) -> None:
+    import fairpack.solver.api as api
+    from fairpack.models.io import load_instance
+
+    instance = load_instance(Path(__file__).resolve().parents[1] / "instances" / "dag_two_jobs.yaml")
+    monkeypatch.setattr(api, "available_memory", lambda: 100)
+    with pytest.raises(InstanceError, match=r"GiB are available") as raised:
+        api.solve(instance, "carbyne")
+    assert raised.value.field.startswith("jobs[") and raised.value.field.endswith(".tasks")
+    monkeypatch.setattr(api, "available_memory", lambda: None)  # unknown: no refusal
+    assert api.solve(instance, "carbyne").verified
