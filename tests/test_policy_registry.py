@@ -112,7 +112,10 @@ def test_every_policy_record_declares_its_factory_and_its_facts() -> None:
 
 
 def test_methods_lists_both_kinds_from_the_one_registry() -> None:
+    import fairpack
+
     combined = methods(include_policies=True)
+    assert fairpack.methods is methods and fairpack.policies is policies
     assert list(combined) == [*methods(), *(ONLINE_PREFIX + name for name in policies())]
     assert all(combined[key].key == key for key in combined)
     assert combined["first-fit"].command == "solve" and combined["online:first-fit"].command == "simulate"
@@ -131,6 +134,8 @@ def test_fairpack_methods_json_says_which_command_runs_each_entry(capsys: pytest
                                                               methods(include_policies=True).values()}  # fmt: skip
     fifo = next(e for e in entries if e["command"] == "simulate" and e["name"] == "fifo")
     assert fifo["workloads"] == ["backlogs", "jobs"] and fifo["placement_options"] == "none"
+    assert main(["methods"]) == 0
+    assert "runs on: DAG jobs; placement options: chosen among, gangs too" in capsys.readouterr().out
 
 
 def test_inconsistent_records_are_refused_at_registration() -> None:
@@ -263,3 +268,10 @@ def test_a_newly_registered_policy_runs_and_is_refused_by_its_record(
     assert "probe simulates tenants' endless backlogs" in capsys.readouterr().err
     assert methods(include_policies=True)["online:probe"] is probe
 
+
+def test_a_sweep_refuses_a_policy_on_a_workload_its_record_does_not_declare() -> None:
+    from fairpack.solver.bench.sweep import SweepError, parse_sweep
+
+    with pytest.raises(SweepError, match="online:naive-hdrf"):
+        parse_sweep({"grid": [{"name": "g", "family": "arrivals", "sizes": {"tenants": 2},
+                               "methods": ["online:naive-hdrf"]}]})  # fmt: skip

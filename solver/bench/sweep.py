@@ -45,30 +45,26 @@ from typing import Any
 
 from fairpack.models.generators.families import FAMILIES, ParamError
 from fairpack.models.result import SCHEDULE_OBJECTIVES
-from fairpack.solver.api import METHODS, SolveOptions
+from fairpack.solver.api import SolveOptions
 from fairpack.solver.backends import BACKEND_NAMES, DEFAULT_BACKEND
-from fairpack.solver.registry import COMMON_OPTIONS, Method, policies
+from fairpack.solver.registry import COMMON_OPTIONS, WORKLOADS, Method, methods
 
-#: A method name with this prefix is an online policy, simulated on the instance's arrivals
-#: (``fairpack simulate``); the same grid's exact method is its clairvoyant yardstick.
-ONLINE_PREFIX = "online:"
+# A sweep's method name is a key of the registry's combined listing (``methods(include_policies=True)``): a
+# method's name, or ``online:<policy>`` for an online policy, simulated on the instance's arrivals
+# (``fairpack simulate``); the same grid's exact method is its clairvoyant yardstick.
 
 
 def method_record(name: str) -> Method:
     """The registry record of a sweep's method name (``online:<policy>`` for a simulated policy)."""
-    if name.startswith(ONLINE_PREFIX):
-        return policies()[name[len(ONLINE_PREFIX):]]
-    return METHODS[name]
+    return methods(include_policies=True)[name]
 
 
 def known_method(name: str) -> bool:
-    if name.startswith(ONLINE_PREFIX):
-        return name[len(ONLINE_PREFIX):] in policies()
-    return name in METHODS
+    return name in methods(include_policies=True)
 
 
 def _method_choices() -> str:
-    return ", ".join([*METHODS, *(ONLINE_PREFIX + name for name in policies())])
+    return ", ".join(methods(include_policies=True))
 
 #: SolveOptions fields a sweep may set per grid or per method (backend and time limit come from the grid).
 OPTION_KEYS = tuple(f.name for f in fields(SolveOptions) if f.name not in ("backend", "time_limit"))
@@ -252,10 +248,15 @@ class Grid:
             raise ValueError(f"method labels repeat: {labels} (give variants a 'label')")
         kind = FAMILIES[self.family].kind
         for method in self.methods:
-            family = method_record(method.method).family
-            # An online policy (the "online" and "locality" families alike) runs on any workload's arrivals.
-            if family != kind and not method.method.startswith(ONLINE_PREFIX):
-                raise ValueError(f"method {method.method!r} solves {family} instances; "
+            record = method_record(method.method)
+            # An online policy runs on the workloads its record declares: the jobs of a jobs family, or the
+            # tenants' backlogs of a flat or hierarchy one.
+            workload = "jobs" if kind == "jobs" else "backlogs"
+            if record.is_policy and workload not in record.workloads:
+                raise ValueError(f"policy {method.method!r} does not run on {WORKLOADS[workload]}; "
+                                 f"family {self.family!r} makes {kind} instances")  # fmt: skip
+            if not record.is_policy and record.family != kind:
+                raise ValueError(f"method {method.method!r} solves {record.family} instances; "
                                  f"family {self.family!r} makes {kind} ones")  # fmt: skip
         if self.reference is not None:
             spec = self.method(self.reference)
