@@ -18,7 +18,10 @@ Build an instance in code (or load a file), solve it exactly, compare heuristics
 
 Every answer is a :class:`Result`, re-verified from the instance alone by the independent checker
 (``fairpack.models.check``); ``Result.to_frame()`` gives its tenants, hierarchy nodes, jobs or tasks as a
-pandas DataFrame. ``fairpack.methods()`` lists every exact method, heuristic and online policy.
+pandas DataFrame. ``fairpack.methods()`` lists the exact methods and heuristics of ``solve``;
+``fairpack.methods(include_policies=True)`` lists them and every online policy of ``simulate`` (under
+``online:<name>``) from the one registry, each record's ``command`` saying which; ``fairpack.policies()``
+lists the policies by name.
 
 The package has two parts: :mod:`fairpack.models` (the problem and how to judge an answer; imports no
 solver) and :mod:`fairpack.solver` (how answers are found). The names here are imported on first use, so
@@ -54,7 +57,9 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names below are
     from fairpack.solver.registry import OptionError as OptionError
     from fairpack.solver.registry import SolveOptions as SolveOptions
     from fairpack.solver.registry import get_method as get_method
+    from fairpack.solver.registry import get_policy as get_policy
     from fairpack.solver.registry import methods as methods
+    from fairpack.solver.registry import policies as policies
 
 #: Public name -> (module, attribute), imported on first access.
 _PUBLIC: dict[str, tuple[str, str]] = {
@@ -65,6 +70,8 @@ _PUBLIC: dict[str, tuple[str, str]] = {
     "sweep": ("fairpack.solver.bench.api", "sweep"),
     "methods": ("fairpack.solver.registry", "methods"),
     "get_method": ("fairpack.solver.registry", "get_method"),
+    "policies": ("fairpack.solver.registry", "policies"),
+    "get_policy": ("fairpack.solver.registry", "get_policy"),
     "SolveOptions": ("fairpack.solver.registry", "SolveOptions"),
     "OptionError": ("fairpack.solver.registry", "OptionError"),
     # instances: files, and the parts built in code

@@ -1,10 +1,18 @@
-"""The method registry: every method and policy, what it accepts, and how to run it.
+"""The registry: every method and every online policy, what it accepts, and how to run it.
 
 Each family folder registers its methods in its ``register`` module (``solver/drfh/register.py`` and so
-on) with a :class:`Method` record: its family, whether it is exact, the backends and algorithms it
-accepts, the backend capabilities it needs, the options it honours, and the dotted path of the driver
-that runs it. Registering imports nothing heavy: the driver module is imported the first time the
-method runs, so listing methods (``fairpack methods``, ``fairpack --help``) stays fast.
+on), and the online policies register in ``solver/sim/register.py``, each once, by name, with a
+:class:`Method` record: its family, whether it is exact, the backends and algorithms it accepts, the
+backend capabilities it needs, the options it honours, and the dotted path of the driver that runs it. A
+policy's record (``command="simulate"``) also names its factory and declares what it can run: the workloads
+(DAG jobs, tenants' backlogs), whether it understands stages' placement options, and whether it reads the
+instance itself; the simulator builds every policy through that factory and derives every refusal from
+those facts. Registering imports nothing heavy: a driver or factory module is imported the first time it
+runs, so listing methods (``fairpack methods``, ``fairpack --help``) stays fast.
+
+:func:`methods` lists the methods of ``fairpack solve`` by name (``include_policies=True`` adds the policies of
+``fairpack simulate`` under ``online:<name>``, the sweeps' spelling); :func:`policies` lists the policies by
+name.
 
 :func:`check_request` is where a request is refused before any solving starts: an unknown method, a
 backend or algorithm the method cannot use, a backend lacking a capability the method needs, an option
@@ -15,8 +23,8 @@ from __future__ import annotations
 
 import importlib
 import math
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from fairpack.solver.backends import ALGORITHMS, DEFAULT_ALGORITHM, SolverSettings, backend_capabilities, installed
@@ -30,6 +38,19 @@ FAMILY_PACKAGES = ("fairpack.solver.drfh", "fairpack.solver.hdrf", "fairpack.sol
 
 #: ``Method.family`` values and the instance part each needs (a flat instance is a one-level tree).
 FAMILY_NEEDS = {"flat": "tenants", "hierarchy": "tenants", "jobs": "jobs"}
+
+#: ``Method.command``: the entry point that runs a record (``fairpack solve`` or ``fairpack simulate``).
+COMMANDS = ("solve", "simulate")
+#: A policy's key in the combined listing (``methods(include_policies=True)``) and in sweeps: ``online:<name>``.
+ONLINE_PREFIX = "online:"
+#: ``Method.workloads``: what an online policy can run on, as the refusals name it.
+WORKLOADS = {"jobs": "DAG jobs", "backlogs": "tenants' endless backlogs"}
+#: ``Method.placement_options``: how an online policy treats stages' placement options (``Stage.options``).
+PLACEMENT_OPTIONS = {
+    "none": "does not understand them (an instance with options is refused)",
+    "task": "places where a task-by-task option allows (a stage whose every option is a gang is refused)",
+    "all": "chooses among them, gangs included",
+}
 
 
 class OptionError(ValueError):
@@ -84,12 +105,13 @@ COMMON_OPTIONS = frozenset({"time_limit", "verbose"})
 
 @dataclass(frozen=True)
 class Method:
-    """One registered method or policy.
+    """One registered method (``fairpack solve``) or online policy (``fairpack simulate``).
 
     Attributes
     ----------
     name, family, summary
-        ``family`` is ``flat``, ``hierarchy`` or ``jobs`` (what the instance must hold).
+        Methods: ``family`` is ``flat``, ``hierarchy`` or ``jobs`` (what the instance must hold); policies:
+        ``online``, ``locality`` or ``soft``.
     exact
         Whether the method proves its answer optimal (when it finishes).
     driver
@@ -105,6 +127,27 @@ class Method:
     level
         Allocations: the unit they are counted on, ``pool``, ``class`` or ``machine``, or ``placement``
         (``pool`` when solved pooled, else ``class``). ``fairpack check`` re-derives it from here.
+    exporter
+        ``"module:function"`` building the LP/MILP the method solves first, for ``fairpack export``.
+    command
+        ``solve`` (a method) or ``simulate`` (an online policy); a policy may share a method's name
+        (first-fit: the static heuristic is a method, the online scheduler a policy).
+
+    The facts below are a policy's only (a method leaves them at their defaults):
+
+    factory
+        ``"module:function"`` building the policy object, imported on first use; every factory takes
+        ``(name, workload, instance, settings)`` -- the policy's name, the ``Workload`` it runs on, the
+        ``Instance`` (``None`` when the caller has none) and its settings (``options.extra``, plus ``seed``
+        when given and ``slots`` when it honours ``--slots``) -- and returns the policy (a ``BasePolicy``).
+    workloads
+        What it runs on, keys of :data:`WORKLOADS`: ``jobs`` (the instance's DAG jobs and a trace's),
+        ``backlogs`` (tenants' endless backlogs), or both.
+    placement_options
+        A key of :data:`PLACEMENT_OPTIONS`: ``none``, ``task`` or ``all``.
+    needs_instance
+        What the factory reads from the instance beyond the workload (e.g. "the jobs' deadlines and
+        utilities"); empty when the workload is enough.
     """
 
     name: str
@@ -118,8 +161,21 @@ class Method:
     extra_keys: frozenset[str] = frozenset()
     kind: str = "allocation"
     level: str = "machine"
-    exporter: str | None = None  # "module:function" building the LP/MILP it solves first, for `fairpack export`
-    factory: str | None = None  # policies: "module:function" building the policy object (name, jobs, instance, extra)
+    exporter: str | None = None
+    command: str = "solve"
+    factory: str | None = None
+    workloads: frozenset[str] = frozenset()
+    placement_options: str = "none"
+    needs_instance: str = ""
+
+    @property
+    def is_policy(self) -> bool:
+        return self.command == "simulate"
+
+    @property
+    def key(self) -> str:
+        """Its name in the combined listing: the name of a method, ``online:<name>`` of a policy."""
+        return ONLINE_PREFIX + self.name if self.is_policy else self.name
 
     @property
     def uses_backend(self) -> bool:
@@ -149,14 +205,21 @@ class Method:
         return SavedRules(self.name, "allocation", unit_kind=level, exact=self.exact)  # type: ignore[arg-type]
 
     def runner(self) -> Callable[..., Result]:
-        module, _, function = self.driver.partition(":")
-        run: Callable[..., Result] = getattr(importlib.import_module(module), function)
+        run: Callable[..., Result] = _imported(self.driver)
         return run
 
+    def builder(self) -> Callable[..., Any]:
+        """A policy's factory (``factory``), imported now; called ``(name, workload, instance, settings)``."""
+        if self.factory is None:
+            raise ValueError(f"{self.name} is a method of fairpack solve, not an online policy: it has no factory")
+        return _imported(self.factory)
+
     def describe(self) -> dict[str, Any]:
-        """The ``fairpack methods --json`` entry."""
-        return {
+        """The ``fairpack methods --json`` entry; ``command`` says whether it is a method (``solve``) or an online
+        policy (``simulate``), and a policy's entry adds its declared facts."""
+        entry = {
             "name": self.name,
+            "command": self.command,
             "family": self.family,
             "exact": self.exact,
             "kind": self.kind,
@@ -166,29 +229,56 @@ class Method:
             "extra": sorted(self.extra_keys),
             "summary": self.summary,
         }
+        if self.is_policy:
+            entry.update(workloads=sorted(self.workloads), placement_options=self.placement_options,
+                         needs_instance=bool(self.needs_instance))  # fmt: skip
+        return entry
 
 
+def _imported(path: str) -> Any:
+    """The object a ``"module:function"`` path names, its module imported now."""
+    module, _, function = path.partition(":")
+    return getattr(importlib.import_module(module), function)
+
+
+#: The one table: every method and policy by ``Method.key``, in registration order (family order).
 _REGISTRY: dict[str, Method] = {}
-_POLICIES: dict[str, Method] = {}
+#: The same records by name, one index per command (``methods()`` and ``policies()``).
+_BY_COMMAND: dict[str, dict[str, Method]] = {command: {} for command in COMMANDS}
 _LOADED = False
 
 
-def _add(table: dict[str, Method], entries: Iterable[Method], what: str) -> None:
-    for entry in entries:
-        if entry.name in table and table[entry.name] != entry:
-            raise ValueError(f"{what} {entry.name!r} is registered twice")
-        table[entry.name] = entry
+def _validate(entry: Method) -> None:
+    """A record's facts are consistent: a policy declares how it is built and what it runs on; a method none."""
+    if entry.command not in COMMANDS:
+        raise ValueError(f"{entry.name}: command must be one of {', '.join(COMMANDS)}, got {entry.command!r}")
+    if not entry.is_policy:
+        if entry.factory or entry.workloads or entry.placement_options != "none" or entry.needs_instance:
+            raise ValueError(f"{entry.name}: factory, workloads, placement_options and needs_instance are facts "
+                             "of an online policy (command='simulate')")  # fmt: skip
+        return
+    if entry.factory is None or ":" not in entry.factory:
+        raise ValueError(f"policy {entry.name}: factory must be a 'module:function' path")
+    if not entry.workloads or not entry.workloads <= WORKLOADS.keys():
+        raise ValueError(f"policy {entry.name}: workloads must be some of {', '.join(WORKLOADS)}")
+    if entry.placement_options not in PLACEMENT_OPTIONS:
+        raise ValueError(f"policy {entry.name}: placement_options must be one of {', '.join(PLACEMENT_OPTIONS)}")
 
 
 def register(*entries: Method) -> None:
-    """Add methods (``fairpack solve``) to the registry (called by each family's ``register`` module)."""
-    _add(_REGISTRY, entries, "method")
+    """Add methods (``command="solve"``, for ``fairpack solve``) and online policies (``command="simulate"``, for
+    ``fairpack simulate``) to the registry, each once, by name (called by each family's ``register`` module)."""
+    for entry in entries:
+        _validate(entry)
+        if entry.key in _REGISTRY and _REGISTRY[entry.key] != entry:
+            raise ValueError(f"{'policy' if entry.is_policy else 'method'} {entry.name!r} is registered twice")
+        _REGISTRY[entry.key] = entry
+        _BY_COMMAND[entry.command][entry.name] = entry
 
 
 def register_policy(*entries: Method) -> None:
-    """Add online policies (``fairpack simulate``); a policy may share a method's name (first-fit: the static
-    heuristic is a method, the online scheduler a policy)."""
-    _add(_POLICIES, entries, "policy")
+    """Add online policies: :func:`register` with ``command="simulate"`` set on every record."""
+    register(*(replace(entry, command="simulate") for entry in entries))
 
 
 def _load() -> None:
@@ -199,16 +289,21 @@ def _load() -> None:
         _LOADED = True
 
 
-def methods() -> Mapping[str, Method]:
-    """Every registered method, by name, in family order."""
+def methods(include_policies: bool = False) -> Mapping[str, Method]:
+    """Every registered method (``fairpack solve``), by name, in family order.
+
+    With ``include_policies``, the whole registry: the methods by name, then every online policy
+    (``fairpack simulate``) under ``online:<name>`` (its ``Method.key``; a policy may share a method's name),
+    each record's ``command`` saying which it is.
+    """
     _load()
-    return _REGISTRY
+    return _REGISTRY if include_policies else _BY_COMMAND["solve"]
 
 
 def policies() -> Mapping[str, Method]:
-    """Every registered online policy, by name."""
+    """Every registered online policy (``fairpack simulate``), by name."""
     _load()
-    return _POLICIES
+    return _BY_COMMAND["simulate"]
 
 
 def get_policy(name: str) -> Method:
@@ -219,6 +314,9 @@ def get_policy(name: str) -> Method:
 
 
 def get_method(name: str) -> Method:
+    """The method ``name``, or the policy ``online:<name>`` (a key of ``methods(include_policies=True)``)."""
+    if name.startswith(ONLINE_PREFIX):
+        return get_policy(name[len(ONLINE_PREFIX):])
     registry = methods()
     if name not in registry:
         raise OptionError(f"unknown method {name!r}; choose from {', '.join(registry)}", "method")
@@ -293,7 +391,7 @@ def _check_options(method: Method, options: SolveOptions) -> None:
     allowed = method.options | COMMON_OPTIONS
     for name in options.given():
         if name not in allowed:
-            users = sorted(m.name for m in methods().values() if name in m.options)
+            users = sorted(m.name for m in _BY_COMMAND[method.command].values() if name in m.options)
             raise OptionError(f"{method.name} does not use this option (it applies to {', '.join(users) or 'none'})",
                               name.replace("_", "-"))  # fmt: skip
     unknown = sorted(set(options.extra) - method.extra_keys)
@@ -313,6 +411,7 @@ def method_names(family: str | None = None) -> list[str]:
 
 
 def describe_all() -> list[dict[str, Any]]:
-    """Every method (``solve``) and policy (``simulate``), each with ``command`` saying which."""
-    return ([{**m.describe(), "command": "solve"} for m in methods().values()]
-            + [{**p.describe(), "command": "simulate"} for p in policies().values()])  # fmt: skip
+    """``fairpack methods --json``: every method (``solve``), then every policy (``simulate``), each entry's
+    ``command`` saying which."""
+    entries = sorted(methods(include_policies=True).values(), key=lambda m: COMMANDS.index(m.command))
+    return [entry.describe() for entry in entries]

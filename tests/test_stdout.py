@@ -36,7 +36,7 @@ COMBOS = [
     if backend is None or backend in installed()
 ]
 Capture = pytest.CaptureFixture[str]
-JOB_POLICIES = sorted(name for name in policies() if name not in ("naive-hdrf", "dynamic-hdrf", "hslots"))
+JOB_POLICIES = sorted(name for name, policy in policies().items() if "jobs" in policy.workloads)
 
 
 def _args(backend: str | None, algorithm: str | None, placement: str | None) -> dict[str, str]:

@@ -48,7 +48,7 @@ time: {slot: 5.0e-10}
 """
 
 #: Every online policy that runs jobs (the backlog-only hierarchical ones run no schedule).
-JOB_POLICIES = sorted(name for name in policies() if name not in ("naive-hdrf", "dynamic-hdrf", "hslots"))
+JOB_POLICIES = sorted(name for name, policy in policies().items() if "jobs" in policy.workloads)
 #: Policy options that are times (they scale with the workload).
 TIME_OPTIONS = {"random": ("rtt",), "sparrow": ("rtt",),
                 "omega": ("t_job", "t_task"), "monolithic": ("t_job", "t_task")}  # fmt: skip

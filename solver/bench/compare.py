@@ -42,9 +42,9 @@ from fairpack.models.result import MAXIMISED_OBJECTIVES, Result, job_completion
 from fairpack.models.types import Instance, InstanceError
 from fairpack.solver.api import simulate, solve
 from fairpack.solver.bench.metrics import row_metrics
-from fairpack.solver.bench.sweep import ONLINE_PREFIX, method_record
+from fairpack.solver.bench.sweep import method_record
 from fairpack.solver.bench.table import GAP_NOISE
-from fairpack.solver.registry import COMMON_OPTIONS, Method, OptionError, methods
+from fairpack.solver.registry import COMMON_OPTIONS, ONLINE_PREFIX, Method, OptionError, methods
 
 #: The reference of each family when none is given: its exact method of the fairness objective.
 DEFAULT_REFERENCE = {"flat": "drfh", "hierarchy": "hdrf", "jobs": "spacetime-cp"}

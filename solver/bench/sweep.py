@@ -80,36 +80,36 @@ from typing import Any
 
 from fairpack.models.generators.families import FAMILIES, KINDS, ParamError
 from fairpack.models.result import SCHEDULE_OBJECTIVES
-from fairpack.solver.api import METHODS, SolveOptions
+from fairpack.solver.api import SolveOptions
 from fairpack.solver.backends import BACKEND_NAMES, DEFAULT_BACKEND
 from fairpack.solver.bench.files import FILE_FAMILY, EntryError, FileInstance, read_entry
-from fairpack.solver.registry import COMMON_OPTIONS, Method, policies
+from fairpack.solver.registry import COMMON_OPTIONS, WORKLOADS, Method, methods
 
-#: A method name with this prefix is an online policy, simulated on the instance's arrivals
-#: (``fairpack simulate``); the same grid's exact method is its clairvoyant yardstick.
-ONLINE_PREFIX = "online:"
+# A sweep's method name is a key of the registry's combined listing (``methods(include_policies=True)``): a
+# method's name, or ``online:<policy>`` for an online policy, simulated on the instance's arrivals
+# (``fairpack simulate``); the same grid's exact method is its clairvoyant yardstick.
 
 
 def method_record(name: str) -> Method:
     """The registry record of a sweep's method name (``online:<policy>`` for a simulated policy)."""
-    if name.startswith(ONLINE_PREFIX):
-        return policies()[name[len(ONLINE_PREFIX):]]
-    return METHODS[name]
+    return methods(include_policies=True)[name]
 
 
 def runs_on(name: str, kind: str) -> bool:
-    """Whether a sweep's method runs on instances of ``kind``: those of its family, or any for a policy."""
-    return name.startswith(ONLINE_PREFIX) or method_record(name).family == kind
+    """Whether a sweep's method runs on instances of ``kind``: a method on those of its family, a policy on the
+    workloads its record declares (a jobs instance's jobs, a flat or hierarchy one's tenants' backlogs)."""
+    record = method_record(name)
+    if record.is_policy:
+        return ("jobs" if kind == "jobs" else "backlogs") in record.workloads
+    return record.family == kind
 
 
 def known_method(name: str) -> bool:
-    if name.startswith(ONLINE_PREFIX):
-        return name[len(ONLINE_PREFIX):] in policies()
-    return name in METHODS
+    return name in methods(include_policies=True)
 
 
 def _method_choices() -> str:
-    return ", ".join([*METHODS, *(ONLINE_PREFIX + name for name in policies())])
+    return ", ".join(methods(include_policies=True))
 
 #: SolveOptions fields a sweep may set per grid or per method (backend and time limit come from the grid).
 OPTION_KEYS = tuple(f.name for f in fields(SolveOptions) if f.name not in ("backend", "time_limit"))
@@ -316,12 +316,16 @@ class Grid:
             raise ValueError(f"method labels repeat: {labels} (give variants a 'label')")
         kinds = self.kinds
         for method in self.methods:
-            # An online policy (the "online" and "locality" families alike) runs on any workload's arrivals.
+            # An online policy runs on the workloads its record declares (the jobs of a jobs instance, or the
+            # tenants' backlogs of a flat or hierarchy one); a method on the instances of its family.
             if not any(runs_on(method.method, kind) for kind in kinds):
-                family = method_record(method.method).family
+                record = method_record(method.method)
                 made = (f"none of the grid's instances is one (they are {', '.join(kinds)})" if self.instances
                         else f"family {self.family!r} makes {kinds[0]} ones")  # fmt: skip
-                raise ValueError(f"method {method.method!r} solves {family} instances; {made}")
+                if record.is_policy:
+                    runs = " and ".join(WORKLOADS[w] for w in record.workloads)
+                    raise ValueError(f"policy {method.method!r} runs on {runs}; {made}")
+                raise ValueError(f"method {method.method!r} solves {record.family} instances; {made}")
         self._check_references()
         _check_options(dict(self.options))
         self._check_options_used()

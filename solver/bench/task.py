@@ -16,7 +16,7 @@ from fairpack.models.generators.families import FAMILIES, KIND_SIZES, OBJECTIVE_
 from fairpack.models.types import Instance
 from fairpack.solver.api import simulate, solve
 from fairpack.solver.bench.metrics import row_metrics
-from fairpack.solver.bench.sweep import ONLINE_PREFIX, Task, method_record, options_json, params_text
+from fairpack.solver.bench.sweep import Task, method_record, options_json, params_text
 
 STATUS_TIMEOUT, STATUS_MEMORY, STATUS_CRASHED = "task_timeout", "task_memory", "task_crashed"
 #: Statuses the harness writes itself (the solver's are optimal, feasible, infeasible, time_limit, error).
@@ -72,11 +72,12 @@ def run_task(task: Task) -> dict[str, Any]:
     row["load_1m"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     try:
         instance = _instance(task, row, started)
-        if task.method.startswith(ONLINE_PREFIX):  # the policy replays the instance's arrivals
+        record = method_record(task.method)
+        if record.is_policy:  # online:<policy> replays the instance's arrivals
             kwargs = task.solve_kwargs()
             kwargs.pop("backend", None)
             kwargs.pop("algorithm", None)
-            result = simulate(instance, task.method[len(ONLINE_PREFIX):], **kwargs)
+            result = simulate(instance, record.name, **kwargs)
         else:
             result = solve(instance, task.method, **task.solve_kwargs())
         row.update(status=result.status, verified=bool(result.verified), objective=result.objective,

@@ -476,7 +476,19 @@ def command_methods(args: argparse.Namespace) -> int:
             if entry["extra"]:
                 settings = f"; settings (--option): {', '.join(entry['extra'])}"
             print(f"  {'':<{width}}  backends: {backends}; options: {', '.join(entry['options'])}{settings}")
+            if command == "simulate":
+                print(f"  {'':<{width}}  {_policy_facts(entry)}")
     return EXIT_OK
+
+
+def _policy_facts(entry: dict[str, Any]) -> str:
+    """What a policy's record declares it runs on, in words (``fairpack methods``)."""
+    from fairpack.solver.registry import WORKLOADS
+
+    runs_on = " or ".join(WORKLOADS[w] for w in entry["workloads"])
+    options = {"none": "refused", "task": "task by task, no gangs", "all": "chosen among, gangs too"}
+    reads = "; reads the instance itself" if entry["needs_instance"] else ""
+    return f"runs on: {runs_on}; placement options: {options[entry['placement_options']]}{reads}"
 
 
 # --- the parser ----------------------------------------------------------------------------------------

@@ -45,15 +45,14 @@ import numpy as np
 from fairpack.models.hierarchy import tree_of
 from fairpack.models.result import Allocation, Result
 from fairpack.models.types import FloatArray, Instance
-from fairpack.solver.registry import OptionError
-from fairpack.solver.sim.engine import BasePolicy, Simulation
-from fairpack.solver.sim.policies.flat import FLAT_POLICIES, make_flat_policy
-from fairpack.solver.sim.policies.hierarchy import POLICIES, HierarchicalScheduler
+from fairpack.solver.registry import OptionError, get_policy
+from fairpack.solver.sim.build import build, refuse_workload
+from fairpack.solver.sim.engine import Simulation
 from fairpack.solver.sim.policies.options import choice, duration, flag, integer
 from fairpack.solver.sim.share_meter import ShareMeter, Starvation
 from fairpack.solver.sim.workload import Workload
 
-__all__ = ["POLICIES", "SimOptions", "Starvation", "Trace", "backlog_result", "simulate"]
+__all__ = ["SimOptions", "Starvation", "Trace", "backlog_result", "simulate"]
 
 
 
@@ -267,8 +266,9 @@ def simulate(
     instance : Instance
         Servers (expanded into machines; pool it first for the single-server setting) and a
         hierarchy whose leaves are the tenants; without a hierarchy the tenants form a flat tree.
-    policy : {"naive-hdrf", "dynamic-hdrf", "hslots"}
-        The scheduler (see ``solver.sim.policies.hierarchy``).
+    policy : str
+        A policy whose registry record runs on backlogs: ``naive-hdrf``, ``dynamic-hdrf``, ``hslots`` (see
+        ``solver.sim.policies.hierarchy``) or a flat one (``first-fit``, ``slots``, ...); built by its factory.
     options : SimOptions, optional
         Horizon, seed, durations, warm-up, starvation threshold, slots.
     reference : ndarray, shape (tenants,), optional
@@ -282,8 +282,8 @@ def simulate(
         The final placement, time averages, distance, share series, starvation episodes, counters.
     """
     options = options or SimOptions()
-    if policy not in (*POLICIES, *FLAT_POLICIES):
-        raise ValueError(f"unknown policy {policy!r}; choose from {', '.join((*POLICIES, *FLAT_POLICIES))}")
+    record = get_policy(policy)
+    refuse_workload(record, "backlogs")
     tree = tree_of(instance)
     n = len(instance.tenants)
     caps = np.floor(instance.task_caps)
@@ -307,8 +307,7 @@ def simulate(
     meter = ShareMeter(names, options.warmup, options.horizon, options.samples, reference, floor, threshold)
     observer = _Meter(meter, dominant, options.record)
     workload = Workload.of_backlogs(instance, means, options.duration == "exponential")
-    scheduler: BasePolicy = (HierarchicalScheduler(tree, policy, instance, options.slots) if policy in POLICIES
-                             else make_flat_policy(policy, options.slots))  # fmt: skip
+    scheduler = build(record, workload, instance, {"slots": options.slots})
     sim = Simulation(instance, workload, scheduler, "servers", horizon=options.horizon, seed=options.seed,
                      observers=[observer], snapshot=True, deadline=deadline).run()  # fmt: skip
     assert sim.placed is not None
@@ -379,7 +378,7 @@ def backlog_result(
             "seed": options.seed,
             "duration": options.duration,
             "mean_duration": float(options.means(instance).mean()),
-            "slots": options.slots if policy in ("hslots", "slots") else None,
+            "slots": options.slots if "slots" in get_policy(policy).options else None,
             "events": trace.events,
             "launches": trace.launches,
             "starvation_threshold": trace.threshold,

@@ -12,7 +12,6 @@ recomputed from it; a run over backlogs returns the placement at the horizon and
 
 from __future__ import annotations
 
-import importlib
 import time
 from typing import Any
 
@@ -25,14 +24,8 @@ from fairpack.models.types import FloatArray, Instance, InstanceError
 from fairpack.solver.budget import Budget
 from fairpack.solver.registry import OptionError, SolveOptions, get_policy
 from fairpack.solver.sim.backlog import SimOptions, backlog_result
+from fairpack.solver.sim.build import build, policy_settings, refuse_workload
 from fairpack.solver.sim.engine import BasePolicy, Simulation
-from fairpack.solver.sim.policies.dag import HEURISTICS, make_policy
-from fairpack.solver.sim.policies.flat import FLAT_POLICIES, make_flat_policy
-from fairpack.solver.sim.policies.hierarchy import POLICIES as HIERARCHY_POLICIES
-from fairpack.solver.sim.policies.locality import LOCALITY_POLICIES, make_locality_policy
-from fairpack.solver.sim.policies.omega import OMEGA_POLICIES, make_omega_policy
-from fairpack.solver.sim.policies.soft import SOFT_POLICIES, make_soft_policy
-from fairpack.solver.sim.policies.sparrow import SPARROW_POLICIES, make_sparrow_policy
 from fairpack.solver.sim.workload import Workload
 
 #: Time bins of the shares series and of Jain's index and the time below fair share.
@@ -40,40 +33,10 @@ TIMELINE_BINS = 100
 
 
 def build_policy(name: str, jobs: Workload, options: SolveOptions, instance: Instance | None = None) -> BasePolicy:
-    """The policy object for ``name`` (its settings from ``options.extra``)."""
-    extra = dict(options.extra)
-    if options.seed is not None:
-        extra["seed"] = options.seed
-    if name in SOFT_POLICIES:
-        return make_soft_policy(name, jobs, instance, extra) if instance is not None else _no_instance(name)
-    factory = get_policy(name).factory
-    if factory is not None:
-        if instance is None:
-            return _no_instance(name)
-        module, _, function = factory.partition(":")
-        made: BasePolicy = getattr(importlib.import_module(module), function)(name, jobs, instance, extra)
-        return made
-    if jobs.has_options and name not in HEURISTICS:
-        raise OptionError(f"{name} does not understand placement options; the DAG policies place where a task-by-task "
-                          "option allows, and tetrisched, alsched, hard-only, oblivious and jockey choose among "
-                          "them", "policy")  # fmt: skip
-    if name in HEURISTICS:
-        if instance is not None:
-            jobs.refuse_gangs(instance, name)
-        return make_policy(name, jobs, extra)
-    if name in FLAT_POLICIES:
-        return make_flat_policy(name, options.slots)
-    if name in LOCALITY_POLICIES:
-        return make_locality_policy(name, extra)
-    if name in SPARROW_POLICIES:
-        return make_sparrow_policy(name, extra)
-    if name in OMEGA_POLICIES:
-        return make_omega_policy(name, extra)
-    raise OptionError(f"{name} runs on tenants' backlogs (a hierarchy or tenants, no jobs)", "policy")
-
-
-def _no_instance(name: str) -> BasePolicy:
-    raise OptionError(f"{name} reads the jobs' deadlines and utilities: build it with the instance", "policy")
+    """The policy object for ``name``, made by its registry factory (its settings from ``options``); what its
+    record declares it cannot run is refused (``solver.sim.build``)."""
+    policy = get_policy(name)
+    return build(policy, jobs, instance, policy_settings(policy, options))
 
 
 def run_simulation(instance: Instance, policy: str, options: SolveOptions, budget: Budget,
@@ -84,8 +47,7 @@ def run_simulation(instance: Instance, policy: str, options: SolveOptions, budge
     deadline = None if left is None else time.perf_counter() + left
     if not instance.jobs:
         return _backlog(instance, policy, options, deadline)
-    if policy in HIERARCHY_POLICIES:
-        raise OptionError(f"{policy} simulates tenants' endless backlogs; this instance has jobs", "policy")
+    refuse_workload(get_policy(policy), "jobs")
     if instance.has_options and placement == "pooled":
         raise OptionError("the instance's placement options select machines by label: the pooled cluster has none; "
                           "use placement servers (the default)", "placement")  # fmt: skip
@@ -138,9 +100,7 @@ def _timeline(instance: Instance, schedule: Any, trace: TraceData | None, unfini
 def _backlog(instance: Instance, policy: str, options: SolveOptions, deadline: float | None = None) -> Result:
     if not instance.tenants:
         raise InstanceError("nothing to simulate: the instance has neither jobs nor tenants (give --trace)", "jobs")
-    if policy in (*HEURISTICS, *SPARROW_POLICIES, *OMEGA_POLICIES):
-        raise OptionError(f"{policy} schedules DAG jobs; this instance has tenants only (give --trace or jobs)",
-                          "policy")  # fmt: skip
+    refuse_workload(get_policy(policy), "backlogs")
     extra = dict(options.extra)
     if options.seed is not None:
         extra["seed"] = options.seed

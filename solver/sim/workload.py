@@ -22,6 +22,7 @@ import numpy as np
 from fairpack.models.dag import longest_paths
 from fairpack.models.diagnose import placement_fits
 from fairpack.models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
+from fairpack.solver.registry import policies
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,8 @@ class Workload:
     depth : (groups,) longest number of edges from a source group
     exponential : durations are drawn (mean ``duration``) when a task launches
     options : per group, its placement options on the machines (None: none, or a pooled run)
+    kind : ``jobs`` (the instance's DAG jobs) or ``backlogs`` (its tenants' endless backlogs), the registry's
+        ``WORKLOADS``: what a policy's record must declare it runs on
     """
 
     stage_job: IntArray
@@ -119,6 +122,7 @@ class Workload:
     depth: IntArray
     exponential: bool = False
     options: tuple[GroupOptions | None, ...] = ()
+    kind: str = "jobs"
 
     @staticmethod
     def of_jobs(instance: Instance, placement: str = "pooled") -> Workload:
@@ -199,6 +203,7 @@ class Workload:
             tail=np.asarray(means, dtype=np.float64),
             depth=np.zeros(n, dtype=np.int64),
             exponential=exponential,
+            kind="backlogs",
         )
 
     @cached_property
@@ -211,14 +216,16 @@ class Workload:
         return [g for g, entry in enumerate(self.options) if entry is not None and bool(entry.gang.all())]
 
     def refuse_gangs(self, instance: Instance, policy: str) -> None:
-        """Raise ``InstanceError`` naming the first stage an option-unaware ``policy`` cannot run (gangs only)."""
+        """Raise ``InstanceError`` naming the first stage an option-unaware ``policy`` cannot run (gangs only), and
+        the policies that can (those whose registry record chooses among placement options, gangs included)."""
         found = self.gang_only()
         if found:
             g = found[0]
             k, s = int(self.stage_job[g]), int(self.stage_local[g])
+            able = ", ".join(name for name, record in policies().items() if record.placement_options == "all")
             raise InstanceError(f"stage {instance.jobs[k].stages[s].name!r} runs only as a gang, which {policy} "
-                                "cannot place (it places task by task); the soft-constraint policies can "
-                                "(tetrisched, alsched, hard-only, oblivious, jockey)", f"jobs[{k}].stages[{s}].options")
+                                f"cannot place (it places task by task); the soft-constraint policies can ({able})",
+                                f"jobs[{k}].stages[{s}].options")  # fmt: skip
 
     @property
     def num_jobs(self) -> int:

@@ -54,7 +54,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from fairpack.models.tolerance import settled
-from fairpack.models.types import BoolArray, FloatArray, IntArray
+from fairpack.models.types import BoolArray, FloatArray, Instance, IntArray
 from fairpack.solver.sim.engine import BasePolicy, Simulation
 from fairpack.solver.sim.pack import EPS, Dag, pack
 from fairpack.solver.sim.policies.options import flag, fraction, integer
@@ -622,6 +622,11 @@ class DrfStrict(BasePolicy):
         need = [left / d for left, d in zip(room_left, demand, strict=True) if d > 0]
         within = math.floor(min(need) + EPS) if need else 1
         return g, max(1, within)
+
+
+def make_dag_policy(name: str, jobs: Workload, instance: Instance | None, extra: dict[str, Any]) -> BasePolicy:
+    """The registry's factory of the online DAG policies (a stage's gangs are refused before, from its record)."""
+    return make_policy(name, jobs, extra)
 
 
 def make_policy(name: str, jobs: Workload, extra: dict[str, Any]) -> BasePolicy:

@@ -25,12 +25,14 @@ until nothing more fits; a tenant whose head fits no machine now is passed over 
 from __future__ import annotations
 
 import heapq
+from typing import Any
 
 import numpy as np
 
-from fairpack.models.types import BoolArray, FloatArray, IntArray
+from fairpack.models.types import BoolArray, FloatArray, Instance, IntArray
 from fairpack.solver.sim.cluster import Cluster
 from fairpack.solver.sim.engine import BasePolicy, Simulation
+from fairpack.solver.sim.workload import Workload
 
 FLAT_POLICIES = ("first-fit", "best-fit", "slots", "per-server-drf", "fifo")
 #: Keys closer than this (relative) are ties, broken by tenant index.
@@ -456,7 +458,9 @@ class Fifo(BasePolicy):
         return sim.cluster.first_fit(sim.jobs.demand[group], most, self.mask)
 
 
-def make_flat_policy(name: str, slots: int = 10) -> BasePolicy:
+def make_flat_policy(name: str, jobs: Workload, instance: Instance | None, settings: dict[str, Any]) -> BasePolicy:
+    """The registry's factory of the flat policies (jobs or backlogs alike); ``slots`` (default 10) is ``--slots``."""
+    slots = settings.get("slots", 10)
     if name in ("first-fit", "best-fit"):
         return DrfhOnline(name)
     if name == "slots":

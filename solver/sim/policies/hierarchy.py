@@ -18,12 +18,15 @@ each level stored contiguously by parent so that every per-parent aggregate is o
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from fairpack.models.hierarchy import Tree
+from fairpack.models.hierarchy import Tree, tree_of
 from fairpack.models.tolerance import FIT_RTOL
 from fairpack.models.types import BoolArray, FloatArray, Instance, IntArray
 from fairpack.solver.sim.engine import BasePolicy, Simulation
+from fairpack.solver.sim.workload import Workload
 
 POLICIES: tuple[str, ...] = ("naive-hdrf", "dynamic-hdrf", "hslots")
 
@@ -212,3 +215,8 @@ class HierarchicalScheduler(BasePolicy):
             return [(int(np.argmax(self._free_slots(sim) > 0)), 1)]
         room = sim.cluster.free + sim.cluster.slack
         return [(int(np.argmax(np.all(self.need[group] <= room, axis=1))), 1)]
+
+
+def make_hierarchy_policy(name: str, jobs: Workload, instance: Instance, settings: dict[str, Any]) -> BasePolicy:
+    """The registry's factory: ``name`` over the instance's tree (``slots``, default 10, for ``hslots``)."""
+    return HierarchicalScheduler(tree_of(instance), name, instance, settings.get("slots", 10))

@@ -27,9 +27,11 @@ from typing import Any
 
 import numpy as np
 
+from fairpack.models.types import Instance
 from fairpack.solver.registry import OptionError
 from fairpack.solver.sim.engine import BasePolicy, Simulation
 from fairpack.solver.sim.locality import NODE, RACK, REMOTE
+from fairpack.solver.sim.workload import Workload
 
 LOCALITY_POLICIES = ("fair", "delay")
 
@@ -177,8 +179,9 @@ def local_probability(p: float, offers: int) -> float:
     return 1.0 - (1.0 - p) ** offers
 
 
-def make_locality_policy(name: str, extra: dict[str, Any]) -> BasePolicy:
-    """``fair`` or ``delay`` with its settings (``d1``, ``d2``, ``slots``, ``seed``) from ``extra``."""
+def make_locality_policy(name: str, jobs: Workload, instance: Instance | None, extra: dict[str, Any]) -> BasePolicy:
+    """``fair`` or ``delay`` with its settings (``d1``, ``d2``, ``slots``, ``seed``) from ``extra`` (the registry's
+    factory)."""
     slots = extra.get("slots")
     seed = int(extra.get("seed", 0) or 0)
     if name == "fair":

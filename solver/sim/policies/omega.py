@@ -42,11 +42,12 @@ from typing import Any
 import numpy as np
 
 from fairpack.models.tolerance import FIT_EPS
-from fairpack.models.types import FloatArray, IntArray
+from fairpack.models.types import FloatArray, Instance, IntArray
 from fairpack.solver.registry import OptionError
 from fairpack.solver.sim.engine import BasePolicy, Simulation
 from fairpack.solver.sim.policies.options import choice, duration, integer
 from fairpack.solver.sim.policies.sparrow import Agenda, Submissions
+from fairpack.solver.sim.workload import Workload
 
 OMEGA_POLICIES = ("omega", "monolithic")
 SERVICE = "service"
@@ -274,8 +275,8 @@ class Omega(BasePolicy):
             self.wasted += transaction.duration * rejected / transaction.tasks
 
 
-def make_omega_policy(name: str, extra: dict[str, Any]) -> Omega:
-    """``omega`` or ``monolithic`` with its ``--option`` settings (module docstring).
+def make_omega_policy(name: str, jobs: Workload, instance: Instance | None, extra: dict[str, Any]) -> Omega:
+    """``omega`` or ``monolithic`` with its ``--option`` settings (module docstring; the registry's factory).
 
     Raises ``OptionError`` naming a setting of the wrong kind or out of range.
     """

@@ -259,7 +259,7 @@ class Jockey(SoftPolicy):
 
 
 def make_soft_policy(name: str, jobs: Workload, instance: Instance, extra: dict[str, Any]) -> SoftPolicy:
-    """The policy object for ``name`` (one of ``SOFT_POLICIES``)."""
+    """The policy object for ``name`` (one of ``SOFT_POLICIES``; the registry's factory)."""
     choice({"policy": name}, "policy", name, SOFT_POLICIES)
     if name == "hard-only":
         return HardOnly(jobs, instance, extra)

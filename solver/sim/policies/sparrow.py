@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from fairpack.models.tolerance import settled
-from fairpack.models.types import FloatArray, IntArray
+from fairpack.models.types import FloatArray, Instance, IntArray
 from fairpack.solver.registry import OptionError
 from fairpack.solver.sim.engine import BasePolicy, Simulation
 from fairpack.solver.sim.policies.options import duration, flag, integer
@@ -283,8 +283,9 @@ class Sparrow(BasePolicy):
         return [(self.choice, 1)]
 
 
-def make_sparrow_policy(name: str, extra: dict[str, Any]) -> Sparrow:
-    """``random`` or ``sparrow`` with its ``--option`` settings (``probes``, ``batch``, ``late_binding``, ``rtt``).
+def make_sparrow_policy(name: str, jobs: Workload, instance: Instance | None, extra: dict[str, Any]) -> Sparrow:
+    """``random`` or ``sparrow`` with its ``--option`` settings (``probes``, ``batch``, ``late_binding``, ``rtt``;
+    the registry's factory).
 
     Raises ``OptionError`` naming a setting of the wrong kind, or late binding without batch sampling.
     """
