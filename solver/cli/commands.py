@@ -75,11 +75,96 @@ def fraction(text: str) -> float:
     return value
 
 
-def load(path: str) -> Instance:
-    """The instance at ``path``; ``-`` reads it from standard input."""
+def load(path: str, args: argparse.Namespace | None = None) -> Instance:
+    """The instance at ``path``; ``-`` reads it from standard input.
+
+    With ``--hierarchy`` (a YARN fair-scheduler.xml or capacity-scheduler.xml) the file at ``path`` is the
+    cluster, and the hierarchy is the YARN queue tree with the ``--leaf-demand`` given; what the YARN file
+    holds that is not modelled is said on stderr.
+    """
     from fairpack.models.io import load_instance
 
-    return load_instance(path)
+    hierarchy = getattr(args, "hierarchy", None)
+    if hierarchy is None:
+        for option in ("leaf_demand", "yarn_resource"):
+            if getattr(args, option, None):
+                raise _option_error("needs --hierarchy (a YARN scheduler file)", option.replace("_", "-"))
+        return load_instance(path)
+    from fairpack.models.types import InstanceError
+    from fairpack.models.yarn import instance_from_yarn
+
+    assert args is not None
+    if not args.leaf_demand:
+        raise _option_error("--hierarchy needs --leaf-demand: YARN files hold no task demands (a file mapping "
+                            "queues to demands, or RESOURCE=AMOUNT,... for every leaf)", "leaf-demand")  # fmt: skip
+    cluster = load_instance(path)
+    notes: list[str] = []
+    try:
+        instance = instance_from_yarn(cluster, hierarchy, _leaf_demands(args.leaf_demand),
+                                      resources=_yarn_resources(args.yarn_resource), notes=notes)  # fmt: skip
+    except InstanceError as error:  # only a --leaf-demand given on the command line has no file to name
+        raise error.located(error.source or "--leaf-demand") from None
+    for note in notes:
+        print(f"fairpack: note: {note}", file=sys.stderr)
+    return instance
+
+
+def _leaf_demands(items: list[str]) -> list[Any]:
+    """``--leaf-demand`` values in order: a file's path, or ``[QUEUE:]RESOURCE=AMOUNT,...[,tasks=N]``
+    (no queue: every leaf not named otherwise)."""
+    from fairpack.models.types import InstanceError
+
+    specs: list[Any] = []
+    for item in items:
+        head = item.partition("=")[0]
+        if not head or "=" not in item or Path(item).is_file():
+            specs.append(item)
+            continue
+        queue, _, rest = item.rpartition(":") if ":" in head else ("*", "", item)
+        queue = queue.strip() or "*"
+        demand: dict[str, float] = {}
+        tasks: float | None = None
+        for part in rest.split(","):
+            key, sep, text = (piece.strip() for piece in part.partition("="))
+            if not sep or not key:
+                raise InstanceError(f"expected RESOURCE=AMOUNT, got {part!r}", f"demand[{queue}]", "--leaf-demand")
+            try:
+                value = float(text)
+            except ValueError:
+                raise InstanceError(f"must be a number, got {text!r}", f"demand[{queue}].{key}",
+                                    "--leaf-demand") from None  # fmt: skip
+            if key == "tasks":
+                tasks = value
+            else:
+                demand[key] = value
+        specs.append({queue: {"demand": demand, "tasks": tasks} if tasks is not None else demand})
+    return specs
+
+
+def _yarn_resources(items: list[str] | None) -> dict[str, str]:
+    """``--yarn-resource YARN=NAME`` pairs."""
+    mapping: dict[str, str] = {}
+    for item in items or []:
+        yarn, sep, name = (piece.strip() for piece in item.partition("="))
+        if not sep or not yarn or not name:
+            raise _option_error(f"expected YARN=NAME (e.g. memory-mb=mem), got {item!r}", "yarn-resource")
+        mapping[yarn] = name
+    return mapping
+
+
+def _add_yarn_options(parser: argparse.ArgumentParser) -> None:
+    """``--hierarchy``, ``--leaf-demand`` and ``--yarn-resource``: a YARN queue tree on the instance's cluster."""
+    parser.add_argument("--hierarchy", metavar="XML", help="a YARN fair-scheduler.xml or capacity-scheduler.xml: "
+                        "its queue tree (weights, or capacities as weights) replaces the instance's tenants or "
+                        "hierarchy, and the instance file gives the cluster (resources and servers)")  # fmt: skip
+    parser.add_argument("--leaf-demand", action="append", metavar="SPEC",
+                        help="with --hierarchy, what one task of each leaf queue needs: a YAML/JSON file mapping "
+                        "queues (path, or name) to {demand: {...}, tasks: N}, '*' for the rest; or "
+                        "[QUEUE:]RESOURCE=AMOUNT,...[,tasks=N] (no QUEUE: every leaf); repeatable, later ones "
+                        "override earlier ones")  # fmt: skip
+    parser.add_argument("--yarn-resource", action="append", metavar="YARN=NAME",
+                        help="map a YARN resource name to the instance's (by default a name maps to itself if the "
+                        "instance has it, else memory-mb to mem, vcores to cpu, yarn.io/gpu to gpu)")  # fmt: skip
 
 
 @contextlib.contextmanager
@@ -128,7 +213,7 @@ def command_solve(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     _require_plot(args)
-    instance = load(args.path)
+    instance = load(args.path, args)
     output = "json" if args.json else args.format
     try:
         # Long solves print their incumbent and bound to stderr every few seconds; --verbose adds the
@@ -242,7 +327,7 @@ def command_simulate(args: argparse.Namespace) -> int:
     from fairpack.solver.api import simulate
 
     _require_plot(args)
-    instance = load(args.path)
+    instance = load(args.path, args)
     trace = read_trace(args.trace, instance.resources) if args.trace else None
     options: dict[str, Any] = {"extra": _parse_options(args.option)}
     for name in ("placement", "seed", "slots"):
@@ -275,7 +360,7 @@ def command_check(args: argparse.Namespace) -> int:
     from fairpack.models.types import InstanceError
     from fairpack.solver.registry import get_method, get_policy
 
-    instance = load(args.path)
+    instance = load(args.path, args)
     if args.trace:
         from fairpack.models.traces import read_trace
 
@@ -319,7 +404,7 @@ def command_check(args: argparse.Namespace) -> int:
 def command_validate(args: argparse.Namespace) -> int:
     from fairpack.solver.api import preflight
 
-    instance = load(args.path)
+    instance = load(args.path, args)
     machines = int(instance.counts.sum())
     print(
         f"{args.path}: valid: {len(instance.resources)} resources, {len(instance.servers)} server classes "
@@ -497,7 +582,8 @@ def _policy_facts(entry: dict[str, Any]) -> str:
 def _add_solve(subcommands: Any, formatter: type[argparse.HelpFormatter]) -> None:
     solve = subcommands.add_parser("solve", help="solve an instance file and verify the result",
                                    formatter_class=formatter)  # fmt: skip
-    solve.add_argument("path", help="instance file (YAML, JSON or PSPLIB .sm); - reads standard input")
+    solve.add_argument("path", help="instance file (YAML, JSON or PSPLIB .sm); - reads standard input; with "
+                       "--hierarchy, the cluster")
     solve.add_argument("--method", default="drfh", choices=method_names(), metavar="METHOD",
                        help="one of: " + ", ".join(method_names()) + " (fairpack methods describes them)")
     solve.add_argument("--backend", default=None, choices=list(BACKEND_NAMES),
@@ -540,6 +626,7 @@ def _add_solve(subcommands: Any, formatter: type[argparse.HelpFormatter]) -> Non
     solve.add_argument("--plot", metavar="FILE", help="save a picture of the answer (PNG; a PDF or SVG suffix "
                        "works too): per-server stacked bars, the tree, or a resource profile and per-machine Gantt "
                        "chart")  # fmt: skip
+    _add_yarn_options(solve)
     solve.set_defaults(handler=command_solve)
 
 
@@ -549,7 +636,8 @@ def _add_simulate(subcommands: Any, formatter: type[argparse.HelpFormatter]) -> 
     names = list(policies())
     simulate = subcommands.add_parser("simulate", help="run an online policy over time on arrivals or backlogs",
                                       formatter_class=formatter)  # fmt: skip
-    simulate.add_argument("path", help="instance file: the cluster, and its jobs or tenants; - reads standard input")
+    simulate.add_argument("path", help="instance file: the cluster, and its jobs or tenants (with --hierarchy: the "
+                          "cluster alone); - reads standard input")
     simulate.add_argument("--trace", help="arrivals (CSV or Parquet table, or the Alibaba pod list) run on the cluster")
     simulate.add_argument("--policy", required=True, choices=names, metavar="POLICY",
                           help="one of: " + ", ".join(names))  # fmt: skip
@@ -571,6 +659,7 @@ def _add_simulate(subcommands: Any, formatter: type[argparse.HelpFormatter]) -> 
     simulate.add_argument("--output", "-o", metavar="FILE", help="also save the JSON result to this file")
     simulate.add_argument("--plot", metavar="FILE",
                           help="save utilisation and shares over time (and a Gantt chart of small runs)")  # fmt: skip
+    _add_yarn_options(simulate)
     simulate.set_defaults(handler=command_simulate)
 
 
@@ -588,11 +677,13 @@ def add_commands(subcommands: Any) -> None:
     check.add_argument("result", help="a JSON result saved by fairpack solve -o or fairpack simulate -o")
     check.add_argument("--trace", help="the trace the result was simulated on (fairpack simulate --trace)")
     check.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_yarn_options(check)
     check.set_defaults(handler=command_check)
 
     validate = subcommands.add_parser("validate", help="check an instance file (schema, semantics, solvability)",
                                       formatter_class=formatter)  # fmt: skip
     validate.add_argument("path", help="instance file; - reads standard input")
+    _add_yarn_options(validate)
     validate.set_defaults(handler=command_validate)
 
     export = subcommands.add_parser("export", help="write a method's model for an external solver",
