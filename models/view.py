@@ -25,11 +25,11 @@ from fairpack.models.result import (
     Allocation,
     Result,
     Schedule,
-    job_completion,
     job_utilities,
     schedule_objectives,
     unit_names,
 )
+from fairpack.models.timeline import job_table
 from fairpack.models.types import FloatArray, Instance, InstanceError
 
 
@@ -321,13 +321,20 @@ def schedule_json(instance: Instance, schedule: Schedule) -> dict[str, Any]:
     With a per-server placement every task also names its ``server`` (class) and ``machine`` (number
     within the class).
     """
-    completion = job_completion(instance, schedule)
+    table = job_table(instance, schedule)
+    completion = table["completion"]
     numbers = schedule_objectives(instance, completion)
     utility = job_utilities(instance, completion)
     fair = schedule.fair_completion
+    columns = {key: table[key].tolist() for key in ("arrival", "start", "queueing_delay", "jct", "slowdown")}
     jobs = {
         job.name: {
+            "arrival": columns["arrival"][k],
+            "start": columns["start"][k],
             "completion": float(completion[k]),
+            "queueing_delay": columns["queueing_delay"][k],
+            "jct": columns["jct"][k],
+            "slowdown": columns["slowdown"][k],
             "fair_completion": None if fair is None or k >= fair.size else _finite(float(fair[k])),
             "deadline": _finite(job.deadline),
             "utility": float(utility[k]),

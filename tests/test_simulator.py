@@ -293,3 +293,20 @@ def _many_arrivals() -> Instance:
     from fairpack.models.generators.families import FAMILIES
 
     return FAMILIES["arrivals"].instance({"tenants": 5, "machines": 20, "horizon": 300.0}, 3)
+
+
+def test_simulate_json_has_every_jobs_arrival_start_delay_and_slowdown(tmp_path: Path) -> None:
+    # dag_two_jobs under Carbyne, by hand: long's load runs 0-2 on one CPU; short (released at 0.5) scans on
+    # the other CPU 0.5-1.5 and 1.5-2.5; long's two-CPU join waits for both CPUs, 2.5-4.5. Critical paths:
+    # long 2 + 2 = 4, short 1.
+    run = _fairpack("simulate", str(ROOT / "instances" / "dag_two_jobs.yaml"), "--policy", "carbyne", "--json",
+                    cwd=tmp_path)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    jobs = json.loads(run.stdout)["jobs"]
+    expected = {"long": {"arrival": 0.0, "start": 0.0, "completion": 4.5, "queueing_delay": 0.0, "jct": 4.5,
+                         "slowdown": 4.5 / 4},
+                "short": {"arrival": 0.5, "start": 0.5, "completion": 2.5, "queueing_delay": 0.0, "jct": 2.0,
+                          "slowdown": 2.0}}  # fmt: skip
+    for name, fields in expected.items():
+        for key, value in fields.items():
+            assert jobs[name][key] == pytest.approx(value), (name, key)
