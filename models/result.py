@@ -147,13 +147,19 @@ class Schedule:
 
 
 def job_completion(instance: Instance, schedule: Schedule) -> FloatArray:
-    """Completion time ``C_k`` of every job: the latest end of its tasks (its release if none is listed).
+    """Completion time ``C_k`` of every job: the latest end of its tasks, or ``nan`` for a job the schedule
+    does not finish (fewer rows than the job has tasks: a simulated policy that could not place them, a run
+    stopped by its time limit). An unfinished job has no completion, no JCT and no utility.
 
     Rows with a job index out of range or a non-finite end are ignored (the checker reports them).
     """
+    jobs = len(instance.jobs)
     completion = np.array([job.release for job in instance.jobs], dtype=np.float64)
-    valid = (schedule.job >= 0) & (schedule.job < len(instance.jobs)) & np.isfinite(schedule.end)
+    valid = (schedule.job >= 0) & (schedule.job < jobs) & np.isfinite(schedule.end)
     np.maximum.at(completion, schedule.job[valid], schedule.end[valid])
+    listed = np.bincount(schedule.job[valid], minlength=jobs)[:jobs]
+    tasks = np.array([sum(stage.tasks for stage in job.stages) for job in instance.jobs], dtype=np.int64)
+    completion[listed < tasks] = np.nan
     return completion
 
 
@@ -162,15 +168,22 @@ def schedule_objectives(instance: Instance, completion: FloatArray) -> dict[str,
 
     ``makespan = max_k C_k`` (absolute time, measured from 0) and
     ``avg_jct = sum_k w_k (C_k - r_k) / sum_k w_k``: the weighted mean over jobs of completion minus release.
+    With an unfinished job (``C_k`` nan) both are nan: a schedule that leaves work undone has no objective
+    (over the finished jobs alone it could beat every complete schedule); ``avg_jct_finished`` is the
+    weighted mean over the ``finished_jobs`` alone, named as such.
     """
     if not instance.jobs:
-        return {"makespan": 0.0, "avg_jct": 0.0}
+        return {"makespan": 0.0, "avg_jct": 0.0, "avg_jct_finished": 0.0, "finished_jobs": 0.0}
     weights = np.array([job.weight for job in instance.jobs], dtype=np.float64)
     releases = np.array([job.release for job in instance.jobs], dtype=np.float64)
-    return {
-        "makespan": float(completion.max()),
-        "avg_jct": float(weights @ (completion - releases) / weights.sum()),
-    }
+    done = ~np.isnan(completion)
+    jct = np.where(done, completion - releases, 0.0)
+    finished = float(weights[done] @ jct[done] / weights[done].sum()) if done.any() else math.nan
+    if done.all():
+        return {"makespan": float(completion.max()), "avg_jct": float(weights @ jct / weights.sum()),
+                "avg_jct_finished": finished, "finished_jobs": float(done.sum())}  # fmt: skip
+    return {"makespan": math.nan, "avg_jct": math.nan, "avg_jct_finished": finished,
+            "finished_jobs": float(done.sum())}  # fmt: skip
 
 
 def job_utilities(instance: Instance, completion: FloatArray) -> FloatArray:

@@ -185,7 +185,11 @@ def busy_utilisation(instance: Instance, schedule: Schedule, table: dict[str, Fl
     jobs' [arrival, completion) intervals."""
     total = instance.total_capacity
     work = (task_demand(instance, schedule) * (schedule.end - schedule.start)[:, None]).sum(axis=0)
-    busy = busy_time(np.asarray(table["arrival"], dtype=np.float64), np.asarray(table["completion"], dtype=np.float64))
+    completion = np.asarray(table["completion"], dtype=np.float64)
+    last = float(np.max(schedule.end[np.isfinite(schedule.end)], initial=0.0))
+    # A job left unfinished is in the system until the run's last event.
+    completion = np.where(np.isnan(completion), np.maximum(last, table["arrival"]), completion)
+    busy = busy_time(np.asarray(table["arrival"], dtype=np.float64), completion)
     used = np.divide(work, total * busy, out=np.zeros_like(work), where=(total > 0) & (busy > 0))
     return {r: float(u) for r, u in zip(instance.resources, used, strict=True)}
 
@@ -201,7 +205,11 @@ def timeline_summary(instance: Instance, schedule: Schedule, bins: int = 100,
     done[np.asarray(list(unfinished), dtype=np.int64)] = False
     tenants, tenant_of_job = job_tenants(instance)
     first = float(table["arrival"].min()) if table["arrival"].size else 0.0
-    span = float(table["completion"].max()) if table["completion"].size else 0.0
+    # The run's span: to its last event, the last finished job or the last task that ended (a job left
+    # unfinished has no completion).
+    finished = table["completion"][~np.isnan(table["completion"])]
+    ends = np.concatenate([finished, schedule.end[np.isfinite(schedule.end)]])
+    span = float(ends.max()) if ends.size else first
     edges = np.linspace(first, max(span, first + 1e-9), bins + 1)
     usage = binned_usage(instance, schedule, edges, tenant_of_job[schedule.job], len(tenants))
     total = instance.total_capacity

@@ -326,18 +326,19 @@ def schedule_json(instance: Instance, schedule: Schedule) -> dict[str, Any]:
     numbers = schedule_objectives(instance, completion)
     utility = job_utilities(instance, completion)
     fair = schedule.fair_completion
-    columns = {key: table[key].tolist() for key in ("arrival", "start", "queueing_delay", "jct", "slowdown")}
+    columns = {key: [_finite(v) for v in table[key].tolist()]
+               for key in ("arrival", "start", "queueing_delay", "jct", "slowdown")}  # fmt: skip
     jobs = {
         job.name: {
             "arrival": columns["arrival"][k],
             "start": columns["start"][k],
-            "completion": float(completion[k]),
+            "completion": _finite(float(completion[k])),
             "queueing_delay": columns["queueing_delay"][k],
             "jct": columns["jct"][k],
             "slowdown": columns["slowdown"][k],
             "fair_completion": None if fair is None or k >= fair.size else _finite(float(fair[k])),
             "deadline": _finite(job.deadline),
-            "utility": float(utility[k]),
+            "utility": _finite(float(utility[k])),
         }
         for k, job in enumerate(instance.jobs)
     }
@@ -371,8 +372,8 @@ def schedule_json(instance: Instance, schedule: Schedule) -> dict[str, Any]:
         for row, option in zip(tasks, schedule.option.tolist(), strict=True):
             if option >= 0:
                 row["option"] = option
-    view = {"makespan": numbers["makespan"], "avg_jct": numbers["avg_jct"], "utility": float(utility.sum()),
-            "jobs": jobs, "tasks": tasks}  # fmt: skip
+    view = {"makespan": _finite(numbers["makespan"]), "avg_jct": _finite(numbers["avg_jct"]),
+            "utility": _finite(float(utility.sum())), "jobs": jobs, "tasks": tasks}  # fmt: skip
     deadlines = np.array([job.deadline for job in instance.jobs])
     if np.isfinite(deadlines).any():
         met = completion <= deadlines * (1 + 1e-9)

@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fairpack.models.result import MAXIMISED_OBJECTIVES, SOLUTION_STATUSES, Result, relative_gap
+from fairpack.models.result import (
+    MAXIMISED_OBJECTIVES,
+    SOLUTION_STATUSES,
+    Result,
+    relative_gap,
+    schedule_objectives,
+)
 from fairpack.models.types import Instance, InstanceError
 from fairpack.solver.budget import Budget
 
@@ -258,17 +264,27 @@ def _verified_schedule(instance: Instance, result: Result, exact: bool) -> Resul
     report = verify_schedule(instance, result.schedule, fair_completion=deadlines, require_placement=placed,
                              unfinished=unfinished)  # fmt: skip
     name = str(result.extra.get("objective_name", "makespan"))
-    objective = report.objective(name, float(result.extra.get("alpha", 0.5)))
+    value = report.objective(name, float(result.extra.get("alpha", 0.5)))
+    unfinished_notes: tuple[str, ...] = ()
+    if math.isnan(value):  # jobs left unfinished: no objective, and the finished jobs' mean named as such
+        done = int(np.sum(~np.isnan(report.completion)))
+        finished = schedule_objectives(instance, report.completion)["avg_jct_finished"]
+        result = replace(result, extra={**result.extra, "finished_jobs": done,
+                                        "avg_jct_finished": None if math.isnan(finished) else finished})  # fmt: skip
+        unfinished_notes = (f"{len(instance.jobs) - done} of {len(instance.jobs)} jobs unfinished: no {name} "
+                            "(the finished jobs alone could beat any complete schedule); avg_jct_finished is "
+                            "the finished jobs' mean",)  # fmt: skip
+    objective = None if math.isnan(value) else value
     bound = result.bound
     if exact and bound is None and result.status == "optimal":
         bound = objective
     gap = None
-    if bound is not None:
+    if bound is not None and objective is not None:
         raw_gap = relative_gap(objective, bound, name in MAXIMISED_OBJECTIVES)
         gap = raw_gap if raw_gap > 1e-12 else 0.0  # rounding noise of the tick scaling is no gap
     notes = []
-    if result.solver_objective is not None and not np.isclose(result.solver_objective, objective, rtol=1e-6,
-                                                               atol=1e-9):  # fmt: skip
+    if result.solver_objective is not None and objective is not None and not np.isclose(
+            result.solver_objective, objective, rtol=1e-6, atol=1e-9):  # fmt: skip
         notes.append(f"solver objective {result.solver_objective:.9g} differs from the recomputed {objective:.9g}")
     return replace(result, verified=report.ok, violations=tuple(report.violations), objective=objective,
-                   bound=bound, gap=gap, extra=_notes(result, *notes))  # fmt: skip
+                   bound=bound, gap=gap, extra=_notes(result, *unfinished_notes, *notes))  # fmt: skip

@@ -310,3 +310,45 @@ def test_simulate_json_has_every_jobs_arrival_start_delay_and_slowdown(tmp_path:
     for name, fields in expected.items():
         for key, value in fields.items():
             assert jobs[name][key] == pytest.approx(value), (name, key)
+
+
+UNPLACEABLE = """
+resources: [cpu]
+servers: [{name: m, capacity: {cpu: 10}}]
+jobs:
+  - {name: small, stages: [{name: a, tasks: 2, duration: 1, demand: {cpu: 1}}]}
+  - {name: big, release: 1, stages: [{name: a, tasks: 1, duration: 3, demand: {cpu: 5}},
+                                     {name: b, tasks: 1, duration: 1, demand: {cpu: 1}, after: [a]}]}
+"""
+
+
+def test_a_job_that_never_ran_is_unfinished_with_no_completion_and_no_objective(tmp_path: Path) -> None:
+    # Under slots (10 one-CPU slots), big's five-CPU task fits no slot: big never runs. It has no completion,
+    # no JCT and no utility, and the run has no objective (small's JCT alone, 1, would beat every schedule
+    # that runs big); the finished jobs' mean is reported under its own name.
+    path = tmp_path / "unplaceable.yaml"
+    path.write_text(UNPLACEABLE)
+    out = tmp_path / "r.json"
+    run = _fairpack("simulate", str(path), "--policy", "slots", "--json", "-o", str(out), cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    data = json.loads(run.stdout)
+    assert data["verified"] is True and data["unfinished_jobs"] == ["big"]
+    assert data["objective"] is None and data["avg_jct"] is None and data["makespan"] is None
+    assert data["utility"] is None
+    assert data["finished_jobs"] == 1 and data["avg_jct_finished"] == pytest.approx(1.0)
+    big = data["jobs"]["big"]
+    assert big["completion"] is None and big["jct"] is None and big["utility"] is None
+    assert data["jobs"]["small"]["completion"] == pytest.approx(1.0)
+    checked = _fairpack("check", str(path), str(out), cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_check_gives_the_same_verdict_as_the_run_when_nothing_ran(tmp_path: Path) -> None:
+    path = tmp_path / "none.yaml"
+    path.write_text("resources: [cpu]\nservers: [{name: m, capacity: {cpu: 10}}]\n"
+                    "jobs: [{name: big, stages: [{name: a, tasks: 1, duration: 3, demand: {cpu: 5}}]}]\n")
+    out = tmp_path / "r.json"
+    run = _fairpack("simulate", str(path), "--policy", "slots", "-o", str(out), cwd=tmp_path)
+    assert run.returncode == 0 and "verified yes" in run.stdout, run.stdout + run.stderr
+    checked = _fairpack("check", str(path), str(out), cwd=tmp_path)
+    assert checked.returncode == 0 and "verified" in checked.stdout, checked.stdout + checked.stderr

@@ -172,8 +172,9 @@ def _schedule(instance: Instance, data: dict[str, Any], rules: SavedRules,
     objective = report.objective(name, float(alpha))
     if _differs(data.get("objective"), objective):
         problems.append(f"saved objective {data.get('objective')} but recomputed {objective:.9g}")
-    return report.ok, {"objective": objective, "makespan": report.makespan, "avg_jct": report.avg_jct,
-                       "utility": report.utility}
+    numbers = {"objective": objective, "makespan": report.makespan, "avg_jct": report.avg_jct,
+               "utility": report.utility}  # nan where a job is unfinished: no such number
+    return report.ok, {key: None if math.isnan(value) else value for key, value in numbers.items()}
 
 
 def _bound_and_gap(data: dict[str, Any], objective: float | None, maximised: bool, problems: list[str]) -> None:

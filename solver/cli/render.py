@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from typing import Any
 
 from fairpack.models.result import Result
@@ -71,6 +72,9 @@ def _format_schedule(instance: Instance, result: Result, data: dict[str, Any], t
     valued = any(job.utility or job.deadline != float("inf") for job in instance.jobs)
     if valued:  # deadlines and utilities: what the soft-constraint methods and policies are judged by
         numbers += [("utility", data["utility"]), ("SLO attainment", data.get("slo_attainment"))]
+    if result.extra.get("finished_jobs") is not None and result.objective is None:
+        numbers += [("finished jobs", result.extra["finished_jobs"]),
+                    ("avg JCT of the finished", result.extra.get("avg_jct_finished"))]  # fmt: skip
     lines.append("  " + "   ".join(f"{name} {value:.6g}" for name, value in numbers if value is not None))
     lines.append(f"  build {result.build_s:.3f} s, solve {result.solve_s:.3f} s, {len(data['tasks'])} tasks")
     lines += _simulation_summary(result)
@@ -83,10 +87,11 @@ def _format_schedule(instance: Instance, result: Result, data: dict[str, Any], t
     for job in instance.jobs[:top]:
         entry = data["jobs"][job.name]
         fair = entry["fair_completion"]
-        rows.append([job.name, f"{job.weight:g}", _short(job.release), _short(entry["completion"]),
-                     _short(entry["completion"] - job.release), "-" if fair is None else _short(fair)])  # fmt: skip
+        done = entry["completion"]
+        rows.append([job.name, f"{job.weight:g}", _short(job.release), _short(done),
+                     _short(None if done is None else done - job.release), _short(fair)])  # fmt: skip
         if valued:
-            rows[-1] += ["-" if entry["deadline"] is None else _short(entry["deadline"]), _short(entry["utility"])]
+            rows[-1] += [_short(entry["deadline"]), _short(entry["utility"])]
     lines += _aligned(header, rows)
     if len(instance.jobs) > top:
         lines.append(f"  ... and {len(instance.jobs) - top} more jobs (--top N shows more, --format csv lists all)")
@@ -197,7 +202,10 @@ def _counter(value: Any) -> str:
     return str(value)
 
 
-def _short(value: float) -> str:
+def _short(value: float | None) -> str:
+    """A number in a table cell; ``-`` for none (an unfinished job's completion, JCT and utility)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
     return f"{value:.4g}" if isinstance(value, float) and not float(value).is_integer() else f"{value:g}"
 
 
