@@ -193,3 +193,25 @@ def test_a_release_of_a_nanosecond_is_not_read_as_zero(method: str) -> None:
     short = result.schedule.job == 1
     assert float(result.schedule.start[short].min()) >= 1e-9
     assert result.status == "feasible"  # optimal only for the durations and releases in whole ticks
+
+
+def test_the_utilisation_series_never_counts_a_task_on_top_of_one_ending_within_the_resolution() -> None:
+    # At t = 500 the resolution is 5e-7: b starts 4e-7 before a ends, which the checker accepts (a's capacity
+    # is free by settled(500)). The series follows the same rule, so it never reads above the capacity (1.05
+    # and 2.0 were printed before).
+    from fairpack.models.timeline import utilisation_series
+
+    instance = parse_instance(b"""
+resources: [cpu]
+servers: [{name: m, capacity: {cpu: 1}}]
+jobs:
+  - {name: a, stages: [{name: s, tasks: 1, duration: 500, demand: {cpu: 1}}]}
+  - {name: b, stages: [{name: s, tasks: 1, duration: 1, demand: {cpu: 1}}]}
+""", "yaml", "overlap")  # fmt: skip
+    early = 500 - 4e-7
+    schedule = Schedule(np.array([0, 1]), np.array([0, 0]), np.array([0, 0]), np.array([0.0, early]),
+                        np.array([500.0, early + 1]))  # fmt: skip
+    assert verify_schedule(instance, schedule).ok
+    series = utilisation_series(instance, schedule)
+    assert max(series["cpu"]) == pytest.approx(1.0)
+    assert series["cpu"][-1] == 0.0
