@@ -222,15 +222,13 @@ def _notes(result: Result, *notes: str) -> dict[str, Any]:
 
 def _verified_allocation(instance: Instance, result: Result, exact: bool) -> Result:
     from fairpack.models.check import verify_allocation
-    from fairpack.models.metrics import guarantee_ratio
 
     assert result.allocation is not None
     report = verify_allocation(instance, result.allocation)
+    if instance.hierarchy is not None:
+        return _verified_hierarchy(instance, result, exact, report)
     objective = report.min_weighted_share
     extra = result.extra
-    if instance.hierarchy is not None:
-        extra = {**extra, "min_weighted_leaf_share": report.min_weighted_share}
-        objective = guarantee_ratio(instance, result.allocation)
     bound = result.bound
     if exact and bound is None and result.status == "optimal":
         bound = objective
@@ -245,6 +243,30 @@ def _verified_allocation(instance: Instance, result: Result, exact: bool) -> Res
     ):
         notes.append("solver's level differs from the recomputed minimum (satisfied tenants are excluded from it)")
     result = replace(result, extra=extra)
+    return replace(result, verified=report.ok, violations=tuple(report.violations), objective=objective,
+                   bound=bound, gap=gap, extra=_notes(result, *notes))  # fmt: skip
+
+
+def _verified_hierarchy(instance: Instance, result: Result, exact: bool, report: Any) -> Result:
+    """An allocation on a hierarchy: its objective is the guarantee shortfall (minimised; static H-DRF's is 0,
+    the smallest there is, so an exact method's proven bound is 0 and it is optimal only if it meets every
+    guarantee); ``min share/guarantee`` and the smallest weighted leaf share are reported beside it."""
+    from fairpack.models.metrics import guarantee_ratio, guarantee_shortfall
+
+    assert result.allocation is not None
+    objective = guarantee_shortfall(instance, result.allocation)
+    ratio = guarantee_ratio(instance, result.allocation)
+    extra = {**result.extra, "objective_name": "guarantee shortfall",
+             "min_share_guarantee": ratio if math.isfinite(ratio) else None,
+             "min_weighted_leaf_share": report.min_weighted_share}  # fmt: skip
+    status, bound, notes = result.status, result.bound, []
+    if exact and result.status == "optimal":
+        bound = 0.0  # a shortfall is never negative, and H-DRF's meets every guarantee
+        if objective > 0:
+            status = "feasible"
+            notes.append(f"the allocation falls short of a share guarantee by {objective:.3g}: not H-DRF's optimum")
+    gap = None if bound is None else relative_gap(objective, bound, maximised=False)
+    result = replace(result, status=status, extra=extra)
     return replace(result, verified=report.ok, violations=tuple(report.violations), objective=objective,
                    bound=bound, gap=gap, extra=_notes(result, *notes))  # fmt: skip
 

@@ -291,7 +291,9 @@ def test_cli_json_has_nodes_and_the_table_draws_the_tree(tmp_path: Any, capsys: 
 
     assert main(["solve", "instances/hdrf_fig4.yaml", "--method", "hdrf", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["verified"] and data["objective"] == pytest.approx(1.0)
+    # Every node gets its guarantee: no shortfall, the smallest share/guarantee ratio exactly 1.
+    assert data["verified"] and data["objective"] == 0 and data["bound"] == 0 and data["status"] == "optimal"
+    assert data["objective_name"] == "guarantee shortfall" and data["min_share_guarantee"] == pytest.approx(1.0)
     nodes = data["nodes"]
     assert list(nodes) == ["root", "n1", "n1-1", "n2", "n2-1", "n2-2"]
     assert nodes["n2"]["guarantee"] == pytest.approx(0.5) and nodes["n2"]["dominant_share"] == pytest.approx(0.5)

@@ -18,7 +18,7 @@ import numpy as np
 
 from fairpack.models.check.schedule import verify_schedule
 from fairpack.models.check.verify import verify_allocation
-from fairpack.models.metrics import guarantee_ratio
+from fairpack.models.metrics import guarantee_shortfall
 from fairpack.models.result import MAXIMISED_OBJECTIVES, SCHEDULE_OBJECTIVES, Allocation, UnitKind, relative_gap
 from fairpack.models.tolerance import CHECK_RTOL
 from fairpack.models.types import Instance, InstanceError
@@ -108,7 +108,9 @@ def check_saved(instance: Instance, data: dict[str, Any], rules: SavedRules) -> 
     else:
         recomputed, numbers = _allocation(instance, data, rules, problems)
     objective = numbers.get("objective")
-    maximised = rules.kind == "allocation" or data.get("objective_name") in MAXIMISED_OBJECTIVES
+    # Allocations maximise their smallest weighted share; on a hierarchy they minimise the guarantee shortfall.
+    maximised = (rules.kind == "allocation" and instance.hierarchy is None) or (
+        rules.kind == "schedule" and data.get("objective_name") in MAXIMISED_OBJECTIVES)  # fmt: skip
     _bound_and_gap(data, objective, maximised=maximised, problems=problems)
     expected = recomputed and status != "error"  # solve never calls what a failed method left verified
     if data.get("verified") is not None and bool(data.get("verified")) != expected:
@@ -136,7 +138,8 @@ def _allocation(instance: Instance, data: dict[str, Any], rules: SavedRules,
             if _differs(entry.get(key), float(value)):
                 problems.append(f"tenant {tenant.name}: saved {key} {entry.get(key)} but the allocation gives "
                                 f"{value:.9g}")  # fmt: skip
-    objective = guarantee_ratio(instance, allocation) if instance.hierarchy is not None else report.min_weighted_share
+    objective = (guarantee_shortfall(instance, allocation) if instance.hierarchy is not None
+                 else report.min_weighted_share)  # fmt: skip
     if _differs(data.get("objective"), objective):
         problems.append(f"saved objective {data.get('objective')} but recomputed {objective:.9g}")
     numbers = {"objective": objective,

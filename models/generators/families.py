@@ -53,11 +53,11 @@ from fairpack.models.types import Instance, InstanceError
 
 #: ``solver.api`` method families a generated instance can feed.
 KINDS = ("flat", "hierarchy", "jobs")
-#: Whether each kind's objective is maximised (min weighted share, min share/guarantee) or minimised
-#: (avg JCT, makespan); ``solver.bench.table`` signs the gaps by it.
-SENSE = {"flat": "max", "hierarchy": "max", "jobs": "min"}
+#: Whether each kind's objective is maximised (min weighted share) or minimised (the guarantee shortfall of a
+#: hierarchy, avg JCT, makespan); ``solver.bench.table`` signs the gaps by it.
+SENSE = {"flat": "max", "hierarchy": "min", "jobs": "min"}
 #: What ``Result.objective`` is for allocation kinds (DAG jobs name theirs in ``Result.extra``).
-OBJECTIVE_NAMES = {"flat": "min weighted share", "hierarchy": "min share/guarantee"}
+OBJECTIVE_NAMES = {"flat": "min weighted share", "hierarchy": "guarantee shortfall"}
 #: The repository's bundled instances (data only; read, never written).
 #: The instances bundled with fairpack (package data: ``fairpack/instances``, the repository's ``instances/``).
 INSTANCES = Path(str(importlib.resources.files("fairpack") / "instances"))

@@ -5,16 +5,16 @@ objective recomputed by the checker, its proven bound, the times, the fairness a
 sweep's table (:mod:`fairpack.solver.bench.metrics`) and the **gap to the reference, positive = worse**,
 whatever the objective's sense (the convention of :mod:`fairpack.solver.bench.table`):
 
-* maximised objectives (flat: min weighted dominant share; hierarchy: min share/guarantee; utility):
+* maximised objectives (flat: min weighted dominant share; utility):
   ``gap = (reference - objective) / |reference|``;
+* the hierarchy objective, the guarantee shortfall (``max(0, 1 - min share/guarantee)``, minimised; static
+  H-DRF's is 0, the smallest there is): ``gap = objective - reference``, the difference itself;
 * minimised objectives (DAG jobs: avg JCT, makespan, the mix): ``gap = (objective - reference) / |reference|``.
 
 A gap is only a gap where the reference is an optimiser of the compared metric over a set that holds the
 compared answer. Where it is not, ``gap`` is empty and ``gap_note`` says why, with the signed difference
 (the same formula) in ``difference``:
 
-* H-DRF (``hdrf``) gives every node its share guarantee but does not maximise the smallest
-  share/guarantee ratio, so a heuristic can score higher on that metric;
 * an exact DAG method under fair caps (every job done by its fair completion time ``T_k``, the default)
   optimises over the schedules that meet the caps: a heuristic that lets a job finish later than its
   ``T_k`` is outside that set and may be shorter;
@@ -43,7 +43,7 @@ from fairpack.models.types import Instance, InstanceError
 from fairpack.solver.api import simulate, solve
 from fairpack.solver.bench.metrics import row_metrics
 from fairpack.solver.bench.sweep import method_record
-from fairpack.solver.bench.table import GAP_NOISE
+from fairpack.solver.bench.table import ABSOLUTE_OBJECTIVE, GAP_NOISE
 from fairpack.solver.registry import COMMON_OPTIONS, ONLINE_PREFIX, Method, OptionError, methods
 
 #: The reference of each family when none is given: its exact method of the fairness objective.
@@ -51,8 +51,8 @@ DEFAULT_REFERENCE = {"flat": "drfh", "hierarchy": "hdrf", "jobs": "spacetime-cp"
 #: Methods left out of the default list: each needs what most instances lack (``locality-cp``: blocks).
 _NEEDS_BLOCKS = frozenset({"locality-cp"})
 #: Maximised allocation objectives (every allocation objective is).
-_ALLOCATION_OBJECTIVES = {False: "min weighted share", True: "min share/guarantee"}
-_MAXIMISED = frozenset({*MAXIMISED_OBJECTIVES, *_ALLOCATION_OBJECTIVES.values()})
+_ALLOCATION_OBJECTIVES = {False: "min weighted share", True: ABSOLUTE_OBJECTIVE}
+_MAXIMISED = frozenset({*MAXIMISED_OBJECTIVES, "min weighted share"})
 #: Columns in this order first; the metric columns follow.
 COLUMNS = ("method", "kind", "status", "verified", "objective", "objective_name", "sense", "bound", "solver_gap",
            "reference", "gap", "difference", "bound_gap", "gap_note", "build_s", "solve_s", "wall_s")  # fmt: skip
@@ -214,11 +214,14 @@ def objective_name(instance: Instance, result: Result) -> str | None:
     return _ALLOCATION_OBJECTIVES[instance.hierarchy is not None]
 
 
-def signed_gap(objective: float, reference: float, maximised: bool) -> float:
+def signed_gap(objective: float, reference: float, maximised: bool, absolute: bool = False) -> float:
     """Relative distance from ``reference``, positive when ``objective`` is worse (see the module docstring);
-    nan when the reference is 0 and they differ."""
+    ``absolute``: the difference itself (the guarantee shortfall); nan when a relative gap's reference is 0."""
     if objective == reference:
         return 0.0
+    if absolute:
+        gap = (reference - objective) if maximised else (objective - reference)
+        return 0.0 if abs(gap) < GAP_NOISE else gap
     if maximised and math.isinf(reference) and math.isfinite(objective):
         return 1.0
     if reference == 0 or not math.isfinite(reference):
@@ -244,9 +247,6 @@ def _bounds_it(instance: Instance, result: Result, ref_spec: Method, ref: Result
             and ref.allocation.kind != "pool":  # fmt: skip
         return (f"this allocation pools the cluster into one server; {ref_spec.name}'s places tasks on the servers, "
                 "so it bounds only placeable allocations")  # fmt: skip
-    if instance.hierarchy is not None and ref.allocation is not None:
-        return (f"{ref_spec.name} guarantees every node its share but does not maximise min share/guarantee; "
-                "a heuristic may score higher")  # fmt: skip
     if ref.schedule is not None and ref.extra.get("fair_cap", True) is not False and ref.schedule.fair_completion \
             is not None:  # fmt: skip
         late = _late_jobs(instance, result, ref)
@@ -279,9 +279,10 @@ def _row(instance: Instance, name: str, spec: Method, result: Result, reference:
         row["gap_note"] = comparable
     else:
         assert result.objective is not None and ref.objective is not None
-        row["difference"] = signed_gap(result.objective, ref.objective, maximised)
+        absolute = objective == ABSOLUTE_OBJECTIVE
+        row["difference"] = signed_gap(result.objective, ref.objective, maximised, absolute)
         if ref.bound is not None and ref_spec.exact:
-            row["bound_gap"] = signed_gap(result.objective, ref.bound, maximised)
+            row["bound_gap"] = signed_gap(result.objective, ref.bound, maximised, absolute)
         why = "" if name == reference else _bounds_it(instance, result, ref_spec, ref)
         if why:
             row["gap_note"] = why

@@ -33,19 +33,20 @@ The reference of a row is the grid's exact reference method on the same instance
 that stopped at its time limit is no proven optimum), ``reference_verified``, ``reference_objective``,
 and ``gap``, signed so that **a positive gap means worse than the reference**:
 
-* maximised objectives (flat: min weighted dominant share; hierarchy: min share/guarantee):
-  ``gap = (reference - objective) / reference``;
+* maximised objectives (flat: min weighted dominant share): ``gap = (reference - objective) / reference``;
+* the hierarchy objective, the guarantee shortfall (``max(0, 1 - min share/guarantee)``, minimised; static
+  H-DRF's is 0): ``gap = objective - reference``, the difference itself;
 * minimised objectives (DAG jobs: avg JCT, makespan or the mix): ``gap = (objective - reference) /
   reference``.
 
-Equal values give 0 (also both infinite: a hierarchy whose every node is satisfied; and differences
-below ``GAP_NOISE``, the solvers' floating-point tolerance), an infinite maximised reference against a
-finite objective gives 1, and the gap is empty when either side is unverified, missing, or the
-reference is 0. A negative gap is a heuristic doing better than the reference: impossible against a
-proven optimum (``drfh`` for min weighted share, with divisible tasks, so the whole-task heuristics'
-gaps include the integrality gap; ``spacetime-cp`` without fair caps), possible against a reference
-stopped by its time limit, and expected for hierarchies, where ``hdrf`` guarantees every node its share
-but does not maximise the smallest share/guarantee ratio. ``reference_bound`` is the reference's proven
+Equal values give 0 (and differences below ``GAP_NOISE``, the solvers' floating-point tolerance), an
+infinite maximised reference against a finite objective gives 1, and the gap is empty when either side is
+unverified, missing, or a relative gap's reference is 0. A negative gap is a heuristic doing better than
+the reference: impossible against a proven optimum (``drfh`` for min weighted share, with divisible tasks,
+so the whole-task heuristics' gaps include the integrality gap; ``hdrf`` for the guarantee shortfall;
+``spacetime-cp`` without fair caps), possible against a reference stopped by its time limit.
+``min_share_guarantee`` stays a column: ``hdrf`` does not maximise it, so a heuristic may score higher
+there. ``reference_bound`` is the reference's proven
 bound and ``bound_gap`` the same gap against it: never smaller than the gap to the true optimum, so it is
 the honest figure where the reference stopped at its time limit (the online policies' gap to the
 clairvoyant ``spacetime-cp``). ``best_known_gap = (objective - best_known) / best_known`` for PSPLIB.
@@ -61,6 +62,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+#: The objective whose gap is a difference, not a ratio (its optimum, static H-DRF's, is 0).
+ABSOLUTE_OBJECTIVE = "guarantee shortfall"
 #: Relative differences below this are rounding noise, reported as a gap of 0.
 GAP_NOISE = 1e-9
 #: Columns recomputed from the whole table on every save.
@@ -93,11 +96,14 @@ def _gaps(frame: pd.DataFrame, column: str = "reference_objective") -> np.ndarra
     usable = (frame["verified"].fillna(False).astype(bool) & frame["reference_verified"].fillna(False).astype(bool)
               ).to_numpy() & ~np.isnan(objective) & ~np.isnan(reference)  # fmt: skip
     maximise = (frame["sense"] == "max").to_numpy()
+    # A hierarchy's guarantee shortfall is a fraction whose optimum is 0: its gap is the difference itself.
+    absolute = (frame["objective_name"] == ABSOLUTE_OBJECTIVE).to_numpy() if "objective_name" in frame else False
     with np.errstate(divide="ignore", invalid="ignore"):
         gap = np.where(maximise, (reference - objective) / reference, (objective - reference) / reference)
+    gap = np.where(absolute, objective - reference, gap)
     gap = np.where(objective == reference, 0.0, gap)  # also both infinite
     gap = np.where(maximise & np.isinf(reference) & np.isfinite(objective), 1.0, gap)
-    gap = np.where((reference == 0) & (objective != reference), np.nan, gap)
+    gap = np.where(~absolute & (reference == 0) & (objective != reference), np.nan, gap)
     gap = np.where(np.abs(gap) < GAP_NOISE, 0.0, gap)  # two backends' floating-point noise is no gap
     return np.where(usable, gap, np.nan)
 
