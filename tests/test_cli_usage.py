@@ -292,3 +292,22 @@ def test_bench_run_needs_an_output_table(capsys: pytest.CaptureFixture[str], tmp
     err = usage_error(capsys, "bench", "run", ROOT / "benchmarks" / "sweeps" / "smoke.toml")
     assert "--out" in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_csv_rows_jobs_lists_every_job_of_a_schedule(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "solve", TWO_JOBS, "--method", "carbyne", "--format", "csv", "--rows", "jobs")
+    assert code == 0
+    rows = {row["job"]: row for row in csv_rows(out)}
+    assert set(rows) == {"long", "short"}
+    assert float(rows["short"]["arrival"]) == 0.5 and float(rows["long"]["completion"]) == 4.5
+    assert {"start", "queueing_delay", "jct", "slowdown", "fair_completion"} <= set(rows["long"])
+
+
+@pytest.mark.parametrize(("argv", "reason"), [
+    (["solve", str(FIG1), "--format", "csv", "--rows", "jobs"], "no jobs"),
+    (["solve", str(TWO_JOBS), "--rows", "jobs"], "--format csv"),
+])  # fmt: skip
+def test_csv_rows_that_cannot_be_listed_are_refused_before_solving(argv: list[str], reason: str,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, *argv)
+    assert code == 2 and reason in err

@@ -31,6 +31,8 @@ DEFAULTS = SolveOptions()
 HORIZON = 200.0
 #: Rows a table shows by default (``--top`` changes it; ``--format csv`` lists everything).
 DEFAULT_TOP = 20
+#: What ``--format csv`` lists, one row each.
+CSV_ROWS = ("auto", "tenants", "nodes", "jobs", "tasks")
 FORMATS = ("table", "json", "csv")
 
 
@@ -214,6 +216,7 @@ def command_solve(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     _require_plot(args)
     instance = load(args.path, args)
+    _check_rows(args, instance)
     output = "json" if args.json else args.format
     try:
         # Long solves print their incumbent and bound to stderr every few seconds; --verbose adds the
@@ -264,11 +267,27 @@ def _print_result(instance: Instance, result: Result, data: dict[str, Any] | Non
     if output == "json":
         print(json.dumps(data))
     elif output == "csv":
-        sys.stdout.write(format_csv(instance, result, data))
+        sys.stdout.write(format_csv(instance, result, data, getattr(args, "rows", "auto")))
     elif args.quiet:
         print(format_table(instance, result, top=0, data=data).split("\n", 1)[0])
     else:
         print(format_table(instance, result, top=args.top, data=data))
+
+
+def _check_rows(args: argparse.Namespace, instance: Instance) -> None:
+    """``--rows`` is for ``--format csv`` and must name a table the answer will hold (refused before solving)."""
+    rows = getattr(args, "rows", "auto")
+    if rows == "auto":
+        return
+    from fairpack.solver.registry import OptionError
+
+    if args.json or args.format != "csv":
+        raise OptionError("lists the rows of --format csv; add --format csv", "--rows")
+    held = {"jobs": bool(instance.jobs), "tasks": bool(instance.jobs), "nodes": instance.hierarchy is not None,
+            "tenants": bool(instance.tenants) and not instance.jobs}  # fmt: skip
+    if not held[rows]:
+        raise OptionError(f"this instance's answer has no {rows} (choose from "
+                          f"{', '.join(name for name, has in held.items() if has)})", "--rows")  # fmt: skip
 
 
 def _require_plot(args: argparse.Namespace) -> None:
@@ -329,6 +348,7 @@ def command_simulate(args: argparse.Namespace) -> int:
     _require_plot(args)
     instance = load(args.path, args)
     trace = read_trace(args.trace, instance.resources) if args.trace else None
+    _check_rows(args, instance if trace is None else trace.on(instance))
     options: dict[str, Any] = {"extra": _parse_options(args.option)}
     for name in ("placement", "seed", "slots"):
         if getattr(args, name) is not None:
@@ -617,6 +637,8 @@ def _add_solve(subcommands: Any, formatter: type[argparse.HelpFormatter]) -> Non
                        help="exact DAG methods: do not cap job completions at their fair-share times")
     solve.add_argument("--json", action="store_true", help="print one JSON object (same as --format json)")
     solve.add_argument("--format", choices=FORMATS, default="table", help="output on stdout")
+    solve.add_argument("--rows", choices=CSV_ROWS, default="auto",
+                       help="what --format csv lists, one row each (auto: tenants, hierarchy nodes or tasks)")
     solve.add_argument("--top", type=rows, default=DEFAULT_TOP, metavar="N",
                        help="rows per table (--format csv lists every row)")
     solve.add_argument("--quiet", action="store_true", help="table format: the headline only")
@@ -652,6 +674,8 @@ def _add_simulate(subcommands: Any, formatter: type[argparse.HelpFormatter]) -> 
                           help=f"simulated time (backlogs, default: {HORIZON:g}; jobs: stop early)")  # fmt: skip
     simulate.add_argument("--json", action="store_true", help="print one JSON object")
     simulate.add_argument("--format", choices=FORMATS, default="table", help="output on stdout")
+    simulate.add_argument("--rows", choices=CSV_ROWS, default="auto",
+                          help="what --format csv lists, one row each (auto: tenants, hierarchy nodes or tasks)")
     simulate.add_argument("--top", type=rows, default=DEFAULT_TOP, metavar="N",
                           help="rows per table (--format csv lists every row)")
     simulate.add_argument("--quiet", action="store_true", help="table format: the headline only")

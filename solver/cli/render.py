@@ -211,27 +211,46 @@ def _short(value: float | None) -> str:
     return f"{value:.4g}" if isinstance(value, float) and not float(value).is_integer() else f"{value:g}"
 
 
-def format_csv(instance: Instance, result: Result, data: dict[str, Any] | None = None) -> str:
-    """One row per tenant (allocations), node (hierarchies) or task (schedules), result columns first."""
+def format_csv(instance: Instance, result: Result, data: dict[str, Any] | None = None, rows: str = "auto") -> str:
+    """One row per tenant (allocations), node (hierarchies), job or task (schedules), result columns first.
+
+    ``rows``: ``auto`` lists tenants, hierarchy nodes or tasks (what the answer holds); ``jobs`` lists every
+    job of a schedule (arrival, start, completion, queueing delay, JCT, slowdown, fair completion, deadline,
+    utility); a table the answer does not hold is refused (``OptionError``).
+    """
     data = result_json(instance, result) if data is None else data
     common = {key: data.get(key) for key in ("method", "backend", "status", "objective", "bound", "verified")}
-    rows: list[dict[str, Any]]
-    if result.schedule is not None:
-        rows = [dict(task) for task in data["tasks"]]
-    elif "nodes" in data:
-        rows = [{"node": name, "parent": entry["parent"], "weight": entry["weight"], "guarantee": entry["guarantee"],
-                 "dominant_share": entry["dominant_share"], **entry["allocation"]}
-                for name, entry in data["nodes"].items()]  # fmt: skip
-    elif "tenants" in data:
-        rows = [{"tenant": name, "tasks": entry["tasks"], "dominant_share": entry["dominant_share"],
-                 **entry["allocation"], "per_server": " ".join(f"{u}:{n}" for u, n in entry["per_server"].items())}
-                for name, entry in data["tenants"].items()]  # fmt: skip
+    chosen = rows
+    if rows == "auto":
+        chosen = "tasks" if result.schedule is not None else "nodes" if "nodes" in data else "tenants"
+    table = data.get(chosen)
+    if (chosen != "tasks" and not isinstance(table, dict)) or (chosen == "tasks" and not isinstance(table, list)):
+        held = [name for name in ("tenants", "nodes", "jobs", "tasks") if isinstance(data.get(name), dict | list)]
+        if rows != "auto":
+            from fairpack.solver.registry import OptionError
+
+            raise OptionError(f"this answer has no {rows} (it has {', '.join(held) or 'none'})", "--rows")
+        table = None
+    listed: list[dict[str, Any]]
+    if table is None:
+        listed = [{}]
+    elif chosen == "tasks":
+        listed = [dict(task) for task in table]
+    elif chosen == "jobs":
+        listed = [{"job": name, **entry} for name, entry in table.items()]
+    elif chosen == "nodes":
+        listed = [{"node": name, "parent": entry["parent"], "weight": entry["weight"], "guarantee": entry["guarantee"],
+                   "dominant_share": entry["dominant_share"], **entry["allocation"]}
+                  for name, entry in table.items()]  # fmt: skip
     else:
-        rows = [{}]
+        listed = [{"tenant": name, "tasks": entry["tasks"], "dominant_share": entry["dominant_share"],
+                   **entry["allocation"], "per_server": " ".join(f"{u}:{n}" for u, n in entry["per_server"].items())}
+                  for name, entry in table.items()]  # fmt: skip
+    rows_out = listed
     buffer = io.StringIO()
-    fields = [*common, *dict.fromkeys(key for row in rows for key in row)]
+    fields = [*common, *dict.fromkeys(key for row in rows_out for key in row)]
     writer = csv.DictWriter(buffer, fieldnames=fields, lineterminator="\n")
     writer.writeheader()
-    for row in rows:
+    for row in rows_out:
         writer.writerow({**common, **row})
     return buffer.getvalue()
