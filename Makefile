@@ -38,21 +38,23 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.dag_carbyne --data-dir $(DATA_DIR)
 	$(BIN)/python -m benchmarks.psplib_sets --data-dir $(DATA_DIR)
 
-# The README's figures: two sweeps (resumable: an interrupted run continues), their reports, and the four
-# figures spliced into README between its figures markers; then the online reproductions (issue 13), cached
-# per section, spliced between the online markers; then delay scheduling (issue 15: its numbers cached, its
-# yardstick sweep resumable), spliced between the locality markers; then Tetrisched's curves (issue 14), cached
-# by set-up, spliced between the tetrisched markers.
+# The benchmark figures and tables of benchmarks/README.md: two sweeps (resumable: an interrupted run continues),
+# their reports, and the four figures spliced between its figures markers; then the online reproductions of the
+# papers' headline results (cached per section), spliced between the online markers; then delay scheduling (its
+# numbers cached, its yardstick sweep resumable), between the locality markers; then Tetrisched's curves (cached
+# by set-up), between the tetrisched markers.
+BENCH_README := benchmarks/README.md
+
 figures: $(STAMP)
 	$(BIN)/fairpack bench run benchmarks/sweeps/readme.toml --out benchmarks/results/readme.parquet --data-dir $(DATA_DIR)
 	$(BIN)/fairpack bench report benchmarks/results/readme.parquet --out benchmarks/results/readme_report
 	$(BIN)/fairpack bench run benchmarks/sweeps/tpch_triangle.toml --out benchmarks/results/tpch_triangle.parquet --data-dir $(DATA_DIR)
 	$(BIN)/fairpack bench report benchmarks/results/tpch_triangle.parquet --out benchmarks/results/tpch_triangle_report
 	$(BIN)/fairpack bench figures benchmarks/results/readme.parquet benchmarks/results/tpch_triangle.parquet \
-		--out benchmarks/results/figures --readme README.md
-	$(BIN)/python -m benchmarks.online_reproductions --data-dir $(DATA_DIR) --readme README.md
-	$(BIN)/python -m benchmarks.delay_scheduling --cached --readme README.md
-	$(BIN)/python -m benchmarks.tetrisched --readme README.md
+		--out benchmarks/results/figures --readme $(BENCH_README)
+	$(BIN)/python -m benchmarks.online_reproductions --data-dir $(DATA_DIR) --readme $(BENCH_README)
+	$(BIN)/python -m benchmarks.delay_scheduling --cached --readme $(BENCH_README)
+	$(BIN)/python -m benchmarks.tetrisched --readme $(BENCH_README)
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache .mypy_cache .ruff_cache
