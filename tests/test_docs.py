@@ -273,6 +273,16 @@ def test_command_lines_write_no_file_into_the_folder_they_run_in() -> None:
                 assert "/" in value, f"{page}: `fairpack {command}` writes {value} where it runs"
 
 
+def test_every_option_the_guide_mentions_belongs_to_a_command() -> None:
+    """A bare ``--option`` in the guide's prose is an option of some fairpack command (none renamed or gone)."""
+    every = set().union(*(_options(parser) for parser in parsers(build_parser()))) | {"--version"}
+    for page in GUIDE:
+        prose = re.sub(r"```[a-z]*\n.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+        for span in re.findall(r"`(--?[a-z][^`]*)`", prose):
+            flag = FLAG.match(span)
+            assert flag is not None and flag.group(1) in every, f"{_relative(page)}: `{span}`: no command has it"
+
+
 # --- paths ----------------------------------------------------------------------------------------------------
 
 #: A code span naming a file or folder of the repository: a top-level folder, then more of the path.
