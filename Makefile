@@ -1,10 +1,11 @@
 # Two entry points on a fresh machine: `make demo` and `make test`. Each creates .venv as needed.
+# `make docs` builds the user guide (docs/, mkdocs.yml) into site/.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench figures clean
+.PHONY: demo test docs bench figures clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,10 +24,17 @@ demo: $(STAMP)
 	$(BIN)/fairpack solve instances/dag_two_jobs.yaml --method spacetime-cp --objective avg-jct
 
 test: $(STAMP)
-	$(BIN)/ruff check fairpack models solver tests benchmarks
+	$(BIN)/ruff check fairpack models solver tests benchmarks docs
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/pytest -q
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+# The pages generated from the code (docs/cli.md, docs/methods.md, README's table of methods) are rewritten
+# first; then the site, strict: a broken link, a missing page or an unknown API reference fails the build.
+docs: $(STAMP)
+	$(BIN)/python docs/gen.py
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 DATA_DIR ?= ../shared/data
 
@@ -38,21 +46,23 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.dag_carbyne --data-dir $(DATA_DIR)
 	$(BIN)/python -m benchmarks.psplib_sets --data-dir $(DATA_DIR)
 
-# The README's figures: two sweeps (resumable: an interrupted run continues), their reports, and the four
-# figures spliced into README between its figures markers; then the online reproductions (issue 13), cached
-# per section, spliced between the online markers; then delay scheduling (issue 15: its numbers cached, its
-# yardstick sweep resumable), spliced between the locality markers; then Tetrisched's curves (issue 14), cached
-# by set-up, spliced between the tetrisched markers.
+# The benchmark figures and tables of benchmarks/README.md: two sweeps (resumable: an interrupted run continues),
+# their reports, and the four figures spliced between its figures markers; then the online reproductions of the
+# papers' headline results (cached per section), spliced between the online markers; then delay scheduling (its
+# numbers cached, its yardstick sweep resumable), between the locality markers; then Tetrisched's curves (cached
+# by set-up), between the tetrisched markers.
+BENCH_README := benchmarks/README.md
+
 figures: $(STAMP)
 	$(BIN)/fairpack bench run benchmarks/sweeps/readme.toml --out benchmarks/results/readme.parquet --data-dir $(DATA_DIR)
 	$(BIN)/fairpack bench report benchmarks/results/readme.parquet --out benchmarks/results/readme_report
 	$(BIN)/fairpack bench run benchmarks/sweeps/tpch_triangle.toml --out benchmarks/results/tpch_triangle.parquet --data-dir $(DATA_DIR)
 	$(BIN)/fairpack bench report benchmarks/results/tpch_triangle.parquet --out benchmarks/results/tpch_triangle_report
 	$(BIN)/fairpack bench figures benchmarks/results/readme.parquet benchmarks/results/tpch_triangle.parquet \
-		--out benchmarks/results/figures --readme README.md
-	$(BIN)/python -m benchmarks.online_reproductions --data-dir $(DATA_DIR) --readme README.md
-	$(BIN)/python -m benchmarks.delay_scheduling --cached --readme README.md
-	$(BIN)/python -m benchmarks.tetrisched --readme README.md
+		--out benchmarks/results/figures --readme $(BENCH_README)
+	$(BIN)/python -m benchmarks.online_reproductions --data-dir $(DATA_DIR) --readme $(BENCH_README)
+	$(BIN)/python -m benchmarks.delay_scheduling --cached --readme $(BENCH_README)
+	$(BIN)/python -m benchmarks.tetrisched --readme $(BENCH_README)
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) *.egg-info .pytest_cache .mypy_cache .ruff_cache site

@@ -1,4 +1,4 @@
-"""Where Best-Fit's time goes on the Google 2011 table with 1,000 tenants (issue 16, target 4: <= 1 s).
+"""Where Best-Fit's time goes on the Google 2011 table with 1,000 tenants (target: <= 1 s).
 
 Times ``best_fit`` and ``first_fit`` as shipped (wall and CPU seconds, best of ``--repeats``), then runs
 ``best_fit`` once under ``cProfile`` and reports each function's share of the profiled time (its own

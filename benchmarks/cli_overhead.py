@@ -15,7 +15,7 @@ plus ``fairpack --help``. In every round, for every instance, two fresh processe
   build + solve (no verification); the script's wall time without the warm calls is what a user's own
   script pays for the same answer (interpreter, imports, reading the file, one ``solve()``).
 
-Target (issue 12): CLI wall <= 1.3 x (build + solve) + 0.5 s, build + solve as the driver reports them. The
+Target: CLI wall <= 1.3 x (build + solve) + 0.5 s, build + solve as the driver reports them. The
 table also states it against the library call: a driver's build + solve leave out some of its own work (drfh's
 certification of its answer, for one), which the library call includes. The best of ``--repeat`` rounds is kept
 for every figure (the machine is shared); the load is stated.

@@ -11,7 +11,7 @@
 2. TPC-H mixes (``models.generators.tpch_jobs`` on ``<data-dir>/tpch``; skipped when absent): the
    heuristics plus ``spacetime-cp`` under ``--tpch-limit`` seconds.
 
-3. Speed (issue 16, target 7: the fair-share baseline ``T_k`` of a 36,000-task mix in <= 1 s, ``carbyne``
+3. Speed (target: the fair-share baseline ``T_k`` of a 36,000-task mix in <= 1 s, ``carbyne``
    <= 100 us per task), saved apart as ``dag_speed``: on the TPC-H mix of 50 queries on 250 executors
    (``tpch`` family, seed 0, 36,008 tasks), ``T_k`` (``fair_completion_times``) and each DAG heuristic's
    simulation, timed as shipped and, in the same run, with the code before picks became incremental (the
@@ -178,7 +178,7 @@ def _summary(claims: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[s
     return lines
 
 
-SPEED_MIX = {"queries": 50, "executors": 250}  # the 36,008-task mix of issue 16 (tpch family, seed 0)
+SPEED_MIX = {"queries": 50, "executors": 250}  # the 36,008-task speed mix (tpch family, seed 0)
 TARGET_FAIR_S, TARGET_CARBYNE_US = 1.0, 100.0
 
 
@@ -239,7 +239,7 @@ def _speed(folder: Path) -> dict[str, Any]:
 def _speed_table(speed: dict[str, Any]) -> list[str]:
     lines = [f"# DAG heuristics' speed on a TPC-H mix ({speed['jobs']} queries, {speed['tasks']:,} tasks, "
              f"{speed['mix']['executors']} executors, seed 0)", "", load_line(), "",
-             f"Targets (issue 16): T_k <= {TARGET_FAIR_S:g} s, carbyne <= {TARGET_CARBYNE_US:g} us per task. "
+             f"Targets: T_k <= {TARGET_FAIR_S:g} s, carbyne <= {TARGET_CARBYNE_US:g} us per task. "
              "`before` is the code before picks became incremental (`tests/dag_reference.py`), timed in the same "
              "run; `same`: identical schedules, task by task. Load: the 1-minute load average when the row started.",
              "Seconds are wall / CPU; us per task and the speed-up are from CPU seconds.",

@@ -32,7 +32,7 @@ exact optimum.
 Every run is verified by ``models.check`` (durations per machine from locality included). The machine is
 shared: the load is saved beside the figures. ``--quick`` runs smaller sizes. The figure
 (``figures/delay_scheduling.png``: locality and response time against D, throughput on the IO-heavy
-batches, each beside its yardstick) and, with ``--readme``, README's locality block are drawn from the
+batches, each beside its yardstick) and, with ``--readme``, the benchmarks README's locality block are drawn from the
 numbers; ``--cached`` (what ``make figures`` runs) reuses the saved numbers when their set-up is unchanged.
 """
 

@@ -1,4 +1,4 @@
-"""The DRFH family at scale, each run in its own process (issue 16 items 5 and 6, issue 11 item 3).
+"""The DRFH family at scale, each run in its own process, against its speed and memory targets.
 
 1. ``drfh`` on the Google 2011 table with every machine perturbed into its own class (12,583 distinct
    machines) x 1,000 tenants, with the generator's task caps and without any: target <= 10 s and

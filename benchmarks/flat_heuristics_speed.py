@@ -1,4 +1,4 @@
-"""Speed of the flat heuristics on the real Google 2011 machine table (issue 16, target 4).
+"""Speed of the flat heuristics on the real Google 2011 machine table, against the 1 s target.
 
 For 500 and 1,000 tenants and three seeds (``models.generators.google_instance``, 12,583 machines in
 10 classes): ``first-fit``, ``best-fit``, ``slots`` and ``per-server-drf`` as shipped, and, in the
@@ -43,7 +43,7 @@ from fairpack.solver.api import solve
 from fairpack.solver.drfh.greedy import TIE, Alive, FlatSetup, prepare, progressive_fill
 from fairpack.solver.drfh.heuristics import best_fit, best_fit_terms, first_fit, per_server_drf, slots
 
-TARGET_S = 1.0  # issue 16: best-fit and first-fit with 1,000 tenants in <= 1 s each
+TARGET_S = 1.0  # target: best-fit and first-fit with 1,000 tenants in <= 1 s each
 
 
 def _expanded(setup: FlatSetup) -> np.ndarray:

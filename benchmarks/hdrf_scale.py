@@ -3,7 +3,7 @@
 1. Exact ``hdrf`` on random org trees (``models.generators.random_tree_instance``) of 10 to 100,000
    leaves, depths 2-6, 3-5 resources, half the leaves with task caps: time, phases (events), and the
    growth exponent of time against leaves fitted on log-log axes. Pooled (the paper's setting), and
-   placeable on 5 heterogeneous server classes for the smaller trees. Targets (issue 16): 10,000
+   placeable on 5 heterogeneous server classes for the smaller trees. Targets: 10,000
    leaves pooled in at most 1 s and 100,000 in at most 20 s, depths 4-6 with 4-5 resources. Up to
    ``--reference-max-leaves`` the reference engine (every node recomputed in every phase, the
    algorithm before the node clocks) runs on the same tree in the same run: its time, and the

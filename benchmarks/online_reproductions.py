@@ -1,11 +1,11 @@
-"""Issue 13's reproductions on the one simulator: DRFH's day, Carbyne's TPC-H arrivals, the Alibaba pod list.
+"""The papers' online headline results on the one simulator: DRFH's day, Carbyne's TPC-H arrivals, the Alibaba pods.
 
 1. **DRFH** (Wang et al.): machines drawn from the real Google 2011 machine table (2,000 by default), a day of
    arrivals with one task shape per user (``models.generators.arrivals.google_day``: the task stream is
    SYNTHETIC, the real task events are not available), online Best-Fit DRFH, First-Fit DRFH and slots with
    k = 10, 12, 14, 16, 20 per largest machine. Utilisation is the time average of the resources in use over
    the day (the simulation stops launching at the day's end, ``horizon``), hour by hour and in the second
-   half of the day (after the cluster has filled), beside the paper's slot table as issue 13 quotes it.
+   half of the day (after the cluster has filled), beside the paper's slot table.
    The offered load is above 1 by default: placement decides utilisation only when work waits; at a load
    the cluster keeps up with, every policy that keeps up serves the same work, so Best-Fit and First-Fit
    give the same utilisation (measured too, ``--google-underload``).
@@ -48,7 +48,7 @@ from fairpack.models.types import Instance
 NAME = "online_reproductions"
 DAY = 86_400.0
 SLOT_COUNTS = (10, 12, 14, 16, 20)
-#: The DRFH paper's slot table as issue 13 quotes it: k -> (CPU, memory) utilisation in percent.
+#: The DRFH paper's slot table: k -> (CPU, memory) utilisation in percent.
 DRFH_PAPER_SLOTS = {10: (35.1, 23.4), 14: (43.9, 28.0), 20: (40.6, 20.0)}
 DAG_POLICIES = ("carbyne", "drf-dag", "drf-strict", "tetris", "sjf")
 #: Carbyne's headline against DRF: average JCT 1.59x, makespan ("efficiency") 1.26x, Jain within 0.05.
@@ -216,7 +216,7 @@ def drfh_markdown(data: dict[str, Any], setup: dict[str, Any], figure: str) -> l
         "",
         drfh_verdict(runs),
         "",
-        "How the paper's numbers are read: issue 13 quotes the DRFH paper's slot table as 35.1/23.4% "
+        "How the paper's numbers are read: the DRFH paper's slot table gives 35.1/23.4% "
         "CPU/memory at k=10, 43.9/28.0% at k=14 and 40.6/20.0% at k=20; they are read here as the Slots "
         "scheduler's own time-averaged utilisation at that k (the column beside each slots row), which the "
         "paper puts below Best-Fit DRFH's. The ordering claim is the same under the other reading (Best-Fit's "

@@ -20,12 +20,14 @@ against its cycle limit, and how often the plan was proven optimal.
 Every simulated schedule is verified by ``models.check`` (labels, gangs, option durations, capacity); the
 optimum too. Planner cycles use CP-SAT's deterministic time (``cycle_limit`` work units), so a run repeats on
 a loaded machine. Results are cached by set-up in ``benchmarks/results/tetrisched.json`` (``--rerun``
-recomputes); ``--readme README.md`` splices the tables and the figure between the README's tetrisched markers.
+recomputes); ``--readme benchmarks/README.md`` splices the tables and the figure between that README's tetrisched
+markers.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -285,15 +287,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     picture = out / "figures" / f"{NAME}.png"
     picture.parent.mkdir(parents=True, exist_ok=True)
     figure(data, picture)
-    lines = markdown(data, "benchmarks/results/figures/tetrisched.png")
+    lines = markdown(data, f"figures/{NAME}.png")  # relative to the results folder, where the report lies
     if not args.quick and not reused:
         save(NAME, data, "\n".join(["# Tetrisched, alsched, Jockey against the clairvoyant optimum", "", *lines]),
              out)  # fmt: skip
     else:
         print("\n".join(lines))
-    if args.readme:
+    if args.readme:  # the figure linked relative to the README that shows it
         path = Path(args.readme)
-        path.write_text(splice(path.read_text(), "\n".join(lines)))
+        prefix = os.path.relpath(picture.resolve(), path.resolve().parent).replace(os.sep, "/")
+        path.write_text(splice(path.read_text(), "\n".join(markdown(data, prefix))))
     return 0
 
 

@@ -39,7 +39,7 @@ class Case:
     options: tuple[str, ...] = ()  # extra fairpack solve arguments
 
 
-#: The largest generated instances issue 11 names, one per exact method.
+#: The largest generated instances of each exact method's family, one per exact method.
 CASES = (
     Case("drfh-int", "Google table, 1,000 tenants", ("google", "--tenants", "1000")),
     Case("spacetime-cp", "TPC-H mix of 48 queries (35,780 tasks)", ("tpch", "--queries", "48")),

@@ -1,4 +1,4 @@
-"""``spacetime-cp`` by parts on TPC-H mixes against the DAG heuristics (issue 16 item 2).
+"""``spacetime-cp`` by parts on TPC-H mixes against the DAG heuristics.
 
 Target: on mixes of 50 and 200 queries (the ``tpch`` family: Spark TPC-H DAGs of size 2g on a pool of 50
 executors, seed ``--seed``), ``spacetime-cp`` (one CP-SAT worker, ``--limit`` seconds, which it searches by

@@ -84,6 +84,9 @@ MAXIMISED_OBJECTIVES = ("utility",)
 class Schedule:
     """Start and end time of every task of every DAG job, one entry per task, and where it ran.
 
+    Only shapes are validated here; whether the schedule is feasible is for
+    :func:`fairpack.models.check.verify_schedule` to decide from the instance.
+
     Attributes
     ----------
     job, stage, index : ndarray of int64, shape (tasks,)
@@ -101,9 +104,6 @@ class Schedule:
     option : ndarray of int64, shape (tasks,), optional
         The placement option (index into its stage's ``options``) every task ran under; ``-1`` for tasks
         of stages without options. ``None`` when no task has one.
-
-    Only shapes are validated here; whether the schedule is feasible is for
-    :func:`fairpack.models.check.verify_schedule` to decide from the instance.
     """
 
     job: IntArray

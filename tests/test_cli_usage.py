@@ -1,4 +1,4 @@
-"""What a user of the command line expects (fairpack issue 11, item 6).
+"""What a user of the command line expects.
 
 ``--version``; ``-`` reads standard input; ``--format csv`` with one row per tenant, node or task;
 ``--top N`` and ``--quiet``; piping into ``head`` ends cleanly; ``export -o x.lp`` writes LP;

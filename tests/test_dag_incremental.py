@@ -113,7 +113,7 @@ def test_tpch_mix_schedules_equal_the_reference(data_dir: Path) -> None:
 
 @pytest.mark.data
 def test_carbyne_on_the_36k_tpch_mix_is_the_schedule_recorded_before_the_speed_work(data_dir: Path) -> None:
-    # The speed mix of issue 16 (benchmarks/dag_carbyne.py: tpch family, 50 queries, 250 executors, seed 0,
+    # The speed mix (benchmarks/dag_carbyne.py: tpch family, 50 queries, 250 executors, seed 0,
     # 36,008 tasks). sha256 of every task's (job, stage, index) and (start, end), recorded with main at 922b43a,
     # before the steady-batch replay of pack and the shortcuts of Carbyne's picks.
     from fairpack.models.generators.families import FAMILIES

@@ -52,7 +52,7 @@ def fig1() -> Instance:
 
 
 def gpu_case() -> Instance:
-    """Issue 11's minimal case: raw units send the CPU job to the only GPU machine."""
+    """The minimal case: raw units send the CPU job to the only GPU machine."""
     return make(
         [([16, 64, 4], 1), ([32, 256, 0], 1)],
         [([4, 8, 0], 1, math.inf), ([4, 16, 1], 1, math.inf)],

@@ -365,8 +365,8 @@ def test_locality_cp_is_the_yardstick_from_the_cli_with_its_bound_and_time_limit
 
 
 def test_readme_locality_block_is_the_saved_run() -> None:
-    """README's delay-scheduling numbers and figure are what ``benchmarks.delay_scheduling`` wrote from its saved
-    run (``make figures`` regenerates them), not hand-copied."""
+    """The delay-scheduling numbers and figure in ``benchmarks/README.md`` are what ``benchmarks.delay_scheduling``
+    wrote from its saved run (``make figures`` regenerates them), not hand-copied."""
     import json
     from pathlib import Path
 
@@ -374,9 +374,9 @@ def test_readme_locality_block_is_the_saved_run() -> None:
 
     root = Path(__file__).resolve().parents[1]
     saved = json.loads((root / "benchmarks" / "results" / "delay_scheduling.json").read_text())
-    readme = (root / "README.md").read_text()
+    readme = (root / "benchmarks" / "README.md").read_text()
     block = readme[readme.index(BEGIN) + len(BEGIN) : readme.index(END)].strip()
-    assert block == readme_block(saved, f"benchmarks/results/figures/{FIGURE}").strip()
+    assert block == readme_block(saved, f"results/figures/{FIGURE}").strip()
     assert (root / "benchmarks" / "results" / "figures" / FIGURE).is_file()
     assert saved["sweep"]["grids"], "the yardstick-gap sweep is part of the saved run"
 

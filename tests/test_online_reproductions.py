@@ -1,4 +1,4 @@
-"""Issue 13's reproductions (``benchmarks/online_reproductions.py``) on small sizes: the claims' directions.
+"""The online reproductions (``benchmarks/online_reproductions.py``) on small sizes: the claims' directions.
 
 Each asserts what the full-size benchmark measured and can be stood behind at a small size: Best-Fit > First-Fit
 > every slot count in utilisation on an overloaded synthetic day, Best-Fit = First-Fit when nothing waits,

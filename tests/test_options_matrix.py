@@ -1,4 +1,4 @@
-"""Every advertised option works, or is refused before solving (issue 11, item 1).
+"""Every advertised option works, or is refused before solving.
 
 The matrix is read from ``fairpack methods --json``: every method x backend x algorithm it advertises must
 return a verified answer equal to the default backend's on the tiny-case library (``tests/library.py``),

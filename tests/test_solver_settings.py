@@ -1,5 +1,5 @@
-"""``--workers``, ``--seed`` and ``--verbose`` reach the solvers, and long solves show they are alive (issue 11,
-item 6): HiGHS gets ``threads``/``random_seed``/its log, CP-SAT ``num_workers``/``random_seed``/its search log,
+"""``--workers``, ``--seed`` and ``--verbose`` reach the solvers, and long solves show they are alive:
+HiGHS gets ``threads``/``random_seed``/its log, CP-SAT ``num_workers``/``random_seed``/its search log,
 drfh-int's level search tells its steps, and incumbent and bound go to stderr at most every few seconds."""
 
 from __future__ import annotations

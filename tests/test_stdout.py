@@ -1,4 +1,4 @@
-"""Standard output holds the answer and nothing else (issue 11: HiGHS's C++ layer prints to file descriptor 1).
+"""Standard output holds the answer and nothing else (HiGHS's C++ layer prints to file descriptor 1).
 
 Walks every method x backend x algorithm that ``fairpack methods`` advertises, and every online policy, on the
 bundled instances of its family, capturing file descriptor 1 itself (``capfd``), where native code writes:

@@ -1,4 +1,4 @@
-"""``--time-limit S`` bounds the whole call of every exact method (issue 11, item 3), on moderate sizes.
+"""``--time-limit S`` bounds the whole call of every exact method, on moderate sizes.
 
 Each instance takes well beyond S without a limit; with S = 2 the call (build, solve, verification) must end
 by S + 5 s, a generous fixed overhead so that a loaded machine does not make it flaky; the CLI (a fresh

@@ -43,10 +43,11 @@ def add_bench_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     report.add_argument("--out", help="output folder (default: <results stem>_report next to the table)")
     report.set_defaults(handler=_command_report)
 
-    figures = actions.add_parser("figures", help="the README figures (Markdown + PNG) from one or more tables")
+    figures = actions.add_parser("figures", help="the benchmark figures (Markdown + PNG) from one or more tables")
     figures.add_argument("results", nargs="+", help=".parquet tables written by 'bench run'")
     figures.add_argument("--out", default="benchmarks/results/figures", help="folder for figures.md and the PNGs")
-    figures.add_argument("--readme", help="also fill this README's <!-- figures:begin/end --> block")
+    figures.add_argument("--readme", help="also fill the <!-- figures:begin/end --> block of this Markdown file "
+                         "(benchmarks/README.md)")
     figures.set_defaults(handler=_command_figures)
 
 

@@ -1,7 +1,7 @@
-"""``fairpack bench figures``: the four figures README publishes, from real sweep tables.
+"""``fairpack bench figures``: the four benchmark figures (``benchmarks/README.md``), from real sweep tables.
 
 Each figure is a Markdown section (tables of numbers measured in the run) and a PNG, written to one folder,
-and the sections are spliced into README between the markers ``<!-- figures:begin -->`` and
+and the sections are spliced into a README (``--readme``) between the markers ``<!-- figures:begin -->`` and
 ``<!-- figures:end -->`` so that ``make figures`` regenerates them with one command.
 
 1. DRFH against First-Fit, Best-Fit and slots (grids of flat tenants with heuristics): the smallest weighted
