@@ -311,3 +311,11 @@ def test_csv_rows_that_cannot_be_listed_are_refused_before_solving(argv: list[st
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, *argv)
     assert code == 2 and reason in err
+
+
+@pytest.mark.parametrize("command", [["solve", str(FIG1)], ["simulate", str(TWO_JOBS), "--policy", "sjf"],
+                                     ["export", str(FIG1), "--method", "drfh"]])  # fmt: skip
+def test_output_into_a_missing_folder_is_refused_before_solving(command: list[str], tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, *command, "-o", str(tmp_path / "no" / "such" / "r.json"))
+    assert code == 2 and "does not exist" in err and "internal error" not in err

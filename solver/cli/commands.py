@@ -215,6 +215,7 @@ def command_solve(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     _require_plot(args)
+    _check_output(args)
     instance = load(args.path, args)
     _check_rows(args, instance)
     output = "json" if args.json else args.format
@@ -290,6 +291,18 @@ def _check_rows(args: argparse.Namespace, instance: Instance) -> None:
                           f"{', '.join(name for name, has in held.items() if has)})", "--rows")  # fmt: skip
 
 
+def _check_output(args: argparse.Namespace) -> None:
+    """``-o FILE`` into a folder that does not exist is refused before reading or solving anything (exit 2)."""
+    path = getattr(args, "output", None)
+    if not path:
+        return
+    folder = Path(path).expanduser().parent
+    if not folder.is_dir():
+        from fairpack.solver.registry import OptionError
+
+        raise OptionError(f"cannot write {path}: the folder {folder} does not exist", "--output")
+
+
 def _require_plot(args: argparse.Namespace) -> None:
     """``--plot`` that cannot be written (matplotlib missing, no such folder, a suffix matplotlib cannot
     write) is refused before reading or solving anything (exit 2)."""
@@ -346,6 +359,7 @@ def command_simulate(args: argparse.Namespace) -> int:
     from fairpack.solver.api import simulate
 
     _require_plot(args)
+    _check_output(args)
     instance = load(args.path, args)
     trace = read_trace(args.trace, instance.resources) if args.trace else None
     _check_rows(args, instance if trace is None else trace.on(instance))
@@ -455,6 +469,7 @@ def export_format(given: str | None, output: str | None) -> str:
 def command_export(args: argparse.Namespace) -> int:
     from fairpack.solver.api import export_model
 
+    _check_output(args)
     file_format = export_format(args.format, args.output)
     instance = load(args.path)
     lp = export_model(instance, args.method)
