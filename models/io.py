@@ -860,7 +860,8 @@ def _read_jobs(value: Any, resources: tuple[str, ...], limits: Limits) -> list[J
         raise InstanceError(
             f"the jobs hold {sum(tasks):,} tasks in all, above the limit of {limits.max_tasks:,.0f}", "jobs"
         )
-    options = [_read_options(stage, where(i), limits) for i, stage in enumerate(stages)]
+    read: dict[tuple[Any, ...], Option] = {}
+    options = [_read_options(stage, where(i), limits, read) for i, stage in enumerate(stages)]
     durations = _numbers([_stage_duration(stage, options[i], where(i)) for i, stage in enumerate(stages)],
                          lambda i: f"{where(i)}.duration")  # fmt: skip
     _check_range(durations, lambda i: f"{where(i)}.duration", 0.0, limits.max_quantity, "duration")
@@ -898,8 +899,27 @@ def _read_jobs(value: Any, resources: tuple[str, ...], limits: Limits) -> list[J
     return jobs
 
 
-def _read_options(stage: dict[str, Any], where: str, limits: Limits) -> tuple[Option, ...]:
-    """A stage's placement ``options`` (selector ``on``, gang key ``same``, ``duration``), in preference order."""
+def _option_key(value: Any) -> tuple[Any, ...] | None:
+    """A hashable key of a plainly valid-looking option entry (string labels, a number duration), else None."""
+    if type(value) is not dict or not _ALLOWED["option"].issuperset(value):
+        return None
+    on, same, duration = value.get("on"), value.get("same"), value.get("duration")
+    if type(duration) not in (int, float) or not (on is None or type(on) is dict) or not (same is None or
+                                                                                          type(same) is str):
+        return None
+    labels = tuple(on.items()) if on else ()
+    if not all(type(k) is str and type(v) is str for k, v in labels):
+        return None
+    return labels, same, duration
+
+
+def _read_options(stage: dict[str, Any], where: str, limits: Limits,
+                  cache: dict[tuple[Any, ...], Option] | None = None) -> tuple[Option, ...]:  # fmt: skip
+    """A stage's placement ``options`` (selector ``on``, gang key ``same``, ``duration``), in preference order.
+
+    ``cache`` keeps the options already read, by their entry: a file that repeats one option over many stages
+    checks it once (an entry that fails is never cached, so its message names the first stage that has it).
+    """
     if stage.get("options") is None:
         return ()
     listed = _list(stage["options"], f"{where}.options", "options")
@@ -907,6 +927,10 @@ def _read_options(stage: dict[str, Any], where: str, limits: Limits) -> tuple[Op
         raise InstanceError("a stage's options list needs at least one option (or leave it out)", f"{where}.options")
     found = []
     for o, value in enumerate(listed):
+        key = _option_key(value) if cache is not None else None
+        if key is not None and key in cache:
+            found.append(cache[key])
+            continue
         field = f"{where}.options[{o}]"
         entry = _entry(value, field, "option")
         duration = _number(entry["duration"], f"{field}.duration")
@@ -914,9 +938,12 @@ def _read_options(stage: dict[str, Any], where: str, limits: Limits) -> tuple[Op
         same = "" if entry.get("same") is None else _name(entry["same"], f"{field}.same")
         selector = _labels(entry.get("on"), f"{field}.on")
         try:
-            found.append(Option(duration, selector, same))
+            option = Option(duration, selector, same)
         except InstanceError as error:
             raise error.located(error.source, field) from None
+        found.append(option)
+        if key is not None and cache is not None:
+            cache[key] = option
     return tuple(found)
 
 
@@ -938,6 +965,26 @@ def _stage_duration(stage: dict[str, Any], options: tuple[Option, ...], where: s
     return stage["duration"]
 
 
+def _utility_fast(listed: list[Any], limits: Limits) -> tuple[tuple[float, float], ...] | None:
+    """``_read_utility`` of valid points in bulk (pairs of Python numbers, times in range and increasing,
+    values in range and not increasing), or None for the point-by-point walk to name the first fault."""
+    if not all(type(point) in (list, tuple) and len(point) == 2 for point in listed):
+        return None
+    flat = [x for point in listed for x in point]
+    if not {float, int}.issuperset(map(type, flat)):
+        return None
+    try:
+        array = np.array(flat, dtype=np.float64).reshape(-1, 2)
+    except OverflowError:
+        return None
+    times, worth = array[:, 0], array[:, 1]
+    with np.errstate(invalid="ignore"):
+        in_range = (times >= 0) & (times <= limits.max_quantity) & (np.abs(worth) <= limits.max_quantity)
+    if not in_range.all() or np.any(np.diff(times) <= 0) or np.any(np.diff(worth) > 0):
+        return None
+    return tuple(zip(times.tolist(), worth.tolist(), strict=True))
+
+
 def _read_utility(value: Any, field: str, limits: Limits) -> tuple[tuple[float, float], ...]:
     """A job's ``utility``: ``[time, value]`` points (times increasing, values not increasing)."""
     if value is None:
@@ -945,6 +992,9 @@ def _read_utility(value: Any, field: str, limits: Limits) -> tuple[tuple[float, 
     listed = _list(value, field, "[time, value] points")
     if not listed:
         raise InstanceError("a utility needs at least one [time, value] point (or leave it out)", field)
+    fast = _utility_fast(listed, limits)
+    if fast is not None:
+        return fast
     points = []
     for position, point in enumerate(listed):
         where = f"{field}[{position}]"

@@ -445,8 +445,23 @@ class Job(_ValueEquality):
         return np.asarray(np.interp(time, points[:, 0], points[:, 1]))
 
 
+def _utility_valid(points: tuple[tuple[float, float], ...]) -> bool:
+    """Whether ``points`` pass :func:`check_utility`, checked in bulk (the walk below words any fault)."""
+    if not points or not all(type(p) is tuple and len(p) == 2 for p in points):
+        return not points
+    flat = [x for point in points for x in point]
+    if not {float, int}.issuperset(map(type, flat)):
+        return False
+    array = np.array(flat, dtype=np.float64).reshape(-1, 2)
+    times, values = array[:, 0], array[:, 1]
+    return bool(np.isfinite(array).all() and (times >= 0).all() and (np.diff(times) > 0).all()
+                and (np.diff(values) <= 0).all())  # fmt: skip
+
+
 def check_utility(points: tuple[tuple[float, float], ...]) -> None:
     """Utility points: finite ``(time, value)`` pairs, times non-negative and increasing, values not increasing."""
+    if _utility_valid(points):
+        return
     for position, point in enumerate(points):
         where = f"utility[{position}]"
         if not (isinstance(point, tuple) and len(point) == 2):
@@ -614,10 +629,15 @@ class Instance(_ValueEquality):
                 raise InstanceError("hierarchy leaves must map one-to-one onto tenants", "hierarchy")
         _check_positive(self.time_slot, "time.slot")
         self._check_data()
+        # One check per distinct (option, stage shape): files repeat the same options over many jobs.
+        checked: set[tuple[object, ...]] = set()
         for k, job in enumerate(self.jobs):
             for s, stage in enumerate(job.stages):
                 for o, option in enumerate(stage.options):
-                    _check_option(self.servers, stage, option, f"jobs[{k}].stages[{s}].options[{o}]")
+                    key = (option.on, option.same, stage.demand.tobytes(), stage.tasks if option.same else 0)
+                    if key not in checked:
+                        _check_option(self.servers, stage, option, f"jobs[{k}].stages[{s}].options[{o}]")
+                        checked.add(key)
 
     def _check_data(self) -> None:
         """Replica machines exist; every stage input names a block of ``data``."""

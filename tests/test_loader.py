@@ -1241,3 +1241,53 @@ def test_a_parser_that_stops_at_its_own_depth_limit_still_gets_the_field(monkeyp
         parse_instance(doc(extra="time: " + "[" * 5000 + "]" * 5000 + "\n"), "x.yaml")
     assert (caught.value.field, caught.value.reason.startswith("nesting deeper than the limit of 100")) == (
         "time" + "[0]" * 99, True)
+
+
+# --- bulk paths: the same answers and the same messages as the entry-by-entry walk -----------------------
+
+
+def _soft_jobs(option: dict[str, Any], jobs: int = 3) -> dict[str, Any]:
+    return {"resources": ["cpu"], "servers": [{"name": "m", "capacity": {"cpu": 2}, "labels": {"gpu": "true"}}],
+            "jobs": [{"name": f"j{k}", "stages": [{"name": "a", "demand": {"cpu": 1},
+                                                  "options": [option, {"duration": 3}]}]} for k in range(jobs)]}
+
+
+def test_repeated_options_are_read_once_and_equal() -> None:
+    instance = instance_from_dict(_soft_jobs({"on": {"gpu": "true"}, "duration": 1}))
+    first = instance.jobs[0].stages[0].options
+    assert all(job.stages[0].options == first for job in instance.jobs)
+    assert first[0].on == (("gpu", "true"),) and first[0].duration == 1
+
+
+@pytest.mark.parametrize(("option", "field", "reason"), [
+    ({"on": {"gpu": "false"}, "duration": 1}, "jobs[0].stages[0].options[0].on", "no machine has the labels"),
+    ({"on": {"gpu": "true"}, "duration": -1}, "jobs[0].stages[0].options[0].duration", ""),
+    ({"same": "rack", "duration": 1}, "jobs[0].stages[0].options[0].same", "rack"),
+])  # fmt: skip
+def test_a_bad_repeated_option_is_named_where_it_first_appears(option: dict[str, Any], field: str,
+                                                               reason: str) -> None:  # fmt: skip
+    with pytest.raises(InstanceError) as raised:
+        instance_from_dict(_soft_jobs(option))
+    assert raised.value.field == field and reason in str(raised.value)
+
+
+@pytest.mark.parametrize("points", [
+    [[0, 10], [5, 10], [9, 0]], [[0, 5.5], [3, -2]], [(1, 2)], [[0, 10], [1e15, -1e15]],
+    [[0, 1], [0, 0]], [[0, 1], [1, 2]], [[-1, 1]], [[0, True]], [[0, 1e16]], [[0, 1, 2]],
+])  # fmt: skip
+def test_utility_points_read_in_bulk_as_one_by_one(points: list[Any]) -> None:
+    def read(bulk: bool) -> Any:
+        original = io_module._utility_fast
+        if not bulk:
+            io_module._utility_fast = lambda listed, limits: None  # type: ignore[assignment]
+        try:
+            data = {"resources": ["cpu"], "servers": [{"name": "m", "capacity": {"cpu": 1}}],
+                    "jobs": [{"name": "j", "utility": points, "stages": [{"name": "a", "duration": 1,
+                                                                        "demand": {"cpu": 1}}]}]}  # fmt: skip
+            return instance_from_dict(data).jobs[0].utility
+        except InstanceError as error:
+            return (error.field, error.reason)
+        finally:
+            io_module._utility_fast = original
+
+    assert read(True) == read(False)
