@@ -928,7 +928,7 @@ def _read_options(stage: dict[str, Any], where: str, limits: Limits,
     found = []
     for o, value in enumerate(listed):
         key = _option_key(value) if cache is not None else None
-        if key is not None and key in cache:
+        if key is not None and cache is not None and key in cache:
             found.append(cache[key])
             continue
         field = f"{where}.options[{o}]"
