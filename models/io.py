@@ -24,6 +24,8 @@ Limits (``Limits``; every message names the limit it hit)
 * nesting depth ``max_depth`` (100 levels of YAML/JSON collections, and 100 levels of hierarchy);
 * ``max_nodes`` (5,000,000) values after alias expansion, so an alias bomb ("billion laughs") stops at
   the alias that crosses it, in bounded time and memory; an alias may not refer to an enclosing node;
+* every capacity and demand that is not 0 at least ``min_quantity`` (1e-12: a share of a smaller amount
+  overflows; a denormal GPU capacity crashed the hierarchical schedulers);
 * every capacity, demand, duration, release and time slot at most ``max_quantity`` (1e15), and each
   resource's cluster total (capacity x count over server classes) too;
 * ``count`` a whole number, at most ``max_machines`` (10,000,000) machines in all;
@@ -89,6 +91,7 @@ class Limits:
     max_depth: int = 100
     max_nodes: int = 5_000_000
     max_quantity: float = 1e15
+    min_quantity: float = 1e-12
     max_machines: int = 10_000_000
     max_tasks: float = 1e9
     weight_range: tuple[float, float] = (1e-6, 1e6)
@@ -96,8 +99,8 @@ class Limits:
 
     def __post_init__(self) -> None:
         low, high = self.weight_range
-        numbers = (self.max_bytes, self.max_depth, self.max_nodes, self.max_quantity, self.max_machines, self.max_tasks,
-                   self.max_locality)  # fmt: skip
+        numbers = (self.max_bytes, self.max_depth, self.max_nodes, self.max_quantity, self.min_quantity,
+                   self.max_machines, self.max_tasks, self.max_locality)  # fmt: skip
         if min(numbers) <= 0 or not 0 < low <= high:
             raise ValueError(f"limits must be positive: {self}")
 
@@ -493,6 +496,11 @@ def _matrix(
         reason = "must be finite and non-negative" if not math.isnan(amounts[k]) else "must be finite"
         raise InstanceError(f"{reason}, got {float(amounts[k])!r}", located(k))
     _check_range(amounts, located, 0.0, limits.max_quantity, what)
+    tiny = (amounts > 0) & (amounts < limits.min_quantity)
+    if tiny.any():
+        k = int(np.argmax(tiny))
+        raise InstanceError(f"{what} {float(amounts[k]):g} is below the smallest amount of {limits.min_quantity:g} "
+                            "(shares of it would overflow): write 0, or use a smaller unit", located(k))  # fmt: skip
     matrix = np.zeros((len(mappings), len(resources)))
     matrix[rows, columns] = amounts
     matrix.setflags(write=False)
@@ -513,8 +521,8 @@ def _matrix_fast(mappings: Sequence[Any], resources: tuple[str, ...], limits: Li
     except OverflowError:
         return None
     with np.errstate(invalid="ignore"):
-        if not ((matrix >= 0) & (matrix <= limits.max_quantity)).all():  # False for NaN too
-            return None
+        if not (((matrix == 0) | (matrix >= limits.min_quantity)) & (matrix <= limits.max_quantity)).all():
+            return None  # also for NaN, and amounts too small to divide by
     matrix.setflags(write=False)
     return matrix
 

@@ -580,6 +580,12 @@ HARDENED_YAML: list[tuple[str, str, str, str]] = [
     (
         "tiny-demand",
         doc(tenants="tenants:\n  - {name: u1, demand: {cpu: 1e-300}}\n"),
+        "tenants[0].demand.cpu",
+        "below the smallest amount of 1e-12",
+    ),
+    (
+        "small-demand-many-tasks",
+        doc(tenants="tenants:\n  - {name: u1, demand: {cpu: 1e-11}}\n"),
         "tenants[0].demand",
         "above the limit of 1e+09 tasks per tenant",
     ),
@@ -1291,3 +1297,16 @@ def test_utility_points_read_in_bulk_as_one_by_one(points: list[Any]) -> None:
             io_module._utility_fast = original
 
     assert read(True) == read(False)
+
+
+@pytest.mark.parametrize(("amount", "ok"), [(1e-320, False), (1e-13, False), (1e-12, True), (0, True), (0.5, True)])
+def test_a_resource_amount_is_zero_or_at_least_the_smallest(amount: float, ok: bool) -> None:
+    # A denormal capacity made shares of it infinite (naive-hdrf: IndexError; tetris: OverflowError).
+    data = {"resources": ["cpu", "gpu"], "servers": [{"name": "m", "capacity": {"cpu": 4, "gpu": amount}}],
+            "tenants": [{"name": "t", "demand": {"cpu": 1, "gpu": amount}}]}  # fmt: skip
+    if ok:
+        assert instance_from_dict(data).servers[0].capacity[1] == amount
+        return
+    with pytest.raises(InstanceError, match="below the smallest amount") as raised:
+        instance_from_dict(data)
+    assert raised.value.field == "servers[0].capacity.gpu"
