@@ -70,9 +70,9 @@ def _chain(n: int) -> dict[str, Any]:
 
 
 def _utility(n: int) -> dict[str, Any]:
-    points = [[i, 100_000 - i] for i in range(100_000)]
+    # A list of its own per job: YAML would otherwise write one list and aliases to it.
     return {"resources": ["cpu", "mem"], "servers": SERVER,
-            "jobs": [{"name": f"j{k}", "utility": points,
+            "jobs": [{"name": f"j{k}", "utility": [[i, 100_000 - i] for i in range(100_000)],
                       "stages": [{"name": "a", "tasks": 1, "duration": 1, "demand": {"cpu": 1}}]}
                      for k in range(max(1, n // 50_000))]}  # fmt: skip
 
