@@ -395,3 +395,19 @@ def test_locality_cp_refuses_placement_options_with_the_field() -> None:
         solve(load_instance(path), "locality-cp")
     assert caught.value.field == "jobs[0].stages[0].options"
     assert main(["solve", str(path), "--method", "locality-cp"]) == 2
+
+
+def test_locality_cp_refuses_a_model_too_large_to_build_within_a_time_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 12 tasks on a million machines: the (task, machine) pairs were built in Python for minutes, past any
+    # time limit; the model's size is known before building, so it is refused up front, naming its size.
+    import fairpack.solver.spacetime.locality_cp as locality_cp
+    from fairpack.models.generators.locality import hdfs_jobs
+    from fairpack.solver.api import solve
+
+    instance = hdfs_jobs(0, jobs=2, machines=6, racks=3, slots=1, max_tasks=3)
+    tasks = sum(stage.tasks for job in instance.jobs for stage in job.stages)
+    monkeypatch.setattr(locality_cp, "MAX_PAIRS", tasks * 6 - 1)
+    with pytest.raises(InstanceError, match="pairs, above its limit"):
+        solve(instance, "locality-cp", time_limit=5)
+    monkeypatch.setattr(locality_cp, "MAX_PAIRS", tasks * 6)
+    assert solve(instance, "locality-cp", time_limit=30).verified

@@ -30,6 +30,9 @@ from fairpack.solver.spacetime.units import integer_scale, to_units
 
 #: Largest power of ten the times and amounts may be scaled by to become whole numbers.
 MAX_DECIMALS = 4
+#: The most (task, machine) pairs the model holds: each is a literal and an optional interval, built in Python
+#: before CP-SAT starts (and before its time limit counts), so a larger instance is refused up front.
+MAX_PAIRS = 200_000
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,11 @@ def _solve(instance: Instance, objective: str, time_limit: float | None, workers
     task_stage = np.repeat(np.arange(len(stages)), counts)
     task_index = np.arange(task_stage.size) - np.repeat(np.cumsum(counts) - counts, counts)
     machines = int(instance.counts.sum())
+    if task_stage.size * machines > MAX_PAIRS:
+        raise InstanceError(f"locality-cp gives every task a choice of every machine: {task_stage.size:,} tasks x "
+                            f"{machines:,} machines = {task_stage.size * machines:,} pairs, above its limit of "
+                            f"{MAX_PAIRS:,} (spacetime-cp --placement servers groups identical machines; or use "
+                            "the delay or fair policies)", "servers")  # fmt: skip
     machine_class = instance.machine_class()
     capacity = instance.capacity[machine_class]
     demand = np.array([stage.demand for stage in stages]).reshape(len(stages), -1)
