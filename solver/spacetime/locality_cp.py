@@ -96,6 +96,14 @@ class _Found:
     build_s: float
 
 
+def _check_size(tasks: int, machines: int) -> None:
+    if tasks * machines > MAX_PAIRS:
+        raise InstanceError(f"locality-cp gives every task a choice of every machine: {tasks:,} tasks x "
+                            f"{machines:,} machines = {tasks * machines:,} pairs, above its limit of {MAX_PAIRS:,} "
+                            "(spacetime-cp --placement servers groups identical machines; or use the delay or fair "
+                            "policies)", "servers")  # fmt: skip
+
+
 def _solve(instance: Instance, objective: str, time_limit: float | None, workers: int, seed: int) -> _Found:
     from ortools.sat.python import cp_model
 
@@ -111,11 +119,7 @@ def _solve(instance: Instance, objective: str, time_limit: float | None, workers
     task_stage = np.repeat(np.arange(len(stages)), counts)
     task_index = np.arange(task_stage.size) - np.repeat(np.cumsum(counts) - counts, counts)
     machines = int(instance.counts.sum())
-    if task_stage.size * machines > MAX_PAIRS:
-        raise InstanceError(f"locality-cp gives every task a choice of every machine: {task_stage.size:,} tasks x "
-                            f"{machines:,} machines = {task_stage.size * machines:,} pairs, above its limit of "
-                            f"{MAX_PAIRS:,} (spacetime-cp --placement servers groups identical machines; or use "
-                            "the delay or fair policies)", "servers")  # fmt: skip
+    _check_size(task_stage.size, machines)
     machine_class = instance.machine_class()
     capacity = instance.capacity[machine_class]
     demand = np.array([stage.demand for stage in stages]).reshape(len(stages), -1)
