@@ -358,6 +358,7 @@ def command_simulate(args: argparse.Namespace) -> int:
     from fairpack.models.view import result_json
     from fairpack.solver.api import simulate
 
+    started = time.perf_counter()
     _require_plot(args)
     _check_output(args)
     instance = load(args.path, args)
@@ -370,7 +371,7 @@ def command_simulate(args: argparse.Namespace) -> int:
     if args.horizon is not None:
         options["extra"]["horizon"] = args.horizon
     with native_stdout_to_stderr():
-        result = simulate(instance, args.policy, trace, **options)
+        result = simulate(instance, args.policy, trace, time_limit=_left(args.time_limit, started), **options)
     workload = instance if trace is None else trace.on(instance)
     data = result_json(workload, result)
     _print_result(workload, result, data, "json" if args.json else args.format, args)
@@ -685,6 +686,9 @@ def _add_simulate(subcommands: Any, formatter: type[argparse.HelpFormatter]) -> 
     simulate.add_argument("--seed", type=int, help="seed of the policy or the task durations")
     simulate.add_argument("--slots", type=positive_int, metavar="K",
                           help=f"slots per largest machine (slots, hslots; default: {DEFAULTS.slots})")  # fmt: skip
+    simulate.add_argument("--time-limit", type=positive_seconds, metavar="S",
+                          help="seconds for the whole call (reading the files included): the run stops and "
+                          "returns what it simulated so far, status time_limit (default: no limit)")  # fmt: skip
     simulate.add_argument("--horizon", type=positive_seconds, metavar="T",
                           help=f"simulated time (backlogs, default: {HORIZON:g}; jobs: stop early)")  # fmt: skip
     simulate.add_argument("--json", action="store_true", help="print one JSON object")
