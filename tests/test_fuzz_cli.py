@@ -63,7 +63,8 @@ def run_clean(call: list[str]) -> int:
     assert code in (0, 1, 2), (call, code, text)
     assert "Traceback" not in text and "internal error" not in text, (call, text)
     if code == 2:  # the file at fault (the instance or the trace) or the option is named
-        named = [arg for arg in call if "/" in arg] + ["<stdin>", "--"]
+        options = [arg.lstrip("-") + ":" for arg in call if arg.startswith("--")]
+        named = [arg for arg in call if "/" in arg] + ["<stdin>", *options, "--"]
         assert any(name in text for name in named), (call, text)
     return code
 
