@@ -36,12 +36,14 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from fairpack.models.io import DEFAULT_LIMITS, Limits, _read_jobs
 from fairpack.models.types import FloatArray, Instance, InstanceError, Job, Stage
 
 ALIBABA_COLUMNS = ("creation_time", "deletion_time", "scheduled_time", "cpu_milli", "memory_mib", "num_gpu",
@@ -72,6 +74,16 @@ class TraceData:
     skipped: int = 0
     notes: tuple[str, ...] = field(default_factory=tuple)
     source: str = ""
+    rows: tuple[tuple[int, ...], ...] = ()  # per job, the trace row of each of its stages
+
+    def locate(self, error: InstanceError, first: int) -> InstanceError:
+        """``error`` about the instance's ``jobs[k]`` (the trace's jobs start at ``first``), named by the trace
+        row and column it came from; unchanged when it is about the instance's own part."""
+        found = _LOCATION.match(error.field)
+        if found is None or int(found.group(1)) < first or not self.rows:
+            return error
+        shifted = f"jobs[{int(found.group(1)) - first}]" + error.field[found.end(1) + 1:]
+        return _row_error(InstanceError(error.reason, shifted), [list(r) for r in self.rows], self.source)
 
     def on(self, instance: Instance) -> Instance:
         """``instance`` with the trace's jobs after its own (job names must not clash)."""
@@ -83,7 +95,7 @@ class TraceData:
 
 
 def _rows(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
-    """Header and rows of a CSV or Parquet table."""
+    """Header and rows of a CSV or Parquet table (a column named twice is refused: one copy would win)."""
     source = str(path)
     if path.suffix.lower() in (".parquet", ".pq"):
         try:
@@ -94,14 +106,23 @@ def _rows(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
             table = pq.read_table(path)
         except (OSError, ValueError) as error:
             raise InstanceError(f"cannot read Parquet: {error}", source=source) from None
+        _check_header(list(table.column_names), source)
         return list(table.column_names), table.to_pylist()
     try:
         with path.open(newline="", encoding="utf-8") as handle:
             reader = csv.DictReader(handle)
+            header = list(reader.fieldnames or [])
+            _check_header(header, source)
             rows = list(reader)
-            return list(reader.fieldnames or []), rows
+            return header, rows
     except (OSError, UnicodeDecodeError, csv.Error) as error:
         raise InstanceError(f"cannot read CSV: {error}", source=source) from None
+
+
+def _check_header(header: list[str], source: str) -> None:
+    repeated = sorted({column for column in header if header.count(column) > 1})
+    if repeated:
+        raise InstanceError(f"columns named twice: {repeated} (which one holds the values?)", "header", source)
 
 
 def _number(value: Any, row: int, column: str, source: str, default: float | None = None) -> float:
@@ -118,8 +139,12 @@ def _number(value: Any, row: int, column: str, source: str, default: float | Non
     return number
 
 
-def read_trace(path: str | Path, resources: tuple[str, ...]) -> TraceData:
+def read_trace(path: str | Path, resources: tuple[str, ...], limits: Limits = DEFAULT_LIMITS) -> TraceData:
     """Read a trace table (or the Alibaba pod list, recognised by its header) for an instance's resources.
+
+    The rows become jobs in the instance file's form, checked by the instance loader itself (its checks,
+    limits and messages: task counts up to 1e9 a stage and in all, amounts and times up to 1e15, non-zero
+    amounts at least 1e-12, ...), each fault named by the trace file, its row and its column.
 
     Raises
     ------
@@ -142,45 +167,83 @@ def read_trace(path: str | Path, resources: tuple[str, ...]) -> TraceData:
     for position, row in enumerate(rows, start=1):
         job = str(row.get("job") or "").strip() or f"row{position}"
         groups.setdefault(job, []).append((position, row))
-    jobs = [_job(name, members, resources, source) for name, members in groups.items()]
-    jobs.sort(key=lambda job: job.release)
-    n = len(jobs)
-    return TraceData(tuple(jobs), np.full(n, np.nan), np.zeros(n, dtype=bool), source=source)
-
-
-def _job(name: str, members: list[tuple[int, dict[str, Any]]], resources: tuple[str, ...], source: str) -> Job:
-    first = members[0][0]
-    arrival = _number(members[0][1].get("arrival"), first, "arrival", source)
-    names = [str(row.get("stage") or "").strip() or f"s{k}" for k, (_, row) in enumerate(members)]
-    index = {stage: k for k, stage in enumerate(names)}
-    stages = []
-    for k, (position, row) in enumerate(members):
-        if _number(row.get("arrival"), position, "arrival", source) != arrival:
-            raise InstanceError(f"job {name!r} has rows arriving at different times (a job has one arrival)",
-                                f"row {position}.arrival", source)  # fmt: skip
-        demand = np.array([_number(row.get(r), position, r, source, 0.0) for r in resources])
-        tasks = _number(row.get("tasks"), position, "tasks", source, 1.0)
-        if tasks < 1 or tasks != int(tasks):
-            raise InstanceError(f"tasks must be a whole number >= 1, got {row.get('tasks')!r}", f"row {position}.tasks",
-                                source)  # fmt: skip
-        after = []
-        for parent in str(row.get("after") or "").split(";"):
-            parent = parent.strip()
-            if parent:
-                if parent not in index or index[parent] == k:
-                    raise InstanceError(f"unknown stage {parent!r} of job {name!r}", f"row {position}.after", source)
-                after.append(index[parent])
-        try:
-            stages.append(Stage(names[k], int(tasks), _number(row.get("duration"), position, "duration", source),
-                                demand, tuple(after)))  # fmt: skip
-        except InstanceError as error:
-            raise error.located(source, f"row {position}") from None
-    deadline = _number(members[0][1].get("deadline"), first, "deadline", source, math.inf)
-    tenant = str(members[0][1].get("tenant") or "").strip() or name
+    entries = [_job_entry(name, members, resources, source) for name, members in groups.items()]
+    where = [[position for position, _ in members] for members in groups.values()]
     try:
-        return Job(name, tuple(stages), 1.0, arrival, tenant, deadline if deadline > 0 else math.inf)
+        jobs = _read_jobs([entry for entry in entries], resources, limits)
     except InstanceError as error:
-        raise error.located(source, f"row {first}") from None
+        raise _row_error(error, where, source) from None
+    order = sorted(range(len(jobs)), key=lambda k: jobs[k].release)
+    n = len(jobs)
+    return TraceData(tuple(jobs[k] for k in order), np.full(n, np.nan), np.zeros(n, dtype=bool), source=source,
+                     rows=tuple(tuple(where[k]) for k in order))  # fmt: skip
+
+
+#: A field of the instance file's job form -> the trace column it was read from.
+_COLUMN_OF = {"release": "arrival", "deadline": "deadline", "tenant": "tenant", "name": "job", "tasks": "tasks",
+              "duration": "duration", "after": "after", "demand": None}  # fmt: skip
+_LOCATION = re.compile(r"^jobs\[(\d+)\](?:\.stages\[(\d+)\])?\.?([A-Za-z_]*)(?:\.(.*))?")
+
+
+def _row_error(error: InstanceError, rows: list[list[int]], source: str) -> InstanceError:
+    """The loader's ``error`` about ``jobs[k].stages[s].field`` named by the trace's row and column."""
+    found = _LOCATION.match(error.field)
+    if found is None:
+        return InstanceError(error.reason, error.field, source)
+    job, stage, key, rest = int(found.group(1)), found.group(2), found.group(3), found.group(4)
+    members = rows[job] if job < len(rows) else []
+    position = members[int(stage)] if stage is not None and int(stage) < len(members) else (members or [0])[0]
+    column = rest if key == "demand" and rest else _COLUMN_OF.get(key, key) or key
+    if key == "name" and stage is not None:
+        column = "stage"
+    return InstanceError(error.reason, f"row {position}.{column}" if column else f"row {position}", source)
+
+
+def _job_entry(name: str, members: list[tuple[int, dict[str, Any]]], resources: tuple[str, ...],
+               source: str) -> dict[str, Any]:  # fmt: skip
+    """One job of the trace in the instance file's form. Every row of it must agree on the job's own fields
+    (arrival, tenant, deadline); values are numbers where the loader expects numbers (it checks the ranges)."""
+    first, head = members[0]
+    shared = {column: _value(head.get(column), column) for column in ("arrival", "tenant", "deadline")}
+    for position, row in members[1:]:
+        for column, value in shared.items():
+            if _value(row.get(column), column) != value:
+                raise InstanceError(f"job {name!r} has rows that differ in {column} ({row.get(column)!r} here, "
+                                    f"{head.get(column)!r} on row {first}): a job has one", f"row {position}.{column}",
+                                    source)  # fmt: skip
+    names = [str(row.get("stage") or "").strip() or f"s{k}" for k, (_, row) in enumerate(members)]
+    stages = []
+    for k, (_, row) in enumerate(members):
+        stage: dict[str, Any] = {"name": names[k], "tasks": _value(row.get("tasks"), "tasks", 1),
+                                 "duration": _value(row.get("duration"), "duration"),
+                                 "demand": {r: _value(row.get(r), r, 0.0) for r in resources},
+                                 "after": [p.strip() for p in str(row.get("after") or "").split(";") if p.strip()]}
+        stages.append(stage)
+    entry: dict[str, Any] = {"name": name, "release": shared["arrival"], "stages": stages,
+                             "tenant": str(head.get("tenant") or "").strip() or name}  # fmt: skip
+    deadline = shared["deadline"]
+    if deadline is not None and not (isinstance(deadline, float) and deadline == 0):  # 0 or empty: none
+        entry["deadline"] = deadline
+    return entry
+
+
+def _value(value: Any, column: str, default: Any = None) -> Any:
+    """A cell as the loader would read it from a file: empty -> ``default``, a number -> int or float, text stays
+    text (the loader then names it: "must be a number, got the string 'abc'")."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return default
+    if isinstance(value, bool) or column == "tenant":
+        return value
+    if isinstance(value, int | float):
+        return value
+    text = str(value).strip()
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    if column == "tasks" and number.is_integer() and abs(number) < 2**63:
+        return int(number)
+    return number
 
 
 def read_alibaba_pods(path: str | Path, resources: tuple[str, ...], header: list[str] | None = None,
@@ -195,8 +258,10 @@ def read_alibaba_pods(path: str | Path, resources: tuple[str, ...], header: list
     if tuple(resources) != wanted:
         raise InstanceError(f"the Alibaba pod list needs an instance with resources {list(wanted)} (fairpack generate "
                             f"alibaba --nodes-only), not {list(resources)}", "resources", source)  # fmt: skip
+    if not rows:
+        raise InstanceError("the pod list has a header and no pods: nothing to replay", "rows", source)
     end = max(_number(row["deletion_time"], k, "deletion_time", source, 0.0) for k, row in enumerate(rows, 1))
-    jobs, delays, censored, skipped = [], [], [], 0
+    jobs, delays, censored, skipped, positions = [], [], [], 0, []
     for position, row in enumerate(rows, start=1):
         created = _number(row["creation_time"], position, "creation_time", source)
         scheduled = row.get("scheduled_time")
@@ -214,8 +279,13 @@ def read_alibaba_pods(path: str | Path, resources: tuple[str, ...], header: list
                         str(row.get("qos") or "default")))  # fmt: skip
         delays.append(start - created)
         censored.append(deleted >= end)
+        positions.append(position)
+    if not jobs:
+        raise InstanceError(f"all {skipped} pods of the list are pending (never scheduled, so no run time is known): "
+                            "nothing to replay", "rows", source)  # fmt: skip
     order = sorted(range(len(jobs)), key=lambda k: jobs[k].release)
     notes = (f"{skipped} pods were never scheduled in the trace (no run time known): left out",
              f"{int(np.sum(censored))} pods were still running at the trace end: they run until it (a lower bound)")
     return TraceData(tuple(jobs[k] for k in order), np.array([delays[k] for k in order], dtype=np.float64),
-                     np.array([censored[k] for k in order], dtype=bool), skipped, notes, source)  # fmt: skip
+                     np.array([censored[k] for k in order], dtype=bool), skipped, notes, source,
+                     tuple((positions[k],) for k in order))  # fmt: skip

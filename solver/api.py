@@ -146,10 +146,13 @@ def simulate(
     settings = SolveOptions(time_limit=time_limit, **options)
     check_request(spec, settings)
     workload = instance if trace is None else trace.on(instance)
-    check_schedule_memory(workload, policy)
     from fairpack.solver.sim.run import run_simulation
 
-    raw = run_simulation(workload, policy, settings, Budget.of(time_limit), trace)
+    try:
+        check_schedule_memory(workload, policy)
+        raw = run_simulation(workload, policy, settings, Budget.of(time_limit), trace)
+    except InstanceError as error:  # about a job of the trace: named by its file, row and column
+        raise error if trace is None else trace.locate(error, len(instance.jobs)) from None
     return finish(workload, spec, replace(raw, warnings=(*preflight(workload), *raw.warnings)), started)
 
 

@@ -162,6 +162,19 @@ def test_a_csv_trace_becomes_jobs_with_stages_and_precedence(tmp_path: Path) -> 
         ("arrival,duration,tenant,cpu\n0,-1,a,1\n", "duration"),
         ("arrival,duration,tenant,cpu\nsoon,1,a,1\n", "arrival"),
         ("arrival,duration,tenant,cpu,job\n0,1,a,1,j\n1,1,a,1,j\n", "arrival"),  # one job, two releases
+        # The instance loader's checks and limits, named by the trace's row and column:
+        ("arrival,duration,tenant,cpu,tasks\n0,1,a,1,1000000000000\n", "row 1.tasks"),
+        ("arrival,duration,tenant,cpu,tasks\n0,1,a,1,1e18\n", "row 1.tasks"),
+        ("arrival,duration,tenant,cpu\n0,1e300,a,1\n", "row 1.duration"),
+        ("arrival,duration,tenant,cpu\n0,1,a,1e300\n", "row 1.cpu"),
+        ("arrival,duration,tenant,cpu\n0,1,a,1e-320\n", "row 1.cpu"),
+        ("arrival,duration,tenant,cpu\n1e300,1,a,1\n", "row 1.arrival"),
+        ("arrival,duration,tenant,cpu,job,tasks\n0,1,a,1,j,600000000\n0,1,a,1,j,600000000\n", "jobs"),
+        # A job's fields are read from every row of it, not the first alone:
+        ("arrival,duration,tenant,cpu,job,deadline\n0,1,a,1,j,5\n0,1,a,1,j,abc\n", "row 2.deadline"),
+        ("arrival,duration,tenant,cpu,job\n0,1,a,1,j\n0,1,b,1,j\n", "row 2.tenant"),
+        ("arrival,duration,tenant,cpu,job,stage,after\n0,1,a,1,j,x,\n0,1,a,1,j,y,z\n", "row 2.after"),
+        ("arrival,duration,tenant,cpu,cpu\n0,1,a,1,2\n", "header"),  # which cpu?
     ],
 )
 def test_bad_traces_name_the_file_and_the_column(tmp_path: Path, text: str, where: str) -> None:
@@ -170,6 +183,27 @@ def test_bad_traces_name_the_file_and_the_column(tmp_path: Path, text: str, wher
         read_trace(path, ("cpu",))
     message = str(error.value)
     assert "bad.csv" in message and where in message
+
+
+def test_an_unplaceable_trace_row_is_named_by_the_trace_not_the_instance(tmp_path: Path) -> None:
+    from fairpack.solver.api import simulate
+
+    cluster = _write(tmp_path / "cluster.yaml", "resources: [cpu]\nservers: [{name: m, capacity: {cpu: 4}}]\n"
+                     "jobs: [{name: own, stages: [{name: a, duration: 1, demand: {cpu: 1}}]}]\n")  # fmt: skip
+    trace = _write(tmp_path / "t.csv", "arrival,duration,tenant,cpu\n0,1,a,1\n0,1,a,64\n")
+    instance = load_instance(cluster)
+    with pytest.raises(InstanceError) as error:
+        simulate(instance, "fifo", read_trace(trace, instance.resources))
+    assert error.value.source == str(trace) and error.value.field.startswith("row 2")
+
+
+@pytest.mark.parametrize(("rows", "reason"), [("", "no pods"), ("p1,1000,1024,0,0,,LS,Pending,0,100,\n", "pending")])
+def test_a_pod_list_with_nothing_to_replay_says_so(tmp_path: Path, rows: str, reason: str) -> None:
+    header = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+    path = _write(tmp_path / "pods.csv", header + rows)
+    with pytest.raises(InstanceError, match=reason) as error:
+        read_trace(path, ("cpu", "mem", "gpu"))
+    assert error.value.source == str(path)
 
 
 def test_a_parquet_trace_reads_like_its_csv(tmp_path: Path) -> None:
