@@ -199,7 +199,8 @@ def test_an_unplaceable_trace_row_is_named_by_the_trace_not_the_instance(tmp_pat
 
 @pytest.mark.parametrize(("rows", "reason"), [("", "no pods"), ("p1,1000,1024,0,0,,LS,Pending,0,100,\n", "pending")])
 def test_a_pod_list_with_nothing_to_replay_says_so(tmp_path: Path, rows: str, reason: str) -> None:
-    header = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+    header = ("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
+              "scheduled_time\n")
     path = _write(tmp_path / "pods.csv", header + rows)
     with pytest.raises(InstanceError, match=reason) as error:
         read_trace(path, ("cpu", "mem", "gpu"))
