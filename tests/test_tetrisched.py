@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fairpack.models.io import instance_from_dict, instance_to_dict, load_instance
 from fairpack.models.types import Instance, InstanceError
@@ -467,3 +469,52 @@ def test_a_cycle_without_a_plan_still_launches_the_warm_start() -> None:
     assert result.verified, result.violations
     assert not result.extra.get("unfinished_jobs"), result.message
     assert result.extra["cycles_without_plan"] > 0
+
+
+# --- utility curves with slopes that are no decimal: the objective scaled exactly ----------------------------
+
+
+def test_a_fractional_slope_is_optimal_with_its_bound() -> None:
+    # One machine, two unit tasks. a: 5 at 0 falling to -2 at 3 (slope -7/3); b: 4 at 0 falling to 1 at 2.
+    # a then b: U_a(1) = 8/3, U_b(2) = 1, total 11/3; b then a: 5/2 + 1/3 = 17/6. The optimum is 11/3, proven
+    # (the slope was rounded before: status feasible, no bound).
+    from fairpack.solver.api import solve
+
+    instance = instance_from_dict({
+        "resources": ["cpu"], "servers": [{"name": "m", "capacity": {"cpu": 1}}],
+        "jobs": [{"name": "a", "utility": [[0, 5], [3, -2]],
+                  "stages": [{"name": "s", "duration": 1, "demand": {"cpu": 1}}]},
+                 {"name": "b", "utility": [[0, 4], [2, 1]],
+                  "stages": [{"name": "s", "duration": 1, "demand": {"cpu": 1}}]}]})  # fmt: skip
+    result = solve(instance, "spacetime-cp", objective="utility", fair_cap=False)
+    assert result.status == "optimal" and result.verified
+    assert result.objective == pytest.approx(11 / 3, abs=1e-12) and result.bound == pytest.approx(11 / 3, abs=1e-12)
+
+
+@settings(derandomize=True, max_examples=15, deadline=None)
+@given(st.lists(st.tuples(st.integers(-5, 9), st.integers(-9, 9), st.integers(1, 5)), min_size=2, max_size=4))
+def test_utility_with_rational_slopes_matches_every_order(jobs: list[tuple[int, int, int]]) -> None:
+    # Unit tasks on one machine: every schedule is an order. Each job is worth v0 at 0, falling linearly to v1
+    # (if lower) at time t; the best order, in exact fractions, is the optimum spacetime-cp must prove.
+    import itertools
+    from fractions import Fraction
+
+    from fairpack.solver.api import solve
+
+    curves = [(v0, min(v0, v1), t) for v0, v1, t in jobs]
+
+    def worth(curve: tuple[int, int, int], done: int) -> Fraction:
+        v0, v1, t = curve
+        return Fraction(v1) if done >= t else Fraction(v0) + Fraction(v1 - v0, t) * done
+
+    best = max(sum((worth(curves[k], place + 1) for place, k in enumerate(order)), Fraction(0))
+               for order in itertools.permutations(range(len(curves))))  # fmt: skip
+    instance = instance_from_dict({
+        "resources": ["cpu"], "servers": [{"name": "m", "capacity": {"cpu": 1}}],
+        "jobs": [{"name": f"j{k}", "utility": [[0, v0], [t, v1]],
+                  "stages": [{"name": "s", "duration": 1, "demand": {"cpu": 1}}]}
+                 for k, (v0, v1, t) in enumerate(curves)]})  # fmt: skip
+    result = solve(instance, "spacetime-cp", objective="utility", fair_cap=False, time_limit=60)
+    assert result.status == "optimal" and result.verified, result.message
+    assert result.objective == pytest.approx(float(best), abs=1e-9)
+    assert result.bound == pytest.approx(float(best), abs=1e-9)

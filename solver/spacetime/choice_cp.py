@@ -34,6 +34,7 @@ solve within the time left.
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -273,28 +274,40 @@ class ChoiceCp:
         self._minimise(primary)
 
     def _utility_objective(self) -> None:
-        """Maximise the total utility: piecewise-linear per job (module docstring)."""
+        """Maximise the total utility: piecewise-linear per job (module docstring).
+
+        A piece's slope is a value difference over a tick span, a rational number (a drop of 7 over 3 ticks
+        is -7/3 a tick): every coefficient is multiplied by the least common multiple of the spans (when it
+        stays small) so that the integer objective is exact, and the real objective is recovered by dividing.
+        """
         p = self.problem
         pieces = [_pieces(job.utility, p.tick) if job.utility else None for job in p.instance.jobs]
-        numbers = [x for piece in pieces if piece is not None for x in (*piece[1], *piece[2])]
-        numbers += [job.weight * p.tick for job, piece in zip(p.instance.jobs, pieces, strict=True) if piece is None]
+        spans = [int(span) for piece in pieces if piece is not None for span in piece[3][piece[3] > 0].tolist()]
+        common = _common_multiple(spans)
+        numbers = [x * common for piece in pieces if piece is not None for x in piece[1]]
+        numbers += [dv * (common / dt) for piece in pieces if piece is not None
+                    for dv, dt in zip(piece[2].tolist(), piece[3].tolist(), strict=True) if dt > 0]  # fmt: skip
+        numbers += [job.weight * p.tick * common for job, piece in zip(p.instance.jobs, pieces, strict=True)
+                    if piece is None]  # fmt: skip
         # Coefficients times the completions they weigh (and the tie-break factor) must fit CP-SAT's integers:
         # at durations of 1e13 a job without points is worth weight x 1e13 per tick.
         unit, self.coef_exact = bounded_unit(np.array([*numbers, 1.0]), float(self._top() + 1) * self._tiebreak())
         terms = []
         for k, piece in enumerate(pieces):
             if piece is None:
-                terms.append(-round(p.instance.jobs[k].weight * p.tick / unit) * self.completion[k])
+                terms.append(-round(p.instance.jobs[k].weight * p.tick * common / unit) * self.completion[k])
             else:
-                terms.append(self._piecewise(k, piece, unit))
-        self.scale = -unit
+                terms.append(self._piecewise(k, piece, unit, common))
+        self.scale = -unit / common
         self.offset = sum(job.weight * job.release for job in p.instance.jobs if not job.utility)
         self._minimise(-sum(terms))
 
-    def _piecewise(self, k: int, piece: tuple[IntArray, FloatArray, FloatArray], unit: float) -> Any:
-        """``U_k`` in integer units: one literal per piece, the completion within it."""
+    def _piecewise(self, k: int, piece: tuple[IntArray, FloatArray, FloatArray, IntArray], unit: float,
+                   common: int) -> Any:  # fmt: skip
+        """``U_k`` in integer units (``common`` x the values, over ``unit``): one literal per piece, the
+        completion within it."""
         model, completion = self.model, self.completion[k]
-        times, values, slopes = piece
+        times, values, drops, spans = piece
         literals, value = [], 0
         bounds = [(-(2**40), int(times[0]))] + [(int(a), int(b)) for a, b in itertools.pairwise(times.tolist())]
         bounds.append((int(times[-1]), 2**40))
@@ -303,13 +316,13 @@ class ChoiceCp:
             model.add(completion >= low).only_enforce_if(literal)
             model.add(completion <= high).only_enforce_if(literal)
             literals.append(literal)
-            value += round(values[j] / unit) * literal
+            value += round(values[j] * common / unit) * literal
             offset = None
-            if slopes[j] != 0:
+            if drops[j] != 0 and spans[j] > 0:
                 offset = model.new_int_var(0, high - low, f"x{k}_{j}")
                 model.add(offset == completion - low).only_enforce_if(literal)
                 model.add(offset == 0).only_enforce_if(literal.Not())
-                value += round(slopes[j] / unit) * offset
+                value += round(drops[j] * (common // int(spans[j])) / unit) * offset
             self.pieces.setdefault(k, []).append((literal, low, high, offset))
         model.add_exactly_one(literals)
         self.utility.append(value)
@@ -403,16 +416,35 @@ class ChoiceCp:
         return float(primary * self.scale + self.offset)
 
 
-def _pieces(points: tuple[tuple[float, float], ...], tick: float) -> tuple[IntArray, FloatArray, FloatArray]:
-    """Breakpoint ticks, the value at each piece's start and the slope per tick of each piece."""
+def _pieces(points: tuple[tuple[float, float], ...], tick: float) -> tuple[IntArray, FloatArray, FloatArray,
+                                                                            IntArray]:  # fmt: skip
+    """Breakpoint ticks, the value at each piece's start, and each piece's value change over its tick span
+    (the slope per tick is ``drop / span``: kept as the two numbers, since it is rarely a decimal)."""
     times = np.array([t for t, _ in points]) / tick
     ticks = np.rint(times).astype(np.int64)
     values = np.array([v for _, v in points], dtype=np.float64)
     starts = np.concatenate([[values[0]], values])  # before the first point: its value, flat
-    slopes = np.zeros(len(points) + 1)
+    drops = np.zeros(len(points) + 1)
+    spans = np.zeros(len(points) + 1, dtype=np.int64)
     if len(points) > 1:
-        slopes[1:-1] = np.diff(values) / np.diff(ticks)
-    return ticks, starts, slopes
+        drops[1:-1] = np.diff(values)
+        spans[1:-1] = np.diff(ticks)
+    return ticks, starts, drops, spans
+
+
+#: The largest common multiple of utility tick spans the objective is scaled by (larger: no scaling, rounded).
+MAX_COMMON_SPAN = 10**6
+
+
+def _common_multiple(spans: list[int]) -> int:
+    """The least common multiple of ``spans`` (1 when it would exceed ``MAX_COMMON_SPAN``: then the slopes are
+    rounded, and the model says it is not exact)."""
+    common = 1
+    for span in set(spans):
+        common = math.lcm(common, span)
+        if common > MAX_COMMON_SPAN:
+            return 1
+    return common
 
 
 # --------------------------------------------------------------------------------------------- driver
