@@ -72,9 +72,10 @@ CASES: dict[str, tuple[str, Any, dict[str, Any]]] = {
     "dynamic-hdrf": ("dynamic-hdrf", lambda: _fig10_tree(200_000), {}),
     "naive-hdrf": ("naive-hdrf", lambda: _fig10_tree(200_000), {}),
 }
-#: What comes back within the limit: stopped by it, except drfh-int, whose leximin steps are refused up front on
-#: this many (tenant, machine) pairs (its first level, proven optimal, is the answer).
-STATUS = {"drfh-int": "feasible"}
+#: What comes back: stopped by the limit (without it each call takes more than 30 s), except drfh-int, whose
+#: leximin steps are refused up front on this many (tenant, machine) pairs: its first level, proven optimal, is
+#: the answer when the heuristics and that level fit in the limit (1-2 s), else the better heuristic's allocation.
+STATUS = {"drfh-int": ("feasible", "time_limit")}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -83,7 +84,7 @@ def test_the_limit_bounds_the_whole_call(case: str) -> None:
     instance: Instance = make()
     result = solve(instance, method, time_limit=LIMIT, **options)
     honest(result)
-    assert result.status == STATUS.get(case, "time_limit"), (case, result.status, result.message)
+    assert result.status in STATUS.get(case, ("time_limit",)), (case, result.status, result.message)
 
 
 def test_the_cli_counts_reading_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
