@@ -16,7 +16,9 @@ What the scan below flags, in every ``tests/*.py``:
   check against zero (``solve_s >= 0``) is no speed bound and passes; so does elapsed time in a message;
 * hypothesis's ``deadline=`` set to anything but ``None`` (a per-example wall-time assertion);
 * a hang guard -- ``timeout=`` of a subprocess or a wait, ``signal.alarm`` -- under 60 seconds: such a
-  guard is there to turn a hang into a clear failure, never to bound how fast something runs.
+  guard is there to turn a hang into a clear failure, never to bound how fast something runs;
+* a ``subprocess.run`` (``call``, ``check_call``, ``check_output``) without a ``timeout=``: a child that hangs
+  would stall the suite until CI kills it, instead of failing the test with ``TimeoutExpired``.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ CLOCKS = {"perf_counter", "perf_counter_ns", "time", "time_ns", "monotonic", "mo
 DURATION = re.compile(r"(^|_)(elapsed|wall|walltime|runtime|duration_s|seconds|secs|took|spent)($|_)|_s$")
 #: The least a hang guard may allow, in seconds.
 HANG_GUARD_S = 60
+#: The subprocess calls that must carry a hang guard.
+BLOCKING = {"run", "call", "check_call", "check_output"}
 
 
 def _is_clock_call(node: ast.AST) -> bool:
@@ -161,9 +165,13 @@ def violations(source: str, filename: str = "<test>") -> list[str]:
 
 
 def _guards(calls: list[ast.Call], known: dict[str, float], filename: str) -> list[str]:
-    """Hypothesis deadlines and hang guards shorter than :data:`HANG_GUARD_S`."""
+    """Hypothesis deadlines, hang guards shorter than :data:`HANG_GUARD_S` and subprocesses without one."""
     found = []
     for node in calls:
+        func = node.func
+        if (isinstance(func, ast.Attribute) and func.attr in BLOCKING and isinstance(func.value, ast.Name)
+                and func.value.id == "subprocess" and not any(k.arg == "timeout" for k in node.keywords)):
+            found.append(f"{filename}:{node.lineno}: subprocess.{func.attr} without a timeout (a hang guard)")
         for keyword in node.keywords:
             unset = isinstance(keyword.value, ast.Constant) and keyword.value.value is None
             if keyword.arg == "deadline" and _is_settings(node) and not unset:
@@ -211,6 +219,7 @@ def test_no_test_compares_an_elapsed_time_with_a_number() -> None:
     "from hypothesis import settings\n@settings(deadline=500)\ndef test():\n    pass\n",
     "import subprocess\ndef test():\n    subprocess.run(['x'], timeout=5)\n",
     "import signal\ndef test():\n    signal.alarm(2)\n",
+    "import subprocess\ndef test():\n    subprocess.run(['x'], check=True)\n",
 ])
 def test_the_scan_finds_wall_time_bounds(source: str) -> None:
     assert violations(source), source
