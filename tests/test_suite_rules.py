@@ -1,4 +1,4 @@
-"""Rules of the test suite, kept by machine: no test compares an elapsed time with a number.
+"""Rules of the test suite, kept by machine: no test bounds an elapsed time, and no hang goes unguarded.
 
 A bound on wall (or CPU) time fails on a loaded machine -- ``make test`` under load 4-5 took 29 minutes and
 failed on ``11.4 s < 10 s`` for a step that passed alone a minute later -- and a bound loose enough never to
@@ -8,12 +8,15 @@ by reads (the ``tick_clock`` fixture); how long things take is measured and save
 
 What the scan below flags, in every ``tests/*.py``:
 
-* a comparison of an elapsed-time expression with a number other than zero (``time.perf_counter() -
-  started < 5``, ``elapsed < 10.0``, ``wall <= LIMIT + SLACK``, ``data["wall_s"] <= 2``,
-  ``outcome.solve_s < 1``), in either order. Elapsed-time expressions are clock calls (``time.perf_counter()``,
-  ``time.time()``, ``time.monotonic()``, ``time.process_time()`` ...), names assigned from them in the same
-  scope, and names, attributes and keys that name a duration (``elapsed``, ``wall``, ``*_s`` ...). A sanity
-  check against zero (``solve_s >= 0``) is no speed bound and passes; so does elapsed time in a message;
+* an ordering comparison (``<``, ``<=``, ``>``, ``>=``, either way round) with an elapsed time on one side and
+  anything but zero on the other: a number (``time.perf_counter() - started < 5``, ``elapsed < 10.0``,
+  ``wall <= LIMIT + SLACK``, ``data["wall_s"] <= 2``), a limit (``elapsed < budget``), a deadline
+  (``time.perf_counter() <= deadline``) or another elapsed time (``fast.wall_s < slow.wall_s``). Elapsed
+  times are clock calls (``time.perf_counter()``, ``time.time()``, ``time.monotonic()``,
+  ``time.process_time()`` ...), names assigned from them in the same scope (not through the arguments of a
+  call: a deadline handed to a solver makes its answer no time), and names, attributes and keys that name a
+  duration (``elapsed``, ``wall``, ``*_s`` ...). A sanity check against zero (``solve_s >= 0``) is no speed
+  bound and passes; so does elapsed time in a message;
 * hypothesis's ``deadline=`` set to anything but ``None`` (a per-example wall-time assertion);
 * a hang guard -- ``timeout=`` of a subprocess or a wait, ``signal.alarm`` -- under 60 seconds: such a
   guard is there to turn a hang into a clear failure, never to bound how fast something runs;
