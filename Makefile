@@ -23,11 +23,17 @@ demo: $(STAMP)
 	$(BIN)/fairpack solve instances/hdrf_fig4.yaml --method hdrf
 	$(BIN)/fairpack solve instances/dag_two_jobs.yaml --method spacetime-cp --objective avg-jct
 
+# The tests run on two workers (pytest-xdist; TEST_WORKERS=0 runs them in this process, one after another).
+# --dist worksteal gives each worker half the tests in order (a module's tests stay together, so its fixtures
+# are built about once) and lets an idle worker take over the other's queue. Tests marked slow (long checks
+# also covered by a fast test) are left to `pytest -m slow`.
+TEST_WORKERS ?= 2
+
 test: $(STAMP)
 	$(BIN)/ruff check fairpack models solver tests benchmarks docs
 	$(BIN)/mypy
 	$(BIN)/lint-imports
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist worksteal -m "not slow"
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 # The pages generated from the code (docs/cli.md, docs/methods.md, README's table of methods) are rewritten

@@ -4,16 +4,27 @@
 installed one). A test asks for ``lp_backend`` (one LP backend per run) or ``lp_algorithm`` (one
 ``(backend, algorithm)`` pair per run) and is generated once per backend, so a failure names its backend
 in the test id (``test_fig1_drfh_int[cbc]``), as cvxpy's and PyJobShop's test suites do.
+
+``tick_clock`` replaces ``time.perf_counter`` with a clock that advances at every read (``tests/work.py``).
 """
 
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+from work import TickClock
 
 from fairpack.solver.backends import ALGORITHMS, LP_BACKENDS, installed
+
+# No test asserts how long anything takes (tests/test_suite_rules.py): hypothesis's per-example deadline
+# (200 ms by default) would be such an assertion, so it is off for every property test, set or not.
+settings.register_profile("fairpack", deadline=None)
+settings.load_profile("fairpack")
 
 #: The shared data folder (../shared/data next to the repository), unless FAIRPACK_DATA_DIR says otherwise.
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -52,3 +63,16 @@ def data_dir() -> Path:
     if not path.is_dir():
         pytest.skip(f"shared data folder not found: {path} (set FAIRPACK_DATA_DIR)")
     return path
+
+
+@pytest.fixture
+def tick_clock(monkeypatch: pytest.MonkeyPatch) -> Callable[..., TickClock]:
+    """``tick_clock(step=...)`` installs a :class:`work.TickClock` as ``time.perf_counter`` for the test: time
+    then passes by clock reads, so a time limit runs out at the same point of a computation on every machine."""
+
+    def install(step: float = 1e-3) -> TickClock:
+        clock = TickClock(step)
+        monkeypatch.setattr(time, "perf_counter", clock)
+        return clock
+
+    return install

@@ -29,8 +29,9 @@ LATE_BOUND = {
 
 def test_no_import_cycles_anywhere() -> None:
     # grimp sees every import statement, including those inside functions and under TYPE_CHECKING, so a
-    # cycle hidden behind a lazy import shows up here too; the declared methods above are the exception.
-    graph = grimp.build_graph("fairpack")
+    # cycle hidden behind a lazy import shows up here too; the declared methods above are the exception. No
+    # cache (.grimp_cache/ in the working directory), which two test processes at once would both write.
+    graph = grimp.build_graph("fairpack", cache_dir=None)
     edges = nx.DiGraph()
     for module in graph.modules:
         for imported in graph.find_modules_directly_imported_by(module):
@@ -45,7 +46,7 @@ def test_no_import_cycles_anywhere() -> None:
 
 def test_late_bound_imports_are_inside_methods() -> None:
     # grimp strips indentation: read the lines themselves to see each declared import is inside a function.
-    graph = grimp.build_graph("fairpack")
+    graph = grimp.build_graph("fairpack", cache_dir=None)
     for importer, imported in LATE_BOUND:
         details = graph.get_import_details(importer=importer, imported=imported)
         assert details, (importer, imported)
@@ -65,7 +66,7 @@ def test_listing_methods_imports_no_solver_library() -> None:
         " if m in sys.modules)\n"
         "print(','.join(loaded))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.strip() == "", out.stdout
 
 
@@ -78,7 +79,8 @@ def _modules_loaded_by(argv: list[str], watched: tuple[str, ...]) -> list[str]:
         "    assert main(sys.argv[1:]) == 0\n"
         f"print(','.join(m for m in {watched!r} if m in sys.modules))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, check=True,
+                         timeout=120)  # fmt: skip
     return [name for name in out.stdout.strip().split(",") if name]
 
 
@@ -101,6 +103,6 @@ def test_checking_a_saved_result_imports_no_scipy_and_no_solver_library(tmp_path
     saved = tmp_path / "result.json"
     path = str(ROOT / "instances" / "drfh_fig1.yaml")
     subprocess.run([sys.executable, "-m", "fairpack", "solve", path, "-o", str(saved)], capture_output=True,
-                   check=True)  # fmt: skip
+                   check=True, timeout=120)  # fmt: skip
     watched = ("scipy", "highspy", "pulp", "ortools", "matplotlib", "pandas")
     assert _modules_loaded_by(["check", path, str(saved)], watched) == []

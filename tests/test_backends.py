@@ -12,7 +12,6 @@ which the highs adapter reports as "infeasible".
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -305,12 +304,11 @@ def test_unbounded(case: Case, combo: tuple[str, str | None]) -> None:
 @pytest.mark.parametrize("combo", _combos(mip=True), ids=_label)
 def test_milp_time_limit_returns_cleanly(combo: tuple[str, str | None]) -> None:
     lp = hard_knapsack()
-    started = time.perf_counter()
     outcome = _solve(lp, combo, time_limit=0.05)
-    wall = time.perf_counter() - started
-    assert outcome.status in {"time_limit", "feasible", "optimal"}, outcome.message
-    # Generous: interpreter start-up when OR-Tools runs in a child process, CBC's process launch.
-    assert wall < 30.0
+    # Proving the optimum takes every backend seconds of search (HiGHS 11 s, SCIP 13 s, CBC 1 s on the 2-core
+    # machine this was written on), 20 to 250 times the limit: an optimal answer here means the limit was
+    # ignored, and a loaded machine only makes that clearer.
+    assert outcome.status in {"time_limit", "feasible"}, (outcome.status, outcome.message)
     if outcome.x is not None:
         assert lp.max_violation(outcome.x) <= TOL
         np.testing.assert_allclose(outcome.x, np.round(outcome.x), atol=TOL)

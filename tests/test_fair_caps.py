@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from work import TickClock
 
 from fairpack.models.check import verify_schedule
 from fairpack.models.generators import random_dag_jobs
@@ -115,28 +117,31 @@ def test_fair_share_stops_at_its_deadline() -> None:
 
 
 @pytest.mark.parametrize("method", EXACT)
-def test_caps_that_cannot_be_computed_in_time_are_an_honest_failure(method: str, monkeypatch: Any) -> None:
+def test_caps_that_cannot_be_computed_in_time_are_an_honest_failure(
+    method: str, monkeypatch: pytest.MonkeyPatch, tick_clock: Callable[..., TickClock]
+) -> None:
     """With the caps on, a time limit that ends before the fair-share schedule does returns no schedule
-    (never a verified one), names the way out, and stops at the limit."""
+    (never a verified one), names the way out, and stops at the limit. The fair-share simulation "takes" its
+    time on a clock that moves only when read or told: the same outcome on every machine, under any load."""
     import fairpack.solver.spacetime.fair as fair
 
     original = fair.fair_completion_times
     pause = {"s": 0.5}
 
     def slow(*args: Any, **kwargs: Any) -> Any:
-        time.sleep(pause["s"])  # a fair-share simulation that outlasts its time; the watch stops it at an event
+        clock.jump(pause["s"])  # a fair-share simulation that outlasts its time; the watch stops it at an event
         return original(*args, **kwargs)
 
     monkeypatch.setattr(fair, "fair_completion_times", slow)
     instance = load_instance(TWO_JOBS)
-    started = time.perf_counter()
+    clock = tick_clock(1e-3)
     result = solve(instance, method, time_limit=0.3)
-    wall = time.perf_counter() - started
     assert result.status in ("time_limit", "error") and not result.verified and result.schedule is None
     assert "--no-fair-cap" in result.message
-    assert wall < 0.3 + 3.0
+    assert clock.reads_past(0.3) <= 10  # no model built or solved after the limit: a few reads and out
     # Without the caps T_k is only reported, with a quarter of the time: the schedule comes back without it.
     pause["s"] = 0.6
+    clock = tick_clock(1e-3)
     uncapped = solve(instance, method, time_limit=2.0, fair_cap=False)
     assert uncapped.verified and uncapped.schedule is not None
     assert "T_k not reported" in uncapped.message

@@ -10,10 +10,12 @@ import json
 import math
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
+from work import TickClock
 
 from fairpack.models.generators import random_small
 from fairpack.models.io import load_instance
@@ -298,11 +300,11 @@ def test_a_task_no_slot_can_hold_does_not_block_the_rest_of_its_tenants_queue() 
     assert result.schedule.job.tolist() == [1] and result.schedule.start.tolist() == [1.0]
 
 
-def test_a_simulation_stops_at_the_time_limit_with_what_it_placed() -> None:
+def test_a_simulation_stops_at_the_time_limit_with_what_it_placed(tick_clock: Callable[..., TickClock]) -> None:
     # Found by the fuzz campaign: 4 x 123,456 cpu lets naive H-DRF launch ~500,000 tasks in its first event,
-    # which ran past 30 s whatever --time-limit said.
-    import time
-
+    # which ran past 30 s whatever --time-limit said (the clock was read every 1,024th launch). On a clock that
+    # ticks 1 ms a read, the 1 s limit is 1,000 reads: the run stops at its first read past the deadline, having
+    # launched at most one task per read, the same tasks on every machine and under any load.
     from fairpack.models.io import parse_instance
 
     text = ("{name: big, resources: [cpu, gpu], servers: [{name: node, capacity: {cpu: 123456.789, gpu: 5}, "
@@ -311,16 +313,21 @@ def test_a_simulation_stops_at_the_time_limit_with_what_it_placed() -> None:
             "{cpu: 1}}]}]}}")  # fmt: skip
     instance = parse_instance(text)
     for method in ("naive-hdrf", "dynamic-hdrf"):
-        started = time.perf_counter()
+        clock = tick_clock(1e-3)
         result = solve(instance, method, time_limit=1.0)
-        assert time.perf_counter() - started < 1.0 + 8.0, method
         assert result.status == "time_limit" and result.verified, method
         assert "time limit reached at simulated time" in result.message
+        launched = result.allocation.tenant_tasks.sum() if result.allocation is not None else 0
+        assert 0 < launched <= clock.reads, (method, launched, clock.reads)
+        assert clock.reads_past(1.0) <= 10, method  # stopped there, then packed and verified the answer
     # A job simulation stops too (the loop checks the clock; building the workload and verifying the
     # schedule are not bounded by it): the tasks launched so far, verified, the rest unfinished.
+    clock = tick_clock(1e-3)
     result = simulate(_many_arrivals(), "best-fit", time_limit=0.01)
     assert result.status == "time_limit" and result.verified
     assert result.extra["summary"]["unfinished"] > 0
+    assert result.schedule is not None and 0 < result.schedule.start.size <= clock.reads
+    assert clock.reads_past(0.01) <= 10
 
 
 def _many_arrivals() -> Instance:

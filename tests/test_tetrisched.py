@@ -442,7 +442,6 @@ def test_tetrisched_without_a_window_is_alsched() -> None:
     assert window_zero["tasks"] == alsched["tasks"]
 
 
-@pytest.mark.slow
 def test_the_benchmark_runs_quick(tmp_path: Path) -> None:
     """The benchmark end to end on a smoke set-up: every run verified (it raises otherwise), every curve."""
     from benchmarks import tetrisched

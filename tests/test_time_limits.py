@@ -1,24 +1,26 @@
 """``--time-limit S`` bounds the whole call of every exact method, on moderate sizes.
 
-Each instance takes well beyond S without a limit; with S = 2 the call (build, solve, verification) must end
-by S + 5 s, a generous fixed overhead so that a loaded machine does not make it flaky; the CLI (a fresh
-process: interpreter, imports, reading the file, output) gets S + 8 s. Whatever comes back is honest: an
-answer is verified, and a result without one (or a failed one) never is. Sizes a method cannot hold in
-memory are refused with the limit named, and running out of memory anyway is a failed solve, not a crash.
-The largest instances are measured in ``benchmarks/time_limits.py``.
+Each instance takes well beyond S without a limit; with S = 2 what comes back must say that the limit stopped
+it, and be honest: an answer is verified, and a result without one (or a failed one) never is. The CLI gives
+``solve()`` what is left of S after reading the file, less a reserve for the output (checked on a clock that
+ticks by reads, tests/work.py). Sizes a method cannot hold in memory are refused with the limit named, and
+running out of memory anyway is a failed solve, not a crash.
+
+How far past S a call ends is wall time, which no test asserts (tests/test_suite_rules.py): it is measured
+for these cases by ``benchmarks/unit_timings.py`` and for the largest instances, through the CLI in a fresh
+process, by ``benchmarks/time_limits.py``.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from work import TickClock
 
 from fairpack.models.generators import google_instance, random_dag_jobs, random_tree_instance
 from fairpack.models.io import instance_to_dict
@@ -29,7 +31,6 @@ from fairpack.solver.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 LIMIT = 2.0
-SLACK = 5.0
 
 
 def honest(result: Result) -> None:
@@ -71,32 +72,53 @@ CASES: dict[str, tuple[str, Any, dict[str, Any]]] = {
     "dynamic-hdrf": ("dynamic-hdrf", lambda: _fig10_tree(200_000), {}),
     "naive-hdrf": ("naive-hdrf", lambda: _fig10_tree(200_000), {}),
 }
+#: What comes back: stopped by the limit (without it each call takes more than 30 s), except drfh-int, whose
+#: leximin steps are refused up front on this many (tenant, machine) pairs: its first level, proven optimal, is
+#: the answer when the heuristics and that level fit in the limit (1-2 s), else the better heuristic's allocation.
+STATUS = {"drfh-int": ("feasible", "time_limit")}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_the_limit_bounds_the_whole_call(case: str) -> None:
     method, make, options = CASES[case]
     instance: Instance = make()
-    started = time.perf_counter()
     result = solve(instance, method, time_limit=LIMIT, **options)
-    wall = time.perf_counter() - started
     honest(result)
-    assert wall <= LIMIT + SLACK, (case, wall, result.status, result.message)
+    assert result.status in STATUS.get(case, ("time_limit",)), (case, result.status, result.message)
 
 
-def test_the_cli_counts_reading_the_file(tmp_path: Path) -> None:
+def test_the_cli_counts_reading_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str],
+                                         tick_clock: Callable[..., TickClock]) -> None:  # fmt: skip
+    import fairpack.solver.api as api
+    import fairpack.solver.cli.commands as commands
+
     path = tmp_path / "dag60.yaml"
     path.write_text(yaml.safe_dump(instance_to_dict(random_dag_jobs(0, jobs=60)), default_flow_style=None))
-    started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "fairpack", "solve", str(path), "--method", "spacetime",
-                           "--time-limit", str(LIMIT), "--json"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, check=False)  # fmt: skip
-    wall = time.perf_counter() - started
-    data = json.loads(done.stdout)
-    assert wall <= LIMIT + 8.0, (wall, data["status"], done.stderr[-500:])
-    assert data["wall_s"] <= LIMIT  # solve() got what was left after reading the file (and an output reserve)
+    clock = tick_clock(1e-3)
+    read, solving = commands.load, api.solve
+    given: list[float | None] = []
+
+    def slow_read(name: str) -> Instance:
+        instance = read(name)
+        clock.jump(0.5)  # reading the file "took" half a second
+        return instance
+
+    def recorded(instance: Instance, method: str, **options: Any) -> Result:
+        given.append(options.get("time_limit"))
+        return solving(instance, method, **options)
+
+    monkeypatch.setattr(commands, "load", slow_read)
+    monkeypatch.setattr(api, "solve", recorded)
+    code = main(["solve", str(path), "--method", "spacetime", "--time-limit", str(LIMIT), "--json"])
+    data = json.loads(capsys.readouterr().out)
+    # solve() got what was left after reading the file and the output's reserve (a tenth of S), to a few reads.
+    (left,) = given
+    reserve = min(commands.OUTPUT_RESERVE_S, commands.OUTPUT_RESERVE_SHARE * LIMIT)
+    assert left is not None and LIMIT - reserve - 0.5 - 0.01 <= left <= LIMIT - reserve - 0.5, left
     # With the fair caps on, the drf-strict schedule may not finish in what is left: an honest error then.
     assert (data["verified"] is True) == (data["status"] in ("time_limit", "feasible", "optimal")), data["status"]
+    assert code == (0 if data["verified"] else 1), (code, data["status"])
 
 
 def test_a_milp_too_large_for_memory_is_refused_up_front(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -141,18 +163,33 @@ def test_a_billion_slot_stage_is_refused_before_it_is_built() -> None:
         solve(instance, "spacetime", time_limit=5)
 
 
-def test_spacetime_cp_keeps_a_limit_its_workers_spend_loading(data_dir: Path) -> None:
+def test_spacetime_cp_keeps_a_limit_its_workers_spend_loading(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A 5-query TPC-H mix (4,512 tasks, below the decomposition's size): with two CP-SAT workers the
     portfolio's full-problem worker built the LP relaxation of the cumulatives for 8-10 s without looking at
     its clock, so a 6 s limit ended after 10 s (a 10 s limit after 13-19 s, by load); without the relaxation on
     models this large (and the no-LP worker in the portfolio) the call takes 6.0 s, with a schedule at least as
-    good (21.68 against the warm start's 21.72). The slack here is
-    tighter than :data:`SLACK`: the overrun to catch is a few seconds."""
-    from fairpack.models.generators.families import FAMILIES
+    good (21.68 against the warm start's 21.72). Checked here as what CP-SAT is told: every solve of a model
+    this large runs without the relaxation, in every worker, within the limit; the wall time of the call is
+    measured by benchmarks/unit_timings.py."""
+    from ortools.sat.python import cp_model
 
+    from fairpack.models.generators.families import FAMILIES
+    from fairpack.solver.spacetime.cp import LP_MAX_TASKS
+
+    told: list[tuple[int, list[str], float]] = []  # linearization level, subsolvers, time limit
+    original = cp_model.CpSolver.solve
+
+    def record(self: cp_model.CpSolver, model: cp_model.CpModel, *args: object) -> object:
+        parameters = self.parameters
+        told.append((parameters.linearization_level, list(parameters.subsolvers), parameters.max_time_in_seconds))
+        return original(self, model, *args)
+
+    monkeypatch.setattr(cp_model.CpSolver, "solve", record)
     instance = FAMILIES["tpch"].instance({"queries": 5}, 0, data_dir)
-    started = time.perf_counter()
+    assert sum(stage.tasks for job in instance.jobs for stage in job.stages) > LP_MAX_TASKS
     result = solve(instance, "spacetime-cp", time_limit=6.0, workers=2)
-    wall = time.perf_counter() - started
     honest(result)
-    assert result.verified and wall <= 6.0 + 2.0, (wall, result.status, result.message)
+    assert result.verified, (result.status, result.message)
+    assert told, "no CP-SAT solve"
+    for level, subsolvers, limit in told:
+        assert level == 0 and "no_lp" in subsolvers and 0 < limit <= 6.0, (level, subsolvers, limit)

@@ -8,6 +8,7 @@ the editable install of the repository stays invisible and everything fairpack i
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -18,14 +19,25 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+#: What the build does not read: version control, environments, caches, earlier builds, benchmark results.
+NOT_SOURCES = {".git", ".venv", "venv", "build", "dist", "__pycache__", ".hypothesis", ".mypy_cache", ".ruff_cache",
+               ".pytest_cache", ".grimp_cache", ".import_linter_cache", "results"}  # fmt: skip
+
+
+def _not_sources(folder: str, names: list[str]) -> set[str]:
+    return {name for name in names if name in NOT_SOURCES or name.endswith(".egg-info")}
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # Built from a copy of the sources (links kept): building in the repository writes build/ and
+    # fairpack.egg-info/ there, which two test processes (pytest-xdist workers) building at once would share.
+    source = tmp_path_factory.mktemp("source") / "fairpack"
+    shutil.copytree(ROOT, source, symlinks=True, ignore=_not_sources)
     out = tmp_path_factory.mktemp("dist")
     build = tmp_path_factory.mktemp("build")
-    done = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(ROOT)],
-                          capture_output=True, text=True, cwd=build, check=False)  # fmt: skip
+    command = [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(source)]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=build, check=False, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     # setuptools says when a configuration it reads is deprecated: none may be left.
     assert "deprecat" not in (done.stdout + done.stderr).lower(), done.stderr[-3000:]
@@ -42,9 +54,9 @@ def user(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, P
     # The wheel first, into an environment that sees nothing else (pip would otherwise see the test
     # environment's editable install through the path file and replace it); then the dependencies' path.
     install = [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps", "--no-compile"]
-    subprocess.run([*install, str(wheel)], check=True, capture_output=True)
+    subprocess.run([*install, str(wheel)], check=True, capture_output=True, timeout=600)
     site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                               capture_output=True, text=True, check=True).stdout.strip())  # fmt: skip
+                               capture_output=True, text=True, check=True, timeout=120).stdout.strip())  # fmt: skip
     (site / "dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
     project = tmp_path_factory.mktemp("project")
     (project / "models.py").write_text("raise ImportError('the user project models.py was imported')\n")
@@ -96,11 +108,12 @@ def test_the_cli_from_the_wheel(user: tuple[Path, Path]) -> None:
     python, project = user
     fairpack = str(python.parent / "fairpack")
     generated = subprocess.run([fairpack, "generate", "hdrf-fig10"], capture_output=True, text=True, cwd=project,
-                               env={"PATH": str(python.parent)}, check=False)  # fmt: skip
+                               env={"PATH": str(python.parent)}, check=False, timeout=300)  # fmt: skip
     assert generated.returncode == 0, generated.stderr
     (project / "fig10.yaml").write_text(generated.stdout)
     solved = subprocess.run([fairpack, "solve", "fig10.yaml", "--method", "hdrf", "--json"], capture_output=True,
-                            text=True, cwd=project, env={"PATH": str(python.parent)}, check=False)  # fmt: skip
+                            text=True, cwd=project, env={"PATH": str(python.parent)}, check=False,
+                            timeout=300)  # fmt: skip
     assert solved.returncode == 0, solved.stderr
     assert '"verified": true' in solved.stdout
     module = _run(python, project, "-m", "fairpack", "--version")
