@@ -320,7 +320,7 @@ SKIP_DIRS = {".git", ".venv", "site", "__pycache__", ".pytest_cache", ".mypy_cac
 def _text_files() -> list[Path]:
     """The repository's text files: what git tracks or would (ignored build output is not the project's)."""
     listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                            capture_output=True, text=True, check=False)  # fmt: skip
+                            capture_output=True, text=True, check=False, timeout=120)  # fmt: skip
     if listed.returncode == 0 and listed.stdout.strip():
         paths = [ROOT / line for line in listed.stdout.splitlines()]
         return [path for path in paths if path.is_file() and not path.is_symlink()
