@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from itertools import pairwise
 from json.encoder import encode_basestring_ascii
 from typing import Any
@@ -30,10 +31,11 @@ from fairpack.models.result import (
     unit_names,
 )
 from fairpack.models.timeline import job_table
-from fairpack.models.types import FloatArray, Instance, InstanceError
+from fairpack.models.types import FloatArray, Instance, InstanceError, IntArray
 
 
-def result_json(instance: Instance, result: Result, *, tables: bool = True) -> dict[str, Any]:
+def result_json(instance: Instance, result: Result, *, tables: bool = True,
+                units_shown: int | None = None) -> dict[str, Any]:  # fmt: skip
     """The CLI JSON contract: common keys, then the allocation view and/or the schedule view.
 
     ``tables=False`` leaves placeholders for ``tenants`` and ``nodes``, which :func:`result_json_text`
@@ -59,7 +61,7 @@ def result_json(instance: Instance, result: Result, *, tables: bool = True) -> d
     if result.warnings:
         data["warnings"] = list(result.warnings)
     if result.allocation is not None:
-        data.update(allocation_json(instance, result.allocation, tables=tables))
+        data.update(allocation_json(instance, result.allocation, tables=tables, units_shown=units_shown))
     if result.schedule is not None:
         data.update(schedule_json(instance, result.schedule))
     data.update({key: _plain(value) for key, value in result.extra.items()})
@@ -86,12 +88,15 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def allocation_json(instance: Instance, allocation: Allocation, *, tables: bool = True) -> dict[str, Any]:
+def allocation_json(instance: Instance, allocation: Allocation, *, tables: bool = True,
+                    units_shown: int | None = None) -> dict[str, Any]:  # fmt: skip
     """``tenants`` (tasks, dominant share, allocation, per-unit tasks) and cluster utilisation.
 
     Built from whole columns (``tolist`` once per array, one ``nonzero`` over the task matrix): a
     10,000-tenant result renders in a few hundredths of a second instead of a numpy call per tenant.
     ``tables=False``: placeholders for ``tenants`` and ``nodes`` (see :func:`result_json_text`).
+    ``units_shown``: each tenant's ``per_server`` lists its first units only, with ``per_server_more`` the
+    count of the rest (a table shows a few; ten million machines are not named for it).
     """
     used = utilisation(instance, allocation)
     if not tables:
@@ -105,7 +110,7 @@ def allocation_json(instance: Instance, allocation: Allocation, *, tables: bool 
     totals = allocation.tenant_tasks
     amounts = (totals[:, None] * instance.demand).tolist()
     weighted = (shares / instance.weights).tolist()
-    per_unit = _per_unit(allocation.tasks, allocation.unit_names(instance))
+    per_unit, more = _per_unit(allocation.tasks, _unit_namer(instance, allocation.kind), units_shown)
     columns = zip(instance.tenants, _json_counts(totals), shares.tolist(), weighted, amounts, per_unit, strict=True)
     tenants: dict[str, Any] = {
         tenant.name: {
@@ -117,6 +122,9 @@ def allocation_json(instance: Instance, allocation: Allocation, *, tables: bool 
         }
         for tenant, tasks, share, weighted_share, amount, per_server in columns
     }
+    if units_shown is not None:
+        for entry, rest in zip(tenants.values(), more, strict=True):
+            entry["per_server_more"] = rest
     data = {
         "unit_kind": allocation.kind,
         "integral": allocation.integral,
@@ -128,13 +136,38 @@ def allocation_json(instance: Instance, allocation: Allocation, *, tables: bool 
     return data
 
 
-def _per_unit(tasks: FloatArray, names: list[str]) -> list[dict[str, float | int]]:
-    """Per tenant (row), ``{unit name: tasks}`` over the units where it runs tasks, in unit order."""
+def _unit_namer(instance: Instance, kind: str) -> Callable[[IntArray], list[str]]:
+    """The names of units by index (``Instance.machine_names`` order for machines), made only for those asked."""
+    if kind != "machine":
+        names = unit_names(instance, kind)  # type: ignore[arg-type]
+        return lambda units: [names[u] for u in units.tolist()]
+    counts = instance.counts
+    first = np.concatenate([[0], np.cumsum(counts)[:-1]])
+
+    def name(units: IntArray) -> list[str]:
+        server = np.searchsorted(np.cumsum(counts), units, side="right")
+        return [instance.servers[c].name if counts[c] == 1 else f"{instance.servers[c].name}[{k}]"
+                for c, k in zip(server.tolist(), (units - first[server]).tolist(), strict=True)]  # fmt: skip
+
+    return name
+
+
+def _per_unit(tasks: FloatArray, namer: Callable[[IntArray], list[str]],
+              limit: int | None = None) -> tuple[list[dict[str, float | int]], list[int]]:  # fmt: skip
+    """Per tenant (row), ``{unit name: tasks}`` over the units where it runs tasks, in unit order (its first
+    ``limit`` units only, if given), and how many units each leaves out."""
     rows, units = np.nonzero(tasks > 0)  # row-major: grouped by tenant, units ascending within a tenant
+    bounds = np.searchsorted(rows, np.arange(tasks.shape[0] + 1))
+    left_out = [0] * tasks.shape[0]
+    if limit is not None:
+        rank = np.arange(rows.size) - bounds[rows]
+        left_out = np.maximum(np.diff(bounds) - limit, 0).tolist()
+        keep = rank < limit
+        rows, units = rows[keep], units[keep]
+        bounds = np.searchsorted(rows, np.arange(tasks.shape[0] + 1))
     counts = _json_counts(tasks[rows, units])
-    labels = [names[u] for u in units.tolist()]
-    bounds = np.searchsorted(rows, np.arange(tasks.shape[0] + 1)).tolist()
-    return [dict(zip(labels[a:b], counts[a:b], strict=True)) for a, b in pairwise(bounds)]
+    labels = namer(units)
+    return [dict(zip(labels[a:b], counts[a:b], strict=True)) for a, b in pairwise(bounds.tolist())], left_out
 
 
 def nodes_json(instance: Instance, allocation: Allocation) -> dict[str, Any]:

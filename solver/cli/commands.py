@@ -31,6 +31,8 @@ DEFAULTS = SolveOptions()
 HORIZON = 200.0
 #: Rows a table shows by default (``--top`` changes it; ``--format csv`` lists everything).
 DEFAULT_TOP = 20
+#: Servers a table names per tenant (``render.format_table``), the rest counted.
+SERVERS_SHOWN = 4
 #: What ``--format csv`` lists, one row each.
 CSV_ROWS = ("auto", "tenants", "nodes", "jobs", "tasks")
 FORMATS = ("table", "json", "csv")
@@ -228,7 +230,10 @@ def command_solve(args: argparse.Namespace) -> int:
     except BackendUnavailable as error:
         return fail(str(error), EXIT_SOLVER)
     # ``--json`` alone: the text is written from columns (result_json_text), the same as json.dumps of the view.
-    data = result_json(instance, result) if output != "json" or args.output else None
+    if output == "table" and not args.output:  # a table names a few servers per tenant, never all of them
+        data = result_json(instance, result, units_shown=SERVERS_SHOWN)
+    else:
+        data = result_json(instance, result) if output != "json" or args.output else None
     _print_result(instance, result, data, output, args)
     if data is not None and args.output:
         Path(args.output).write_text(json.dumps(data, indent=1))

@@ -126,8 +126,9 @@ def format_table(instance: Instance, result: Result, top: int = 20, data: dict[s
         for tenant in [] if hierarchical else instance.tenants[:top]:
             entry = data["tenants"][tenant.name]
             servers = ", ".join(f"{unit}:{_short(count)}" for unit, count in list(entry["per_server"].items())[:4])
-            if len(entry["per_server"]) > 4:
-                servers += f", ... ({len(entry['per_server'])} servers)"
+            listed = len(entry["per_server"]) + int(entry.get("per_server_more", 0))
+            if listed > 4:
+                servers += f", ... ({listed:,} servers)"
             rows.append(
                 [
                     tenant.name,
