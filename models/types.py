@@ -433,7 +433,8 @@ class Job(_ValueEquality):
             for parent in stage.after:
                 if not 0 <= parent < len(self.stages) or parent == position:
                     raise InstanceError(f"invalid parent stage index {parent}", f"stages[{position}].after")
-        _check_acyclic(self)
+        if len(self.stages) > 1:  # one stage: no edge (a stage naming itself is refused above)
+            _check_acyclic(self)
         check_utility(self.utility)
 
     def utility_at(self, completion: float | FloatArray) -> FloatArray:

@@ -394,3 +394,15 @@ def test_check_gives_the_same_verdict_as_the_run_when_nothing_ran(tmp_path: Path
     assert run.returncode == 0 and "verified yes" in run.stdout, run.stdout + run.stderr
     checked = _fairpack("check", str(path), str(out), cwd=tmp_path)
     assert checked.returncode == 0 and "verified" in checked.stdout, checked.stdout + checked.stderr
+
+
+def test_a_trace_of_one_row_jobs_reads_in_bulk_as_row_by_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import fairpack.models.traces as traces
+
+    text = "arrival,duration,tenant,cpu,mem,tasks,deadline\n2,1.5,a,1,,2,\n0,2,b,0.5,1,,9\n1,0,,2,0,1,0\n"
+    path = _write(tmp_path / "t.csv", text)
+    fast = read_trace(path, ("cpu", "mem"))
+    monkeypatch.setattr(traces, "_single_rows_fast", lambda *args: None)
+    slow = read_trace(path, ("cpu", "mem"))
+    assert fast.jobs == slow.jobs and fast.rows == slow.rows
+    assert [job.name for job in fast.jobs] == ["row2", "row3", "row1"] and fast.jobs[0].deadline == 9

@@ -230,10 +230,11 @@ def command_solve(args: argparse.Namespace) -> int:
     except BackendUnavailable as error:
         return fail(str(error), EXIT_SOLVER)
     # ``--json`` alone: the text is written from columns (result_json_text), the same as json.dumps of the view.
+    data: dict[str, Any] | None = None
     if output == "table" and not args.output:  # a table names a few servers per tenant, never all of them
         data = result_json(instance, result, units_shown=SERVERS_SHOWN)
-    else:
-        data = result_json(instance, result) if output != "json" or args.output else None
+    elif output != "json" or args.output:
+        data = result_json(instance, result)
     _print_result(instance, result, data, output, args)
     if data is not None and args.output:
         Path(args.output).write_text(json.dumps(data, indent=1))
