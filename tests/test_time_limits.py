@@ -99,8 +99,8 @@ def test_the_cli_counts_reading_the_file(tmp_path: Path, monkeypatch: pytest.Mon
     read, solving = commands.load, api.solve
     given: list[float | None] = []
 
-    def slow_read(name: str) -> Instance:
-        instance = read(name)
+    def slow_read(name: str, *args: Any) -> Instance:
+        instance = read(name, *args)
         clock.jump(0.5)  # reading the file "took" half a second
         return instance
 
