@@ -9,14 +9,15 @@ and of PSPLIB files (the data folder's j30 files when present). Input ``i`` is d
    each with a minimised input), and inputs over ``--bound`` seconds. With ``--baseline REV`` the same
    inputs also go through ``models/`` at that git revision (in a child process), for comparison.
 2. CLI: a sample (mostly inputs that load) through ``solver.cli.main`` in a worker process that runs it
-   in-process: ``validate`` and ``solve --method M --time-limit 2`` with methods of the instance's family.
+   in-process: ``validate``, ``solve --method M --time-limit 2`` with methods of the instance's family and
+   ``simulate --policy P --time-limit 2`` with an online policy that runs on its workload.
    Counted by exit code; listed with their input (minimised for crashes) and message: a traceback (an
    exception escaping ``main``), an internal error (exit 1, ``main`` caught a fault that is not bad
    input), a solver failure (exit 1: an error or infeasible status, or an answer that does not verify),
    an exit 2 whose message names no file, a call over ``--time-limit`` + ``--cli-slack`` seconds and a
    call killed at ``--cli-hang`` seconds. The worker has a memory cap (``--memory-gib``); it is
    restarted after a hang or a crash.
-3. Subprocesses: every k-th of those calls again as a user runs it, ``python -m solver.cli ...`` in a
+3. Subprocesses: every k-th of those calls again as a user runs it, ``python -m fairpack ...`` in a
    fresh process with a timeout (``--cli-hang``) and the memory cap, one in four reading the input from
    standard input (``-``): exit codes, tracebacks on stderr, exit 2 without the file (or ``<stdin>``)
    named, hangs.
@@ -285,12 +286,19 @@ def family_of(path: Path) -> str | None:
 
 
 def cli_calls(path: Path, family: str | None, rng: random.Random, time_limit: float) -> list[list[str]]:
+    """``validate``, ``solve`` with two methods of the input's family and ``simulate`` with one online policy
+    that runs on its workload (DAG jobs, or tenants' backlogs), each under ``--time-limit``."""
     from fairpack.solver.api import METHODS
+    from fairpack.solver.registry import policies
 
     calls = [["validate", str(path)]]
     pool = [name for name, method in METHODS.items() if method.family == family] or list(METHODS)
     for method in rng.sample(pool, min(len(pool), 2 if family else 1)):
         calls.append(["solve", str(path), "--method", method, "--time-limit", str(time_limit)])
+    workload = "jobs" if family == "jobs" else "backlogs"
+    online = [name for name, record in policies().items() if workload in record.workloads]
+    if family is not None and online:
+        calls.append(["simulate", str(path), "--policy", rng.choice(online), "--time-limit", str(time_limit)])
     return calls
 
 
@@ -311,7 +319,7 @@ def _cli_problem(result: dict[str, Any], path: Path, limit: float) -> str | None
 
 
 def subprocess_pass(args: Any, calls: list[tuple[list[str], Path]]) -> dict[str, Any]:
-    """``calls`` through ``python -m solver.cli`` in fresh processes (a quarter of them reading stdin)."""
+    """``calls`` through ``python -m fairpack`` in fresh processes (a quarter of them reading stdin)."""
     import resource
 
     def cap_memory() -> None:
@@ -588,7 +596,7 @@ def _markdown(payload: dict[str, Any]) -> str:
         lines += [entry.get("minimised", "")[:800], "```"]
     lines += [
         "",
-        "## CLI (`solver.cli.main`, in-process in a worker; `validate` and "
+        "## CLI (`fairpack.solver.cli.main`, in-process in a worker; `validate`, "
         f"`solve --time-limit {cli['time_limit']:g}`)",
         "",
         f"{cli['inputs']} inputs, {cli['calls']} calls in {cli['seconds']:.0f} s. Outcomes: "
@@ -615,7 +623,7 @@ def _markdown(payload: dict[str, Any]) -> str:
     fresh = payload["subprocess"]
     lines += [
         "",
-        "## CLI in fresh processes (`python -m solver.cli`, as a user runs it)",
+        "## CLI in fresh processes (`python -m fairpack`, as a user runs it)",
         "",
         f"{fresh['calls']} of the calls above, {fresh['piped']} of them reading the input from standard input "
         f"(`-`), in {fresh['seconds']:.0f} s. Outcomes: "
