@@ -466,13 +466,14 @@ def translate(source: ChoiceProblem, start: IntArray, alt: IntArray,
               target: ChoiceProblem) -> tuple[IntArray, IntArray] | None:  # fmt: skip
     """The start ticks and alternatives of ``target`` that run a ``source`` schedule (same tasks, units and
     options; target's alternatives may be fewer, kept by the machine-symmetry rule: tasks are put in start
-    order and machines relabelled by first task within their class first). None if some task's placement is not
-    one of target's alternatives."""
+    order and machines relabelled by first task within their class first, unless tasks read input blocks, whose
+    machines are not interchangeable). None if some task's placement is not one of target's alternatives."""
     from fairpack.solver.spacetime.cp import order_machines_by_first_task
 
     start, alt = in_start_order(source, start, alt)
     unit = source.choices.unit[alt]
-    if target.units.kind == "machine":  # the relabelling follows flat task order, as the symmetry rule does
+    if target.units.kind == "machine" and target.instance.data is None:  # the symmetry rule's relabelling (its
+        # flat task order); machines holding input blocks differ, and choices keep all of them (choices._symmetric)
         unit = order_machines_by_first_task(unit, target.units.server)
     option = source.choices.option[alt]
     size, options = target.units.count, int(target.choices.option.max(initial=-1)) + 2
