@@ -517,3 +517,23 @@ def test_utility_with_rational_slopes_matches_every_order(jobs: list[tuple[int, 
     assert result.status == "optimal" and result.verified, result.message
     assert result.objective == pytest.approx(float(best), abs=1e-9)
     assert result.bound == pytest.approx(float(best), abs=1e-9)
+
+
+def test_warm_starts_keep_the_machines_that_hold_input_blocks() -> None:
+    """The list schedule's translation to the model relabels a class's machines by first task (the symmetry
+    rule), which is right only when they are interchangeable: machines holding different input blocks are not
+    (choices keep all of them), so the relabelled hint ran tasks at the wrong locality and broke capacity."""
+    from fairpack.models.generators.families import FAMILIES
+    from fairpack.solver.spacetime.choice_model import build_problem, list_schedule, translate
+    from fairpack.solver.spacetime.choices import Units
+
+    params = {"jobs": 4, "machines": 4, "racks": 2, "slots": 1, "max_tasks": 3, "interarrival": 3.0}
+    inst = FAMILIES["hdfs"].instance(params, 1)
+    units = Units.of(inst, "machine")
+    problem = build_problem(inst, units, "avg-jct")
+    loose = build_problem(inst, units, "avg-jct", tick=problem.tick, symmetry=False)
+    listed = list_schedule(loose)
+    assert listed is not None and loose.feasible(*listed)
+    moved = translate(loose, *listed, problem)
+    assert moved is not None and problem.feasible(*moved)
+    assert problem.value(*moved) == pytest.approx(loose.value(*listed))

@@ -514,7 +514,7 @@ def plan_schedule(problem: ChoiceProblem, plan: Plan, origin: float = 0.0) -> Sc
                     option=option if np.any(option >= 0) else None)  # fmt: skip
 
 
-def _hints(problem: ChoiceProblem, witness: Schedule | None, warm: Sequence[Schedule] = ()) -> list[Plan]:
+def warm_plans(problem: ChoiceProblem, witness: Schedule | None, warm: Sequence[Schedule] = ()) -> list[Plan]:
     """Warm starts: the list schedule (on unfiltered alternatives, translated), the fair-share witness and any
     ``warm`` schedules (e.g. an online policy's on the same instance), where their starts are whole ticks."""
     everyone = np.ones(len(problem.instance.jobs), dtype=np.int64)
@@ -596,7 +596,7 @@ def solve_choice_cp(instance: Instance, objective: str | None = None, time_limit
     if isinstance(fairness, Result):
         return replace(fairness, method="spacetime-cp", backend="cpsat", build_s=time.perf_counter() - started)
     problem, witness, notes = fairness
-    hints = _hints(problem, witness, warm)
+    hints = warm_plans(problem, witness, warm)
     build_s = time.perf_counter() - started
     plan, status, bound, cp = solve_plan(problem, hints, deadline.left() if time_limit is not None else 1e9,
                                          workers, seed, verbose)  # fmt: skip

@@ -21,6 +21,8 @@ profile and is skipped beyond ``MAX_PROFILE_CELLS``.
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -32,6 +34,10 @@ from fairpack.solver.spacetime.units import integer_scale, time_unit, to_units
 
 #: Largest (ticks x units x resources) usage profile the list schedule keeps.
 MAX_PROFILE_CELLS = 20_000_000
+#: Most job orders :func:`searched_list_schedule` tries (each one list schedule).
+LIST_SEARCH_EVALUATIONS = 400
+#: Largest (ticks x units x resources) profile for which job orders are searched (one list schedule each).
+MAX_SEARCH_CELLS = 2_000_000
 #: Per job: the tick value that stands for "no deadline" (far beyond any horizon, far from overflow).
 NO_DEADLINE = 2**40
 
@@ -241,6 +247,14 @@ def _scale_amounts(demand: FloatArray, capacity: FloatArray, running: FloatArray
     return out_demand, out_cap, out_running, exact
 
 
+def uses_choices(instance: Instance, objective: str | None, placement: str) -> bool:
+    """Whether tasks choose where and how long to run (placement options, the utility objective, or input blocks
+    read on machines): then ``spacetime-cp`` and ``spacetime`` solve this module's :class:`ChoiceProblem`
+    (:mod:`fairpack.solver.spacetime.choice_cp`, :mod:`fairpack.solver.spacetime.choice_milp`)."""
+    reads_blocks = instance.data is not None and any(stage.input for job in instance.jobs for stage in job.stages)
+    return instance.has_options or objective == "utility" or (placement == "servers" and reads_blocks)
+
+
 def utility_times(instance: Instance) -> FloatArray:
     return np.array([t for job in instance.jobs for t, _ in job.utility], dtype=np.float64)
 
@@ -419,8 +433,9 @@ def _place_stage(problem: ChoiceProblem, profile: _Profile, tasks: IntArray,
     return best[0]
 
 
-def list_schedule(problem: ChoiceProblem) -> tuple[IntArray, IntArray] | None:
-    """A feasible tick schedule (start tick, alternative per task), or None (too large, or no room)."""
+def list_schedule(problem: ChoiceProblem, order: Sequence[int] | None = None) -> tuple[IntArray, IntArray] | None:
+    """A feasible tick schedule (start tick, alternative per task), or None (too large, or no room): jobs one
+    after another in ``order`` (by urgency when not given)."""
     units, ticks = problem.units.count, problem.horizon + 1
     if units * ticks * problem.capacity.shape[1] > MAX_PROFILE_CELLS:
         return None
@@ -438,7 +453,7 @@ def list_schedule(problem: ChoiceProblem) -> tuple[IntArray, IntArray] | None:
     parents: list[list[int]] = [[] for _ in range(flat.num_stages)]
     for p, c in flat.edges.tolist():
         parents[c].append(p)
-    for k in _urgency(problem.instance):
+    for k in _urgency(problem.instance) if order is None else order:
         for g in _topological(np.flatnonzero(flat.stage_job == k), parents):
             tasks = np.arange(first_task[g], first_task[g + 1])
             est = max([int(earliest[tasks].min())] + [int(stage_end[p]) for p in parents[g]])
@@ -449,6 +464,69 @@ def list_schedule(problem: ChoiceProblem) -> tuple[IntArray, IntArray] | None:
                 start[t], alt[t] = s, a
             stage_end[g] = max(s + int(problem.alt_ticks[a]) for s, a in placed)
     return start, alt
+
+
+def searched_list_schedule(problem: ChoiceProblem, evaluations: int = LIST_SEARCH_EVALUATIONS,
+                           until: float | None = None) -> tuple[IntArray, IntArray] | None:  # fmt: skip
+    """The best list schedule over job orders: by urgency and by release, then one job moved to another place
+    in the order while that improves the objective (first improvement), at most ``evaluations`` list
+    schedules and until ``until`` (a ``perf_counter`` time). A schedule that breaks a fair deadline counts as
+    worse than any that keeps them. None if no order gives a schedule (or the profile is too large to search).
+
+    The list schedule takes whole jobs in order; which order is best depends on the objective (an urgent SLO
+    job before a long best-effort one, or after), and a warm start close to the optimum bounds the
+    completions of the time-indexed MILP tightly (:func:`fairpack.solver.spacetime.choice_milp.objective_caps`)."""
+    if problem.units.count * (problem.horizon + 1) * problem.capacity.shape[1] > MAX_SEARCH_CELLS:
+        return list_schedule(problem)
+    search = _OrderSearch(problem, evaluations, until)
+    jobs = problem.instance.jobs
+    for order in (_urgency(problem.instance), sorted(range(len(jobs)), key=lambda k: (jobs[k].release, k))):
+        search.offer(order)
+    while search.best_order is not None and search.improve():
+        pass
+    return search.best
+
+
+class _OrderSearch:
+    """Job orders tried by :func:`searched_list_schedule`, and the best schedule so far."""
+
+    def __init__(self, problem: ChoiceProblem, evaluations: int, until: float | None) -> None:
+        self.problem, self.left, self.until = problem, evaluations, until
+        self.best: tuple[IntArray, IntArray] | None = None
+        self.best_order: list[int] | None = None
+        self.key: tuple[bool, float] = (False, 0.0)
+
+    def offer(self, order: list[int]) -> bool:
+        """Schedule ``order``; keep it if better. False when out of evaluations or time."""
+        if self.left <= 0 or (self.until is not None and time.perf_counter() > self.until):
+            return False
+        self.left -= 1
+        found = list_schedule(self.problem, order)
+        if found is None:
+            return True
+        problem = self.problem
+        key = (problem.deadline is None or bool(np.all(problem.completions(*found) <= problem.deadline)),
+               problem.value(*found))  # fmt: skip
+        if self.best is None or key[0] > self.key[0] or (key[0] == self.key[0] and problem.better(key[1],
+                                                                                               self.key[1])):
+            self.best, self.best_order, self.key = found, order, key
+        return True
+
+    def improve(self) -> bool:
+        """One pass of moves from the best order: True at the first that improves it."""
+        current = self.best_order
+        assert current is not None
+        for i in range(len(current)):
+            for j in range(len(current)):
+                if i == j:
+                    continue
+                order = [*current[:i], *current[i + 1 :]]
+                order.insert(j, current[i])
+                if not self.offer(order):
+                    return False
+                if self.best_order is not current:
+                    return True
+        return False
 
 
 def in_start_order(problem: ChoiceProblem, start: IntArray, alt: IntArray) -> tuple[IntArray, IntArray]:
@@ -466,13 +544,14 @@ def translate(source: ChoiceProblem, start: IntArray, alt: IntArray,
               target: ChoiceProblem) -> tuple[IntArray, IntArray] | None:  # fmt: skip
     """The start ticks and alternatives of ``target`` that run a ``source`` schedule (same tasks, units and
     options; target's alternatives may be fewer, kept by the machine-symmetry rule: tasks are put in start
-    order and machines relabelled by first task within their class first). None if some task's placement is not
-    one of target's alternatives."""
+    order and machines relabelled by first task within their class first, unless tasks read input blocks, whose
+    machines are not interchangeable). None if some task's placement is not one of target's alternatives."""
     from fairpack.solver.spacetime.cp import order_machines_by_first_task
 
     start, alt = in_start_order(source, start, alt)
     unit = source.choices.unit[alt]
-    if target.units.kind == "machine":  # the relabelling follows flat task order, as the symmetry rule does
+    if target.units.kind == "machine" and target.instance.data is None:  # the symmetry rule's relabelling (its
+        # flat task order); machines holding input blocks differ, and choices keep all of them (choices._symmetric)
         unit = order_machines_by_first_task(unit, target.units.server)
     option = source.choices.option[alt]
     size, options = target.units.count, int(target.choices.option.max(initial=-1)) + 2

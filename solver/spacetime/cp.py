@@ -924,7 +924,8 @@ def solve_spacetime_cp(
     objective : {'makespan', 'avg-jct', 'mix', 'utility'}, optional
         Default ``makespan`` for one job, ``avg-jct`` for several. (``spacetime-cp`` solves ``utility``, any
         instance with placement options, and tasks reading input blocks on machines with the model of
-        :mod:`fairpack.solver.spacetime.choice_cp` instead: :func:`fairpack.solver.spacetime.methods.uses_choices`.)
+        :mod:`fairpack.solver.spacetime.choice_cp` instead:
+        :func:`fairpack.solver.spacetime.choice_model.uses_choices`.)
     time_limit : float, optional
         Seconds for the whole call: warm start, model build and search; ``None`` means no limit.
     alpha : float

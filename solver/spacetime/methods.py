@@ -38,13 +38,6 @@ def decompose_option(options: SolveOptions) -> str | bool:
     return value
 
 
-def uses_choices(instance: Instance, objective: str | None, placement: str) -> bool:
-    """Whether tasks choose where and how long to run (placement options, the utility objective, or input blocks
-    read on machines): then ``spacetime-cp`` solves the model of :mod:`fairpack.solver.spacetime.choice_cp`."""
-    reads_blocks = instance.data is not None and any(stage.input for job in instance.jobs for stage in job.stages)
-    return instance.has_options or objective == "utility" or (placement == "servers" and reads_blocks)
-
-
 def given_fair_times(options: SolveOptions) -> dict[str, float] | None:
     """The ``fair_completion`` setting as the exact methods take it: ``None`` to compute ``T_k`` (the default),
     the given times, or no times at all (``fair_completion=false``: an empty mapping, so no job is capped and
@@ -60,6 +53,7 @@ def run_spacetime_cp(instance: Instance, options: SolveOptions, budget: Budget) 
     (then ``T_k`` is only reported); ``extra['fair_completion']`` (job name -> T_k) sets explicit deadlines
     (``False``: none at all, :func:`given_fair_times`),
     ``extra['decompose']`` (``auto``, true, false) whether large pooled instances are searched by parts."""
+    from fairpack.solver.spacetime.choice_model import uses_choices
     from fairpack.solver.spacetime.cp import solve_spacetime_cp
     from fairpack.solver.spacetime.fair import fair_mode
 
