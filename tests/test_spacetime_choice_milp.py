@@ -1,6 +1,6 @@
 """``spacetime`` over alternatives (placement options, gangs, utility, input blocks): exact wherever it answers.
 
-Issue 25, item 1. The time-indexed MILP of :mod:`fairpack.solver.spacetime.choice_milp` solves what
+The time-indexed MILP of :mod:`fairpack.solver.spacetime.choice_milp` solves what
 ``spacetime-cp`` solves with :mod:`fairpack.solver.spacetime.choice_cp`; the smallest cases of its three bugs
 (precedence, the capacity rows' indexing, locality ignored) have hand-derived optima here, through the command
 line and in Python, and a derandomized property compares the two methods' optima on small random instances
