@@ -103,6 +103,15 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _stage_vectors(stage: Any) -> list[Any]:
+    """A file-form stage's ``demand`` and its options' ``demand`` mappings (the resources they name)."""
+    if not isinstance(stage, Mapping):
+        return []
+    options = stage.get("options")
+    return [stage.get("demand")] + [o.get("demand") for o in options if isinstance(o, Mapping)] if isinstance(
+        options, list | tuple) else [stage.get("demand")]  # fmt: skip
+
+
 def _resources_of(*vectors: Any) -> tuple[str, ...]:
     """The resource names the vectors mention, in first-mention order (only string keys: the readers name
     anything else)."""
@@ -359,15 +368,18 @@ def _tree_of_flat(flat: list[dict[str, Any]]) -> Node:
 class Option:
     """One way to run a stage's tasks (Tetrisched's soft constraints): on machines whose labels hold ``on``
     (empty: any), for ``duration``; with ``same`` (a label key) all the stage's tasks run as a gang on
-    machines sharing that label's value, started together."""
+    machines sharing that label's value, started together. ``demand`` (resource -> amount per task) is the
+    option's own demand: the resources it names replace the stage's amounts, the rest are the stage's."""
 
     duration: float
     on: Mapping[str, str] = field(default_factory=dict)
     same: str | None = None
+    demand: Mapping[str, float] | None = None
 
     def __post_init__(self) -> None:
         entry = self.to_dict()
-        _check_part({"options": [entry]}, lambda: io._read_options({"options": [entry]}, "", io.DEFAULT_LIMITS))
+        _check_part({"options": [entry]}, lambda: io._read_options(
+            {"options": [entry]}, "", io.DEFAULT_LIMITS, _resources_of(entry.get("demand"))))
 
     def to_dict(self) -> dict[str, Any]:
         """The option in the file's form."""
@@ -377,6 +389,8 @@ class Option:
         if self.same is not None:
             entry["same"] = self.same
         entry["duration"] = _plain(self.duration)
+        if self.demand is not None:
+            entry["demand"] = _plain(self.demand)
         return entry
 
 
@@ -402,7 +416,7 @@ class Stage:
         entry = self.to_dict()
         alone = {key: value for key, value in entry.items() if key != "after"}  # its parents are its job's
         data = {"jobs": [{"name": "job", "stages": [alone]}]}
-        _check_part(data, lambda: io._read_jobs(data["jobs"], _resources_of(alone.get("demand")), io.DEFAULT_LIMITS),
+        _check_part(data, lambda: io._read_jobs(data["jobs"], _resources_of(*_stage_vectors(alone)), io.DEFAULT_LIMITS),
                     strip="jobs[job]")
 
     def to_dict(self) -> dict[str, Any]:
@@ -451,7 +465,7 @@ class Job:
             object.__setattr__(self, "stages", tuple(self.stages))
         entry = self.to_dict()
         stages = entry.get("stages")
-        demands = [stage.get("demand") for stage in stages if isinstance(stage, Mapping)] if isinstance(
+        demands = [vector for stage in stages for vector in _stage_vectors(stage)] if isinstance(
             stages, list) else []  # fmt: skip
         data = {"jobs": [entry]}
         _check_part(data, lambda: io._read_jobs(data["jobs"], _resources_of(*demands), io.DEFAULT_LIMITS))
@@ -624,7 +638,7 @@ def build_instance(
                     [n.get("demand") for n in hierarchy_data or [] if isinstance(n, Mapping)])  # fmt: skip
         for job in data.get("jobs", []):
             stages = job.get("stages") if isinstance(job, Mapping) else None
-            vectors += [s.get("demand") for s in stages or [] if isinstance(s, Mapping)]
+            vectors += [vector for s in stages or [] for vector in _stage_vectors(s)]
         resources = _resources_of(*vectors)
     data["resources"] = _plain(list(resources)) if not isinstance(resources, str) else resources
     data = {key: data[key] for key in ("name", "resources", "servers", "tenants", "hierarchy", "jobs", "time",

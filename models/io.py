@@ -57,7 +57,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -545,7 +545,7 @@ _SCHEMA: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "node": (("name",), ("name", "weight", "demand", "tasks", "parent", "children")),
     "job": (("name", "stages"), ("name", "weight", "release", "tenant", "deadline", "utility", "stages")),
     "stage": (("name", "demand"), ("name", "tasks", "duration", "demand", "after", "input", "options")),
-    "option": (("duration",), ("on", "same", "duration")),
+    "option": (("duration",), ("on", "same", "duration", "demand")),
     "time": ((), ("slot",)),
     "locality": ((), LOCALITY_LEVELS),
 }
@@ -868,13 +868,17 @@ def _read_jobs(value: Any, resources: tuple[str, ...], limits: Limits) -> list[J
         raise InstanceError(
             f"the jobs hold {sum(tasks):,} tasks in all, above the limit of {limits.max_tasks:,.0f}", "jobs"
         )
-    read: dict[tuple[Any, ...], Option] = {}
-    options = [_read_options(stage, where(i), limits, read) for i, stage in enumerate(stages)]
+    read: dict[tuple[Any, ...], _OptionPart] = {}
+    parts = [_read_option_parts(stage, where(i), limits, resources, read) for i, stage in enumerate(stages)]
+    options = [tuple(option for option, _ in found) for found in parts]
     durations = _numbers([_stage_duration(stage, options[i], where(i)) for i, stage in enumerate(stages)],
                          lambda i: f"{where(i)}.duration")  # fmt: skip
     _check_range(durations, lambda i: f"{where(i)}.duration", 0.0, limits.max_quantity, "duration")
     utilities = [_read_utility(job.get("utility"), f"jobs[{k}].utility", limits) for k, job in enumerate(entries)]
     demand = _matrix([stage["demand"] for stage in stages], lambda i: f"{where(i)}.demand", resources, limits, "demand")
+    for i, found in enumerate(parts):
+        if any(changed is not None for _, changed in found):
+            options[i] = _resolve_options(found, demand[i])
     jobs = []
     first = 0
     for k, job in enumerate(entries):
@@ -907,33 +911,69 @@ def _read_jobs(value: Any, resources: tuple[str, ...], limits: Limits) -> list[J
     return jobs
 
 
+#: An option as read, and the resources its ``demand`` sets (column -> amount; None: no demand of its own).
+_OptionPart = tuple[Option, dict[int, float] | None]
+
+
 def _option_key(value: Any) -> tuple[Any, ...] | None:
-    """A hashable key of a plainly valid-looking option entry (string labels, a number duration), else None."""
+    """A hashable key of a plainly valid-looking option entry (string labels, a number duration, a mapping of
+    string resources to numbers as demand), else None."""
     if type(value) is not dict or not _ALLOWED["option"].issuperset(value):
         return None
-    on, same, duration = value.get("on"), value.get("same"), value.get("duration")
+    on, same, duration, demand = value.get("on"), value.get("same"), value.get("duration"), value.get("demand")
     if type(duration) not in (int, float) or not (on is None or type(on) is dict) or not (same is None or
                                                                                           type(same) is str):
         return None
     labels = tuple(on.items()) if on else ()
     if not all(type(k) is str and type(v) is str for k, v in labels):
         return None
-    return labels, same, duration
+    if demand is None:
+        return labels, same, duration, None
+    if type(demand) is not dict or not all(type(k) is str and type(v) in (int, float) for k, v in demand.items()):
+        return None
+    return labels, same, duration, tuple(demand.items())
 
 
-def _read_options(stage: dict[str, Any], where: str, limits: Limits,
-                  cache: dict[tuple[Any, ...], Option] | None = None) -> tuple[Option, ...]:  # fmt: skip
-    """A stage's placement ``options`` (selector ``on``, gang key ``same``, ``duration``), in preference order.
+def _read_options(stage: dict[str, Any], where: str, limits: Limits, resources: tuple[str, ...] = (),
+                  demand: FloatArray | None = None) -> tuple[Option, ...]:  # fmt: skip
+    """A stage's placement ``options`` (see ``_read_option_parts``), each option's ``demand`` resolved against
+    the stage's ``demand`` vector (zeros when not given)."""
+    found = _read_option_parts(stage, where, limits, resources)
+    if not any(changed is not None for _, changed in found):
+        return tuple(option for option, _ in found)
+    return _resolve_options(found, np.zeros(len(resources)) if demand is None else demand)
+
+
+def _resolve_options(found: Sequence[_OptionPart], demand: FloatArray) -> tuple[Option, ...]:
+    """Options with their own demand as whole vectors: the stage's ``demand`` with the resources the option
+    names replaced by the option's amounts (the rest kept)."""
+    resolved = []
+    for option, changed in found:
+        if changed is None:
+            resolved.append(option)
+            continue
+        vector = np.array(demand, dtype=np.float64)
+        for column, amount in changed.items():
+            vector[column] = amount
+        vector.setflags(write=False)
+        resolved.append(replace(option, demand=vector))
+    return tuple(resolved)
+
+
+def _read_option_parts(stage: dict[str, Any], where: str, limits: Limits, resources: tuple[str, ...],
+                       cache: dict[tuple[Any, ...], _OptionPart] | None = None) -> list[_OptionPart]:  # fmt: skip
+    """A stage's placement ``options`` (selector ``on``, gang key ``same``, ``duration``, ``demand``), in
+    preference order, each with the resource amounts its own ``demand`` sets (checked as a stage's demand).
 
     ``cache`` keeps the options already read, by their entry: a file that repeats one option over many stages
     checks it once (an entry that fails is never cached, so its message names the first stage that has it).
     """
     if stage.get("options") is None:
-        return ()
+        return []
     listed = _list(stage["options"], f"{where}.options", "options")
     if not listed:
         raise InstanceError("a stage's options list needs at least one option (or leave it out)", f"{where}.options")
-    found = []
+    found: list[_OptionPart] = []
     for o, value in enumerate(listed):
         key = _option_key(value) if cache is not None else None
         if key is not None and cache is not None and key in cache:
@@ -945,14 +985,25 @@ def _read_options(stage: dict[str, Any], where: str, limits: Limits,
         _check_one(duration, f"{field}.duration", limits.max_quantity, "duration")
         same = "" if entry.get("same") is None else _name(entry["same"], f"{field}.same")
         selector = _labels(entry.get("on"), f"{field}.on")
+        changed: dict[int, float] | None = None
+        if entry.get("demand") is not None:
+            at = functools.partial(_fixed, f"{field}.demand")
+            row = _matrix([entry["demand"]], at, resources, limits, "demand")[0]
+            given = entry["demand"]
+            changed = {column: float(row[column]) for column, name in enumerate(resources) if name in given}
         try:
             option = Option(duration, selector, same)
         except InstanceError as error:
             raise error.located(error.source, field) from None
-        found.append(option)
+        found.append((option, changed))
         if key is not None and cache is not None:
-            cache[key] = option
-    return tuple(found)
+            cache[key] = (option, changed)
+    return found
+
+
+def _fixed(field: str, _: int) -> str:
+    """The same field for every position (``_matrix`` of one entry)."""
+    return field
 
 
 def _check_one(value: float, field: str, high: float, what: str) -> None:
@@ -1330,9 +1381,15 @@ def instance_to_yaml(instance: Instance) -> str:
     return yaml.dump(instance_to_dict(instance), Dumper=_dumper(), sort_keys=False, default_flow_style=None)
 
 
-def _option_dict(option: Option) -> dict[str, Any]:
-    return {**({"on": dict(option.on)} if option.on else {}), **({"same": option.same} if option.same else {}),
-            "duration": option.duration}  # fmt: skip
+def _option_dict(option: Option, stage: Stage, resources: tuple[str, ...]) -> dict[str, Any]:
+    """An option in the file's form; its own demand as the resources where it differs from the stage's
+    (zeros written out: a resource left out would inherit the stage's amount)."""
+    entry: dict[str, Any] = {**({"on": dict(option.on)} if option.on else {}),
+                             **({"same": option.same} if option.same else {}), "duration": option.duration}
+    if option.demand is not None:
+        entry["demand"] = {r: float(v) for r, v, w in zip(resources, option.demand, stage.demand, strict=True)
+                           if v != w}  # fmt: skip
+    return entry
 
 
 def instance_to_dict(instance: Instance) -> dict[str, Any]:
@@ -1388,7 +1445,8 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
                         "demand": mapping(s.demand),
                         "after": [job.stages[p].name for p in s.after],
                         **({"input": list(s.input)} if s.input else {}),
-                        **({"options": [_option_dict(o) for o in s.options]} if s.options else {}),
+                        **({"options": [_option_dict(o, s, instance.resources) for o in s.options]}
+                           if s.options else {}),
                     }
                     for s in job.stages
                 ],

@@ -347,11 +347,15 @@ class Option(_ValueEquality):
     same : a label key, or ``""``. A gang: all the stage's tasks run on machines sharing one value of this
         label (each machine must have it) and start together. A stage runs either as one gang (under one
         gang option, in one group) or task by task, each task under any of the stage's other options.
+    demand : a task's whole demand vector under this option (Tetrisched's execution strategies with their
+        own resources), or None: the stage's demand. The file's ``demand`` on an option lists only the
+        resources it changes; the loader resolves it against the stage's demand (see ``docs/format.md``).
     """
 
     duration: float
     on: tuple[tuple[str, str], ...] = ()
     same: str = ""
+    demand: FloatArray | None = None
 
     def __post_init__(self) -> None:
         if not (isinstance(self.duration, int | float) and math.isfinite(self.duration) and self.duration >= 0):
@@ -359,6 +363,8 @@ class Option(_ValueEquality):
         _check_labels(self.on, "on")
         if self.same:
             _check_name(self.same, "same")
+        if self.demand is not None:
+            object.__setattr__(self, "demand", frozen_vector(self.demand, "demand", len(self.demand)))
 
     @property
     def gang(self) -> bool:
@@ -398,6 +404,22 @@ class Stage(_ValueEquality):
         for position, option in enumerate(self.options):
             if not isinstance(option, Option):
                 raise InstanceError(f"must be an Option, got {type(option).__name__}", f"options[{position}]")
+            if option.demand is not None and option.demand.shape != self.demand.shape:
+                raise InstanceError(f"expected {len(self.demand)} resource values, got {option.demand.size}",
+                                    f"options[{position}].demand")  # fmt: skip
+
+    def demand_under(self, option: Option | int | None) -> FloatArray:
+        """One task's demand vector under ``option`` (an Option or an index into ``options``; None: no
+        option): the option's own demand where it has one, else the stage's."""
+        if option is None:
+            return self.demand
+        chosen = self.options[option] if isinstance(option, int | np.integer) else option
+        return self.demand if chosen.demand is None else chosen.demand
+
+    @property
+    def option_demands(self) -> bool:
+        """Whether some option of the stage carries its own demand."""
+        return any(option.demand is not None for option in self.options)
 
 
 @dataclass(frozen=True, eq=False)
@@ -528,8 +550,11 @@ def _check_option(servers: tuple[ServerClass, ...], stage: Stage, option: Option
         raise InstanceError(f"no machine has the labels {wanted}" + (f" and a {option.same!r} label" if option.same
                             else ""), f"{where}.on")  # fmt: skip
     capacity = np.array([s.capacity for s in matching]).reshape(len(matching), -1)
-    per_machine = _tasks_per_machine(capacity, stage.demand)
+    per_machine = _tasks_per_machine(capacity, stage.demand_under(option))
     if not np.any(per_machine >= 1):
+        if option.demand is not None:
+            raise InstanceError(f"no machine the selector {dict(option.on)} matches fits one task under the "
+                                "option's demand", f"{where}.demand")  # fmt: skip
         raise InstanceError(f"no machine the selector {dict(option.on)} matches fits one task of the stage",
                             f"{where}.on")  # fmt: skip
     if not option.same:
@@ -635,7 +660,8 @@ class Instance(_ValueEquality):
         for k, job in enumerate(self.jobs):
             for s, stage in enumerate(job.stages):
                 for o, option in enumerate(stage.options):
-                    key = (option.on, option.same, stage.demand.tobytes(), stage.tasks if option.same else 0)
+                    key = (option.on, option.same, stage.demand_under(option).tobytes(),
+                           stage.tasks if option.same else 0)
                     if key not in checked:
                         _check_option(self.servers, stage, option, f"jobs[{k}].stages[{s}].options[{o}]")
                         checked.add(key)
@@ -657,6 +683,11 @@ class Instance(_ValueEquality):
                     i = unknown[0]
                     raise InstanceError(f"unknown block {stage.input[i]!r} (not in blocks)",
                                         f"jobs[{k}].stages[{s}].input[{i}]")  # fmt: skip
+
+    @property
+    def has_option_demands(self) -> bool:
+        """Whether some option carries its own demand (see :class:`Option`)."""
+        return any(stage.option_demands for job in self.jobs for stage in job.stages)
 
     @property
     def has_options(self) -> bool:

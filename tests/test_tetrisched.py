@@ -78,8 +78,10 @@ REFUSALS = [
      "jobs[0].stages[0].duration", "takes its durations from them"),
     ("an option without a duration", job("g", options=[{"on": {"gpu": "true"}}]),
      "jobs[0].stages[0].options[0].duration", "required field missing"),
-    ("an option demand (not supported)", job("g", options=[{"duration": 2, "demand": {"cpu": 1}}]),
-     "jobs[0].stages[0].options[0].demand", "unknown key 'demand'"),
+    ("an option demand of an unknown resource", job("g", options=[{"duration": 2, "demand": {"gpu": 1}}]),
+     "jobs[0].stages[0].options[0].demand.gpu", "unknown resource 'gpu'"),
+    ("an unknown option key", job("g", options=[{"duration": 2, "size": 1}]),
+     "jobs[0].stages[0].options[0].size", "unknown key 'size'"),
     ("a boolean label value", job("g", options=[{"on": {"gpu": True}, "duration": 2}]),
      "jobs[0].stages[0].options[0].on.gpu", "name must be a string"),
 ]  # fmt: skip
