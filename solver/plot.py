@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from fairpack.models.result import Allocation, Result, Schedule
-from fairpack.models.types import Instance
+from fairpack.models.types import FloatArray, Instance, Stage
 from fairpack.solver.extras import ExtraMissing
 
 #: Simulated runs with at most this many tasks also get a Gantt chart.
@@ -86,8 +86,14 @@ def _title(instance: Instance, result: Result, title: str | None) -> str:
 
 def usage_profile(instance: Instance, schedule: Schedule) -> tuple[np.ndarray, np.ndarray]:
     """Event times ``(E,)`` and per-job usage ``(jobs, E - 1, resources)`` on each ``[t_i, t_{i+1})``."""
-    demand = {(k, s): stage.demand for k, job in enumerate(instance.jobs) for s, stage in enumerate(job.stages)}
-    rows = [demand[(int(k), int(s))] for k, s in zip(schedule.job.tolist(), schedule.stage.tolist(), strict=True)]
+    stages = {(k, s): stage for k, job in enumerate(instance.jobs) for s, stage in enumerate(job.stages)}
+    chosen = schedule.option.tolist() if schedule.option is not None else [-1] * schedule.job.size
+
+    def used(stage: Stage, option: int) -> FloatArray:  # a task under an option with its own demand uses it
+        return stage.demand_under(option if 0 <= option < len(stage.options) else None)
+
+    rows = [used(stages[(int(k), int(s))], int(o))
+            for k, s, o in zip(schedule.job.tolist(), schedule.stage.tolist(), chosen, strict=True)]  # fmt: skip
     task_demand = np.array(rows, dtype=np.float64).reshape(-1, len(instance.resources))
     times = np.unique(np.concatenate([schedule.start, schedule.end]))
     usage = np.zeros((len(instance.jobs), max(times.size - 1, 0), len(instance.resources)))

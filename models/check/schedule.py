@@ -11,7 +11,8 @@ of its locality level on its machine (node, rack or remote: ``models.locality``)
 placement has no machines for blocks to be on, and its tasks run their stages' durations.
 
 With placement options (``Stage.options``) every task of such a stage names the option it ran under
-(``Schedule.option``), runs on a machine whose labels hold the option's selector, for the option's duration;
+(``Schedule.option``), runs on a machine whose labels hold the option's selector, for the option's duration,
+using the option's own demand where it has one (per machine and pooled);
 a stage run under a gang option runs wholly under it, on machines sharing one value of the gang's label, all
 its tasks starting together. Every job's utility (``Job.utility_at``) is recomputed from its completion.
 
@@ -260,8 +261,11 @@ def verify_schedule(
             ],
         )
 
-    # 5. Pooled capacity.
-    sweep = _sweep(b, e, demand[g], np.zeros(rows.size, dtype=np.int64))
+    # 5. Pooled capacity; a task run under an option with its own demand uses that demand.
+    need = demand[g]
+    if schedule.option is not None and instance.has_option_demands:
+        need = _option_demand(stages, g, schedule.option[rows], need)
+    sweep = _sweep(b, e, need, np.zeros(rows.size, dtype=np.int64))
     peak = np.maximum(sweep[3].max(axis=0), 0.0) if rows.size else np.zeros(n_res)
     violations += truncate(
         "capacity",
@@ -272,7 +276,7 @@ def verify_schedule(
     # 5b. Per-machine placement and capacity.
     if schedule.server is not None and schedule.machine is not None:
         violations += _machine_violations(
-            instance, schedule.server[rows], schedule.machine[rows], g, b, e, demand, task_name, index[rows], tol
+            instance, schedule.server[rows], schedule.machine[rows], g, b, e, need, task_name, index[rows], tol
         )
     elif require_placement and rows.size:  # no task ran: nothing to place (a saved empty run names no server)
         violations.append("the schedule has no per-server placement (placement 'servers' needs a machine per task)")
@@ -365,7 +369,8 @@ def _machine_violations(
     index: IntArray,
     tol: float,
 ) -> list[str]:
-    """Placement violations of the valid rows: unplaced tasks, tasks too big for their machine, overloads."""
+    """Placement violations of the valid rows: unplaced tasks, tasks too big for their machine, overloads
+    (``demand``: each row's task demand)."""
     counts = instance.counts
     n_classes = counts.size
     safe = np.clip(server, 0, n_classes - 1)
@@ -382,7 +387,7 @@ def _machine_violations(
     machine_id = (np.concatenate([[0], np.cumsum(counts)])[:-1][server[rows]] + machine[rows]).astype(np.int64)
     machine_capacity = instance.capacity[instance.machine_class()]
     names = instance.machine_names()
-    need = demand[g[rows]]
+    need = demand[rows]
     cap = machine_capacity[machine_id]
     too_big = np.flatnonzero(np.any(need > cap + np.maximum(tol * cap, ABS_TOL), axis=1))
     violations += truncate(
@@ -398,6 +403,17 @@ def _machine_violations(
          for m, res, used, at, c in _overloads(*sweep[:3], machine_capacity, tol)],
     )  # fmt: skip
     return violations
+
+
+def _option_demand(stages: list[Any], g: IntArray, chosen: IntArray, need: FloatArray) -> FloatArray:
+    """Each row's task demand: its option's own where the row names an option that has one, else ``need``."""
+    out = np.array(need, dtype=np.float64)
+    for r in range(g.size):
+        options = stages[int(g[r])].options
+        o = int(chosen[r])
+        if 0 <= o < len(options) and options[o].demand is not None:
+            out[r] = options[o].demand
+    return out
 
 
 def _option_rules(
