@@ -242,10 +242,15 @@ class ChoiceCp:
             if not alts and not fixed[u]:
                 continue
             intervals = [self.interval[a] for a in alts] + [iv for iv, _ in fixed[u]]
-            heights = np.array([demand[int(choices.task[a])] for a in alts] + [d for _, d in fixed[u]],
+            heights = np.array([p.alt_demand[a] for a in alts] + [d for _, d in fixed[u]],
                                dtype=np.int64).reshape(len(intervals), -1)  # fmt: skip
             add_resource_limits(model, intervals, heights, p.capacity[u])
-        if p.units.count > 1:
+        if p.units.count > 1 and np.any(p.alt_demand != demand[choices.task]):
+            # Options with their own demands: the pooled bound over every alternative's optional interval.
+            heights = np.vstack([p.alt_demand, *[d[None, :] for unit in fixed for _, d in unit]])
+            add_resource_limits(model, [self.interval[a] for a in range(choices.size)] + [iv for unit in fixed
+                                for iv, _ in unit], heights.astype(np.int64), p.capacity.sum(axis=0))  # fmt: skip
+        elif p.units.count > 1:
             pooled = p.capacity.sum(axis=0)
             rows = [self.task_interval[t] for t in range(p.num_tasks)]
             extra = [iv for unit in fixed for iv, _ in unit]
@@ -574,6 +579,10 @@ def fair_caps(problem: ChoiceProblem, placement: str, fair_completion: dict[str,
         if fair == "cap":
             raise OptionError(f"the fair caps C_k <= T_k need the fair-share schedule, and {error.reason}; pass "
                               "--no-fair-cap (or give fair_completion times)", "fair_cap") from None
+        notes.append(f"T_k not reported: {error.reason}")
+    except OptionError as error:  # options with their own demand, which the fair-share simulation refuses
+        if fair == "cap":
+            raise
         notes.append(f"T_k not reported: {error.reason}")
     if share is None and fair == "cap":
         return Result("time_limit", "", "", message=NO_FAIR_SHARE, extra={"placement": placement, "fair_cap": True})

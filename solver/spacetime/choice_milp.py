@@ -191,7 +191,7 @@ def _ranks(width: IntArray) -> IntArray:
 def _size(problem: ChoiceProblem, pair_alt: IntArray, width: IntArray) -> int:
     """Nonzeros of the MILP, about: capacity terms (per tick covered, or per cumulative tick) per resource the
     task needs, and a few more per pair (one alternative, stage end, precedence, gangs, cumulative starts)."""
-    needs = (problem.demand > 0).sum(axis=1)[problem.flat.task_stage][problem.choices.task]  # per alternative
+    needs = (problem.alt_demand > 0).sum(axis=1)  # per alternative
     d = problem.alt_ticks
     pulse = d <= PULSE_MAX_TICKS
     capacity = np.where(pulse, width * d, np.where(width > 0, 2 * width + d, 0)) * needs
@@ -266,7 +266,7 @@ def _capacity_rows(builder: LPBuilder, problem: ChoiceProblem, alt: IntArray, ti
     ticks = int(tick.max(initial=0)) + 1  # rows numbered (unit, tick, resource): ticks must hold every one
     resources = problem.demand.shape[1]
     unit = problem.choices.unit[alt]
-    demand = problem.demand[problem.flat.task_stage[problem.choices.task[alt]]]
+    demand = problem.alt_demand[alt]  # its option's own demand, or its stage's
     row = ((unit * ticks + tick)[:, None] * resources + np.arange(resources)[None, :]).ravel()
     value = (demand * sign[:, None]).astype(np.float64).ravel()
     keep = value != 0

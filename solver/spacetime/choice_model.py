@@ -98,6 +98,7 @@ class ChoiceProblem:
     fair_real: FloatArray | None
     planning: Planning | None
     horizon: int
+    alt_demand: IntArray  # (alternatives, resources): a task's demand under its alternative's option
 
     @property
     def num_tasks(self) -> int:
@@ -202,7 +203,7 @@ class ChoiceProblem:
                                else np.zeros(0, np.int64)])  # fmt: skip
         begin = np.concatenate([start[keep], np.zeros(running, dtype=np.int64)])
         stop = np.concatenate([end[keep], self.running_end])
-        demand = np.vstack([self.demand[flat.task_stage[keep]], self.running_demand])
+        demand = np.vstack([self.alt_demand[alt[keep]], self.running_demand])
         return within_capacity(begin, stop, demand, unit, self.capacity)
 
     def _gangs_hold(self, start: IntArray, alt: IntArray, keep: BoolArray) -> bool:
@@ -259,6 +260,24 @@ def utility_times(instance: Instance) -> FloatArray:
     return np.array([t for job in instance.jobs for t, _ in job.utility], dtype=np.float64)
 
 
+def _option_rows(instance: Instance, choices: Choices, flat: FlatTasks) -> tuple[FloatArray, IntArray]:
+    """The demand rows of options with their own demand (real units), and per alternative its row in
+    ``[stage demands; these rows]``: its stage's, or its option's own."""
+    stages = [stage for job in instance.jobs for stage in job.stages]
+    rows: list[FloatArray] = []
+    index = np.full((len(stages), max((len(s.options) for s in stages), default=0) + 1), -1, dtype=np.int64)
+    for g, stage in enumerate(stages):
+        index[g] = g
+        for o, option in enumerate(stage.options):
+            if option.demand is not None:
+                index[g, o + 1] = flat.num_stages + len(rows)
+                rows.append(option.demand)
+    stage_of = flat.task_stage[choices.task]
+    row_of = index[stage_of, choices.option + 1]
+    table = np.array(rows, dtype=np.float64).reshape(len(rows), len(instance.resources))
+    return table, row_of
+
+
 def build_problem(instance: Instance, units: Units, objective: str | None = None, alpha: float = 0.5,
                   fair: dict[str, float] | None = None, planning_ticks: Planning | None = None,
                   tick: float | None = None, symmetry: bool = True) -> ChoiceProblem:  # fmt: skip
@@ -280,7 +299,11 @@ def build_problem(instance: Instance, units: Units, objective: str | None = None
         time_exact = to_units(np.concatenate([choices.duration, flat.release]), tick)[1]
     running = planning_ticks.running if planning_ticks is not None else Running(
         np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, len(instance.resources))))  # fmt: skip
-    demand, capacity, running_demand, demand_exact = _scale_amounts(flat.demand, units.capacity, running.demand)
+    rows, row_of = _option_rows(instance, choices, flat)
+    demand, capacity, running_demand, demand_exact = _scale_amounts(np.vstack([flat.demand, rows]), units.capacity,
+                                                                    running.demand)  # fmt: skip
+    alt_demand = demand[row_of]
+    demand = demand[: flat.num_stages]
     alt_ticks = to_units(choices.duration, tick)[0]
     release = to_units(flat.release, tick)[0]
     horizon = int(release.max(initial=0) + np.maximum.reduceat(alt_ticks, choices.first[:-1]).sum()
@@ -290,7 +313,7 @@ def build_problem(instance: Instance, units: Units, objective: str | None = None
                       + int(np.maximum.reduceat(alt_ticks, choices.first[:-1]).sum()))  # fmt: skip
     problem = ChoiceProblem(instance, flat, units, choices, name, alpha, tick, time_exact, demand_exact, alt_ticks,
                             release, demand, capacity, running_demand, running.end, None, None, planning_ticks,
-                            horizon)  # fmt: skip
+                            horizon, alt_demand)  # fmt: skip
     if fair:
         names = {job.name: k for k, job in enumerate(instance.jobs)}
         completion = np.full(len(instance.jobs), np.inf)
@@ -385,6 +408,29 @@ def _place_plain(problem: ChoiceProblem, rooms: _Rooms, tasks: IntArray, est: in
     return placed, end
 
 
+def _place_plain_mixed(problem: ChoiceProblem, profile: _Profile, tasks: IntArray, est: int,
+                       plain: np.ndarray) -> tuple[list[tuple[int, int]], int] | None:  # fmt: skip
+    """``_place_plain`` for a stage whose options carry their own demands: rooms per alternative's demand, on a
+    private copy of the profile."""
+    choices, placed, end = problem.choices, [], est
+    own = _Profile(profile.usage.copy(), profile.capacity)
+    for t in tasks.tolist():
+        best: tuple[int, int] | None = None
+        for a in range(int(choices.first[t]), int(choices.first[t + 1])):
+            if not plain[a - int(choices.first[t])]:
+                continue
+            d, unit = int(problem.alt_ticks[a]), int(choices.unit[a])
+            s = _earliest_run(own.room(unit, problem.alt_demand[a]) >= 1, est, d)
+            if s >= 0 and (best is None or s + d < best[0] + int(problem.alt_ticks[best[1]])):
+                best = (s, a)
+        if best is None:
+            return None
+        own.take(int(choices.unit[best[1]]), best[0], int(problem.alt_ticks[best[1]]), problem.alt_demand[best[1]])
+        placed.append(best)
+        end = max(end, best[0] + int(problem.alt_ticks[best[1]]))
+    return placed, end
+
+
 def _place_gang(problem: ChoiceProblem, rooms: _Rooms, tasks: IntArray, est: int,
                 alts: IntArray) -> tuple[list[tuple[int, int]], int] | None:  # fmt: skip
     """All tasks at one start on the units of one gang alternative set (one option, one group)."""
@@ -416,12 +462,16 @@ def _place_stage(problem: ChoiceProblem, profile: _Profile, tasks: IntArray,
     own = np.arange(int(choices.first[tasks[0]]), int(choices.first[tasks[0] + 1]))
     gang = choices.group[own]
     demand = problem.demand[problem.flat.task_stage[tasks[0]]]
+    mixed = bool(np.any(problem.alt_demand[own] != demand[None, :]))  # options with their own demand
     rooms = _Rooms(profile, demand)
     best: tuple[list[tuple[int, int]], int] | None = None
     if np.any(gang < 0):
-        best = _place_plain(problem, rooms, tasks, est, gang < 0)
+        best = (_place_plain_mixed(problem, profile, tasks, est, gang < 0) if mixed else
+                _place_plain(problem, rooms, tasks, est, gang < 0))  # fmt: skip
     for option, group in sorted({(int(choices.option[a]), int(choices.group[a])) for a in own[gang >= 0].tolist()}):
-        found = _place_gang(problem, rooms, tasks, est, own[(choices.option[own] == option) & (gang == group)])
+        alts = own[(choices.option[own] == option) & (gang == group)]
+        found = _place_gang(problem, _Rooms(profile, problem.alt_demand[alts[0]]) if mixed else rooms, tasks, est,
+                            alts)  # fmt: skip
         if found is not None and (best is None or found[1] < best[1]):
             # Gang alternatives are numbered for the stage's first task: shift them to each task's own.
             best = ([(s, int(choices.first[t]) + (a - int(choices.first[tasks[0]])))
@@ -429,7 +479,7 @@ def _place_stage(problem: ChoiceProblem, profile: _Profile, tasks: IntArray,
     if best is None:
         return None
     for s, a in best[0]:
-        profile.take(int(choices.unit[a]), s, int(problem.alt_ticks[a]), demand)
+        profile.take(int(choices.unit[a]), s, int(problem.alt_ticks[a]), problem.alt_demand[a])
     return best[0]
 
 

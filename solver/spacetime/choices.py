@@ -156,7 +156,8 @@ def _stage_rows(instance: Instance, units: Units, groups: dict[tuple[str, str], 
                 continue
             parts = []
             for o, option in enumerate(stage.options):
-                where = np.flatnonzero(fit & _option_units(units, option))
+                own = fit if option.demand is None else _fits(units, option.demand)  # its own demand must fit
+                where = np.flatnonzero(own & _option_units(units, option))
                 group = np.full(where.size, -1, dtype=np.int64)
                 if option.same:
                     keys = [(option.same, dict(units.labels[u])[option.same]) for u in where.tolist()]
