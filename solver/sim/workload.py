@@ -22,7 +22,7 @@ import numpy as np
 from fairpack.models.dag import longest_paths
 from fairpack.models.diagnose import placement_fits
 from fairpack.models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
-from fairpack.solver.registry import policies
+from fairpack.solver.registry import OptionError, policies
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,20 @@ class GroupOptions:
                 group[o] = np.where(machines[o], per_class[classes], -1)
         return GroupOptions(np.array([o.duration for o in stage.options], dtype=np.float64), machines, group,
                             np.array([bool(o.same) for o in stage.options], dtype=bool))  # fmt: skip
+
+
+def refuse_option_demands(instance: Instance) -> None:
+    """Refuse options with their own ``demand``: the simulator (online policies, the DAG heuristics and the
+    drf-strict fair-share schedule behind ``T_k``) sizes every task of a stage by the stage's demand, so it would
+    run such an option's tasks at the wrong size. Raises ``OptionError`` naming the first such option."""
+    for k, job in enumerate(instance.jobs):
+        for s, stage in enumerate(job.stages):
+            for o, option in enumerate(stage.options):
+                if option.demand is not None:
+                    raise OptionError(f"jobs[{k}].stages[{s}].options[{o}] has its own demand, which the simulator "
+                                      "(online policies, DAG heuristics, the drf-strict fair share behind T_k) "
+                                      "does not model; use spacetime-cp or spacetime with --no-fair-cap or "
+                                      "given fair completion times", "options[].demand")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -132,6 +146,7 @@ class Workload:
         """
         if not instance.jobs:
             raise InstanceError("a job simulation needs jobs", "jobs")
+        refuse_option_demands(instance)
         placement_fits(instance, placement)
         counts = [len(job.stages) for job in instance.jobs]
         offset = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
