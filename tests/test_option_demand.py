@@ -211,3 +211,41 @@ def test_cli_exits_2_naming_the_option_field(tmp_path: Path) -> None:
                               timeout=120)  # fmt: skip
         assert done.returncode == 2, done.stderr
         assert "options[].demand" in done.stderr
+
+
+def random_instance(seed: int) -> Instance | None:
+    """Two GPU machines (rack r1) and two plain ones (rack r2); a few one-stage jobs whose options (a GPU
+    strategy, a rack gang, a plain one) mostly carry their own demands."""
+    import random
+
+    rng = random.Random(seed)
+    servers = [{"name": "g", "capacity": {"cpu": 2, "gpu": 1}, "count": 2, "labels": {"gpu": "true", "rack": "r1"}},
+               {"name": "p", "capacity": {"cpu": 4}, "count": 2, "labels": {"rack": "r2"}}]  # fmt: skip
+    jobs = []
+    for k in range(rng.randint(2, 4)):
+        options: list[dict[str, Any]] = []
+        if rng.random() < 0.7:
+            options.append({"on": {"gpu": "true"}, "duration": rng.randint(1, 3),
+                            "demand": {"gpu": 1, "cpu": rng.randint(0, 1)}})  # fmt: skip
+        if rng.random() < 0.4:
+            options.append({"same": "rack", "duration": rng.randint(1, 4), "demand": {"cpu": rng.randint(1, 2)}})
+        plain = {"demand": {"cpu": rng.randint(1, 4)}} if rng.random() < 0.6 else {}
+        options.append({"duration": rng.randint(2, 6), **plain})
+        jobs.append({"name": f"j{k}", "release": rng.randint(0, 2),
+                     "stages": [{"name": "s", "tasks": rng.randint(1, 2), "demand": {"cpu": 1}, "options": options}]})
+    try:
+        return instance([*jobs], servers)
+    except InstanceError:
+        return None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_spacetime_cp_and_spacetime_agree_with_option_demands(seed: int) -> None:
+    inst = random_instance(seed)
+    if inst is None:
+        pytest.skip("the random options fit no machine")
+    for objective in ("makespan", "avg-jct"):
+        cp = solved(inst, "spacetime-cp", objective=objective, fair_cap=False)
+        milp = solved(inst, "spacetime", objective=objective, fair_cap=False)
+        assert cp.status == milp.status == "optimal"
+        assert cp.objective == pytest.approx(milp.objective), objective
