@@ -40,13 +40,21 @@ def _input_errors() -> tuple[type[BaseException], ...]:
 
 def _located(error: Exception, args: argparse.Namespace) -> Exception:
     """An instance error raised after loading (a method's requirement on the instance, checked by the
-    solver, which does not know the file) names the instance file the command was given."""
+    solver, which does not know the file), and a method's or policy's refusal, name the instance file the
+    command was given."""
     from fairpack.models.io import STDIN
     from fairpack.models.types import InstanceError
+    from fairpack.solver.registry import OptionError
 
     path = getattr(args, "path", None)
-    if isinstance(error, InstanceError) and not error.source and isinstance(path, str):
-        return error.located("<stdin>" if path == STDIN else path)
+    if not isinstance(path, str):
+        return error
+    where = "<stdin>" if path == STDIN else path
+    if isinstance(error, InstanceError) and not error.source:
+        return error.located(where)
+    if isinstance(error, OptionError) and getattr(args, "command", None) in ("solve", "simulate"):
+        # A method or policy refusing this instance (or an option on it): the file is named as well.
+        return InstanceError(error.reason, error.option, where)
     return error
 
 
