@@ -163,10 +163,11 @@ class _Guard:
 
     def watch(self, fd: int) -> None:
         """The watcher thread: read the signal numbers the C-level handler writes, until a zero byte."""
+        poll = select.poll()  # not select.select: a process with over 1,024 files open may get a larger fd
+        poll.register(fd, select.POLLIN)
         while True:
             waiting = _requested and bool(_stops)
-            ready, _, _ = select.select([fd], [], [], RESTOP_S if waiting else None)
-            if not ready:
+            if not poll.poll(1000 * RESTOP_S if waiting else None):
                 _stop_all()
                 continue
             for number in os.read(fd, 512):
@@ -231,11 +232,12 @@ def handling(exit_code: int | None = None, *, raise_first: bool = False, first_n
     os.set_blocking(write_fd, False)
     watcher = threading.Thread(target=guard.watch, args=(read_fd,), name="fairpack-sigint", daemon=True)
     signal.signal(signal.SIGINT, guard.on_signal)
-    try:
-        guard.forward = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
-        guard.watching = True
-    except (ValueError, OSError):  # no wake-up descriptor here (a pipe on Windows): the handler counts alone
-        pass
+    if hasattr(select, "poll"):  # else (Windows, where the descriptor must be a socket) the handler counts alone
+        try:
+            guard.forward = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+            guard.watching = True
+        except (ValueError, OSError):
+            pass
     if guard.watching:
         watcher.start()
     _guard = guard

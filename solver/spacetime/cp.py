@@ -1006,7 +1006,8 @@ def solve_spacetime_cp(
     if not cp.coef_exact:
         notes.append("objective coefficients rounded to 1e-6")
     if hint is not None and outcome.source == hint.rule and not outcome.proven:
-        notes.append(f"CP-SAT found nothing better than the {outcome.source} warm start in time; returning it")
+        when = "before the interrupt" if interrupt.requested() else "in time"
+        notes.append(f"CP-SAT found nothing better than the {outcome.source} warm start {when}; returning it")
     if outcome.infeasible and not problem.exact:
         notes.append("infeasible after conservative rounding; the unrounded instance may be feasible")
     return Result(
