@@ -165,19 +165,22 @@ class _Guard:
         """The watcher thread: read the signal numbers the C-level handler writes, until a zero byte."""
         poll = select.poll()  # not select.select: a process with over 1,024 files open may get a larger fd
         poll.register(fd, select.POLLIN)
-        while True:
-            waiting = _requested and bool(_stops)
-            if not poll.poll(1000 * RESTOP_S if waiting else None):
-                _stop_all()
-                continue
-            for number in os.read(fd, 512):
-                if number == 0:
-                    return
-                if number != signal.SIGINT:
-                    self._pass_on(number)
+        try:
+            while True:
+                waiting = _requested and bool(_stops)
+                if not poll.poll(1000 * RESTOP_S if waiting else None):
+                    _stop_all()
                     continue
-                self.count += 1
-                self._act()
+                for number in os.read(fd, 512):
+                    if number == 0:
+                        return
+                    if number != signal.SIGINT:
+                        self._pass_on(number)
+                        continue
+                    self.count += 1
+                    self._act()
+        finally:
+            os.close(fd)  # the read end is the watcher's: the block may end without waiting for it
 
     def _pass_on(self, number: int) -> None:
         """Another signal's byte, for whoever installed the wake-up descriptor before (asyncio, say)."""
@@ -244,13 +247,18 @@ def handling(exit_code: int | None = None, *, raise_first: bool = False, first_n
     try:
         yield call
     finally:
-        if guard.watching:
-            signal.set_wakeup_fd(guard.forward)
-        signal.signal(signal.SIGINT, previous)
-        _guard = None
-        if guard.watching:
-            os.write(write_fd, b"\0")
-            watcher.join()
-        os.close(read_fd)
-        os.close(write_fd)
-        _requested = False
+        try:
+            if guard.watching:
+                signal.set_wakeup_fd(guard.forward)
+            signal.signal(signal.SIGINT, previous)
+            _guard = None
+            if guard.watching:  # the signals written before the zero byte are counted first
+                os.write(write_fd, b"\0")
+                os.close(write_fd)
+                watcher.join()
+            else:
+                os.close(read_fd)
+                os.close(write_fd)
+        finally:  # even if a second SIGINT's KeyboardInterrupt lands in the lines above
+            _guard = None
+            _requested = False
