@@ -17,8 +17,10 @@ import numpy as np
 
 from fairpack.models.types import FloatArray, Instance, InstanceError, IntArray
 
-Status = Literal["optimal", "feasible", "infeasible", "unbounded", "time_limit", "error"]
+Status = Literal["optimal", "feasible", "infeasible", "unbounded", "time_limit", "interrupted", "error"]
 UnitKind = Literal["class", "machine", "pool"]
+#: Every status a result may have, in the order of the ``Status`` type.
+STATUSES: tuple[Status, ...] = ("optimal", "feasible", "infeasible", "unbounded", "time_limit", "interrupted", "error")
 #: Statuses that promise an answer (an allocation or a schedule) in the result.
 SOLUTION_STATUSES = ("optimal", "feasible", "time_limit")
 
@@ -221,7 +223,9 @@ class Result:
     ----------
     status
         ``optimal`` only when the gap to ``bound`` is zero; ``time_limit`` when a limit stopped the method
-        (with its best answer, if any); ``infeasible``/``unbounded``/``error`` carry no answer.
+        (with its best answer, if any); ``interrupted`` when Ctrl-C (SIGINT) stopped it (with its best answer so
+        far, if any, verified like any other; a simulation's partial run says in ``extra['stopped_at']`` how far it
+        got); ``infeasible``/``unbounded``/``error`` carry no answer.
     objective
         Recomputed from the answer by the checker, never read back from a solver (``solver_objective``
         is the solver's own number, reported beside it).

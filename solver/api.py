@@ -26,6 +26,7 @@ from fairpack.models.result import (
     schedule_objectives,
 )
 from fairpack.models.types import Instance, InstanceError
+from fairpack.solver import interrupt
 from fairpack.solver.budget import Budget
 
 if TYPE_CHECKING:
@@ -74,6 +75,10 @@ def solve(
         ``verified`` is True only if ``models.check`` accepts the answer; ``objective`` is recomputed
         from it; ``gap`` compares it with ``bound`` (the best proven bound).
 
+        Ctrl-C (SIGINT) while the call runs in the main thread stops the search: the call returns the best
+        answer found by then, verified, with status ``interrupted`` (a second Ctrl-C raises
+        ``KeyboardInterrupt``). See :mod:`fairpack.solver.interrupt`.
+
     Raises
     ------
     OptionError
@@ -92,14 +97,17 @@ def solve(
     settings = replace(settings, backend=None if backend_name == "none" else backend_name, algorithm=algorithm)
     budget = Budget.of(time_limit)
     run = spec.runner()
-    try:
-        raw = run(instance, settings, budget)
-    except MemoryError:
-        # Sizes a method knows it cannot handle are refused up front (InstanceError); anything that still
-        # exhausts memory is a failed solve, reported as one, never an answer.
-        raw = Result("error", spec.name, settings.backend or "none", message=f"out of memory: the instance is "
-                     f"too large for {spec.name} here; try a heuristic, a smaller instance or more memory")  # fmt: skip
-    return finish(instance, spec, replace(raw, warnings=(*preflight(instance, spec), *raw.warnings)), started)
+    with interrupt.handling() as call:
+        try:
+            raw = run(instance, settings, budget)
+        except MemoryError:
+            # Sizes a method knows it cannot handle are refused up front (InstanceError); anything that still
+            # exhausts memory is a failed solve, reported as one, never an answer.
+            raw = Result("error", spec.name, settings.backend or "none",
+                         message=f"out of memory: the instance is too large for {spec.name} here; try a "
+                         "heuristic, a smaller instance or more memory")  # fmt: skip
+        raw = replace(raw, warnings=(*preflight(instance, spec), *raw.warnings))
+        return finish(instance, spec, raw, started, call.interrupted)
 
 
 def preflight(instance: Instance, spec: Method | None = None) -> list[str]:
@@ -134,7 +142,9 @@ def simulate(
     """Run online ``policy`` on ``instance``'s arrivals (its jobs and ``trace``'s) or its tenants' backlogs.
 
     Options are ``SolveOptions`` fields the policy honours (``placement``, ``seed``, ``slots``) and ``extra``
-    for the policy's own settings (``fairpack methods`` lists them). The answer is verified as ``solve``'s are.
+    for the policy's own settings (``fairpack methods`` lists them). The answer is verified as ``solve``'s are;
+    Ctrl-C stops the run as it stops a solve (status ``interrupted``, ``extra['stopped_at']`` the simulated time
+    it got to).
     """
     from fairpack.solver.registry import get_policy
 
@@ -148,12 +158,14 @@ def simulate(
     workload = instance if trace is None else trace.on(instance)
     from fairpack.solver.sim.run import run_simulation
 
-    try:
-        check_schedule_memory(workload, policy)
-        raw = run_simulation(workload, policy, settings, Budget.of(time_limit), trace)
-    except InstanceError as error:  # about a job of the trace: named by its file, row and column
-        raise error if trace is None else trace.locate(error, len(instance.jobs)) from None
-    return finish(workload, spec, replace(raw, warnings=(*preflight(workload), *raw.warnings)), started)
+    with interrupt.handling() as call:
+        try:
+            check_schedule_memory(workload, policy)
+            raw = run_simulation(workload, policy, settings, Budget.of(time_limit), trace)
+        except InstanceError as error:  # about a job of the trace: named by its file, row and column
+            raise error if trace is None else trace.locate(error, len(instance.jobs)) from None
+        raw = replace(raw, warnings=(*preflight(workload), *raw.warnings))
+        return finish(workload, spec, raw, started, call.interrupted)
 
 
 #: Bytes a schedule method needs per task, at the least: the schedule's eight per-task arrays and the
@@ -200,21 +212,42 @@ def _check_instance(instance: Instance, spec: Method) -> None:
         raise InstanceError(f"{spec.name} needs tenants (or a hierarchy whose leaves are tenants)", "tenants")
 
 
-def finish(instance: Instance, spec: Method, raw: Result, started: float) -> Result:
-    """The final result: ``raw`` re-verified, its objective recomputed, its gap and wall time set."""
+def finish(instance: Instance, spec: Method, raw: Result, started: float, interrupted: bool = False) -> Result:
+    """The final result: ``raw`` re-verified, its objective recomputed, its gap and wall time set; status
+    ``interrupted`` when Ctrl-C came during the call (``interrupted=True``)."""
+    if interrupted and raw.status == "error":
+        # What a failed method grew before it failed is no answer, interrupted or not (an all-zero allocation
+        # passes every capacity check); the interrupt is most likely what stopped it.
+        raw = replace(raw, allocation=None, schedule=None)
     if raw.schedule is not None:
         result = _verified_schedule(instance, raw, spec.exact)
     elif raw.allocation is not None:
         result = _verified_allocation(instance, raw, spec.exact)
     else:
         result = raw
-    if result.status in SOLUTION_STATUSES and not result.has_answer:
+    if interrupted:
+        result = _interrupted(result)
+    elif result.status in SOLUTION_STATUSES and not result.has_answer:
         result = replace(result, status="error", message=result.message or "the method returned no answer")
     if result.status == "error" or not result.has_answer:
         # Verified means "here is an answer and it is right": never for no answer, nor for what a failed
         # method grew before it failed (an all-zero allocation passes every capacity check).
         result = replace(result, verified=False)
     return replace(result, wall_s=time.perf_counter() - started, instance=instance)
+
+
+def _interrupted(result: Result) -> Result:
+    """``result`` of a call Ctrl-C stopped: status ``interrupted``; the message says so first, and what the method
+    had proven by then (its answer is verified like any other, its gap is to the bound proven by then)."""
+    said = [] if result.message.startswith("interrupted") else [
+        "interrupted (Ctrl-C): the best answer found by then" if result.has_answer
+        else "interrupted (Ctrl-C) before any answer was found"]  # fmt: skip
+    if result.status == "optimal":
+        said.append("it had been proven optimal")
+    elif result.status in ("infeasible", "unbounded"):
+        said.append(f"the method had found the instance {result.status}")
+    message = "; ".join([*said, *([result.message] if result.message else [])])
+    return replace(result, status="interrupted", message=message)
 
 
 def _notes(result: Result, *notes: str) -> dict[str, Any]:

@@ -3,6 +3,9 @@
 ``solver.api.solve`` starts a :class:`Budget` from ``--time-limit`` and hands it to the method's driver;
 every phase asks :meth:`Budget.remaining` for what is left instead of keeping its own clock, and a phase
 that should leave time to the ones after it takes :meth:`Budget.part` of it.
+
+Once Ctrl-C has asked the call to stop (:func:`fairpack.solver.interrupt.requested`), every budget looks expired:
+what already honours a time limit stops the same way (``solve`` then reports the status ``interrupted``).
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+
+from fairpack.solver import interrupt
 
 
 @dataclass(frozen=True)
@@ -37,17 +42,22 @@ class Budget:
         return self.deadline is not None
 
     def remaining(self) -> float | None:
-        """Seconds left (at least ``floor``), or ``None`` when unlimited."""
+        """Seconds left (at least ``floor``), or ``None`` when unlimited; ``floor`` once interrupted."""
+        if interrupt.requested():
+            return self.floor
         if self.deadline is None:
             return None
         return max(self.deadline - time.perf_counter(), self.floor)
 
     def left(self) -> float:
-        """Seconds left, ``inf`` when unlimited, possibly zero or negative once expired."""
+        """Seconds left, ``inf`` when unlimited, possibly zero or negative once expired (zero once interrupted)."""
+        if interrupt.requested():
+            return 0.0
         return math.inf if self.deadline is None else self.deadline - time.perf_counter()
 
     def expired(self) -> bool:
-        return self.deadline is not None and time.perf_counter() >= self.deadline
+        """Whether the deadline has passed, or the call was interrupted."""
+        return interrupt.requested() or (self.deadline is not None and time.perf_counter() >= self.deadline)
 
     def part(self, fraction: float) -> Budget:
         """A budget ending after ``fraction`` of the time now left (unlimited stays unlimited)."""

@@ -24,9 +24,10 @@ from fairpack.models.tolerance import CHECK_RTOL
 from fairpack.models.types import Instance, InstanceError
 from fairpack.models.view import allocation_from_json, schedule_from_json
 
-#: Statuses that promise an answer, and those that explain its absence.
+#: Statuses that promise an answer, and those that explain its absence (``time_limit`` and ``interrupted``, a run
+#: stopped early, may hold the best answer found by then or none).
 ANSWER_STATUSES = ("optimal", "feasible")
-NO_ANSWER_STATUSES = ("infeasible", "unbounded", "error", "time_limit")
+NO_ANSWER_STATUSES = ("infeasible", "unbounded", "error", "time_limit", "interrupted")
 #: Relative slack when comparing a saved number with its recomputation.
 SAVED_RTOL = CHECK_RTOL
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from fairpack.models.result import Status
 from fairpack.models.types import FloatArray
+from fairpack.solver import interrupt
 from fairpack.solver.backends.capabilities import backend_capabilities
 from fairpack.solver.backends.settings import SolverSettings
 
@@ -167,6 +168,8 @@ class RebuildSession:
         return self.lp
 
     def solve(self) -> SolveOutcome:
+        if interrupt.requested():
+            return SolveOutcome("time_limit", message="interrupted before the solve")
         if self._time_limit is not None and self._deadline is None:
             self._deadline = time.perf_counter() + self._time_limit
         remaining = None

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
+import signal
 import tempfile
 import time
 import warnings
@@ -20,6 +22,7 @@ import numpy as np
 
 from fairpack.models.result import Status
 from fairpack.models.types import FloatArray
+from fairpack.solver import interrupt
 from fairpack.solver.backends.base import Backend, BackendUnavailable, SolveOutcome
 from fairpack.solver.lp import LinearProgram
 
@@ -53,6 +56,36 @@ def _command(time_limit: float | None, mip: bool, warm: bool, verbose: bool = Fa
         if command.available():
             return command
     raise BackendUnavailable("no CBC executable: neither `cbc` on PATH nor PuLP's bundled binary")
+
+
+class _PassOn:
+    """Ctrl-C for the ``cbc`` process PuLP runs (it keeps no handle on it): SIGINT, once, to every child of this
+    process running ``path``; CBC then stops and writes its incumbent, which PuLP reads as usual. (From a terminal
+    CBC gets the signal itself, being in the same process group; this is for a signal sent to Python alone.) The
+    children are found in ``/proc``; where there is none, CBC runs on to its limit."""
+
+    def __init__(self, path: str) -> None:
+        self.path = os.path.realpath(path)
+        self.signalled: set[int] = set()
+
+    def __call__(self) -> None:
+        me = str(os.getpid())
+        try:
+            pids = [name for name in os.listdir("/proc") if name.isdigit()]
+        except OSError:
+            return
+        for pid in pids:
+            if int(pid) in self.signalled:
+                continue
+            try:
+                with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+                    parent = handle.read().rsplit(")", 1)[1].split()[1]
+                if parent != me or os.path.realpath(f"/proc/{pid}/exe") != self.path:
+                    continue
+                os.kill(int(pid), signal.SIGINT)
+                self.signalled.add(int(pid))
+            except (OSError, IndexError):
+                continue
 
 
 def _bound(value: float) -> float | None:
@@ -168,6 +201,8 @@ class CbcBackend(Backend):
             # PuLP omits a zero lower bound from its MPS file and CBC then reads a negative upper bound
             # as "lower = -inf", turning bounds like [0, -1] into a feasible (even unbounded) column.
             return SolveOutcome("infeasible", message=f"cbc: column {int(crossed[0])} has lower bound > upper bound")
+        if interrupt.requested():
+            return SolveOutcome("time_limit", message="interrupted before the solve")
         with _quiet():
             model = _PulpModel(lp)
             warm = warm_start is not None and lp.is_mip
@@ -179,12 +214,13 @@ class CbcBackend(Backend):
                 command.tmpDir = scratch  # PuLP falls back to the working directory when TMPDIR is unusable
                 started = time.perf_counter()
                 try:
-                    model.problem.solve(command)
+                    with interrupt.stopping(_PassOn(command.path)):
+                        model.problem.solve(command)
                 except pulp.PulpSolverError as exc:
                     return SolveOutcome("error", solve_s=time.perf_counter() - started, message=str(exc))
                 elapsed = time.perf_counter() - started
 
-        status, message = self._translate(model.problem, elapsed, time_limit)
+        status, message = self._translate(model.problem, elapsed, time_limit, interrupt.requested())
         # An LP stopped by the clock leaves CBC mid-simplex: its point is no incumbent and violates rows.
         keep = status == "optimal" or (lp.is_mip and status in ("feasible", "time_limit"))
         x = model.primal() if keep else None
@@ -196,12 +232,14 @@ class CbcBackend(Backend):
         return SolveOutcome(status, x, objective, bound, duals, elapsed, message)
 
     @staticmethod
-    def _translate(problem: Any, elapsed: float, time_limit: float | None) -> tuple[Status, str]:
+    def _translate(problem: Any, elapsed: float, time_limit: float | None,
+                   interrupted: bool = False) -> tuple[Status, str]:  # fmt: skip
         import pulp
 
         code, solution = problem.status, problem.sol_status
         message = f"cbc: {pulp.LpStatus.get(code, code)} / {pulp.LpSolution.get(solution, solution)}"
-        out_of_time = time_limit is not None and elapsed >= _TIME_LIMIT_SLACK * time_limit
+        # Stopped by Ctrl-C counts as stopped by the limit: the incumbent is the best answer so far.
+        out_of_time = (time_limit is not None and elapsed >= _TIME_LIMIT_SLACK * time_limit) or interrupted
         # PuLP reads CBC's "Stopped on time - objective value ..." as status Optimal with solution
         # status IntegerFeasible, so the solution status has to be checked first.
         if solution == pulp.LpSolutionIntegerFeasible:

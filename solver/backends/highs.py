@@ -10,7 +10,7 @@ import numpy as np
 
 from fairpack.models.result import Status
 from fairpack.models.types import FloatArray
-from fairpack.solver import progress
+from fairpack.solver import interrupt, progress
 from fairpack.solver.backends.base import Backend, SolveOutcome
 from fairpack.solver.backends.capabilities import ALGORITHMS
 from fairpack.solver.backends.settings import SolverSettings
@@ -40,7 +40,7 @@ def _status(model_status: Any, has_solution: bool) -> Status:
         status.kTimeLimit: "time_limit",
         status.kIterationLimit: "time_limit",
         status.kSolutionLimit: "time_limit",
-        status.kInterrupt: "time_limit",
+        status.kInterrupt: "time_limit",  # stopped by Ctrl-C (solver.interrupt): like a limit, the best so far
     }
     return table.get(model_status, "feasible" if has_solution else "error")
 
@@ -134,6 +134,8 @@ class HighsSession:
             highs.setOptionValue("threads", int(settings.threads))
         if settings.seed is not None:
             highs.setOptionValue("random_seed", int(settings.seed))
+        if interrupt.active():
+            self._interrupts()
         if watch:
 
             def report(event: Any) -> None:  # a MIP is never negated (only PDLP maximisations are)
@@ -142,6 +144,21 @@ class HighsSession:
 
             highs.cbMipLogging.subscribe(report)
             highs.cbMipImprovingSolution.subscribe(report)
+
+    def _interrupts(self) -> None:
+        """Stop the solve at Ctrl-C: HiGHS asks its interrupt callbacks (simplex iterations, IPM iterations, MIP
+        nodes) whether to stop, and they answer from :func:`fairpack.solver.interrupt.requested`. (They run in the
+        solving thread, the caller's: a second Ctrl-C in a library call raises ``KeyboardInterrupt`` there, and
+        HiGHS lets it out of ``run``.)"""
+
+        def check(event: Any) -> None:
+            if interrupt.requested():
+                event.interrupt()
+
+        highs = self._highs
+        highs.cbSimplexInterrupt.subscribe(check)
+        highs.cbIpmInterrupt.subscribe(check)
+        highs.cbMipInterrupt.subscribe(check)
 
     def add_columns(self, cost: FloatArray, lower: FloatArray, upper: FloatArray, matrix: sp.csc_matrix) -> None:
         """Append columns given as a CSC matrix over the existing rows."""
@@ -194,6 +211,8 @@ class HighsSession:
             self._highs.setOptionValue("simplex_strategy", 4)
 
     def solve(self) -> SolveOutcome:
+        if interrupt.requested():
+            return SolveOutcome("time_limit", message="interrupted before the solve")
         # The clock starts at the first solve, so model transfer does not eat a tiny limit.
         if self._time_limit is not None and self._deadline is None:
             self._deadline = time.perf_counter() + self._time_limit

@@ -20,6 +20,7 @@ import numpy as np
 
 from fairpack.models.result import Status
 from fairpack.models.types import FloatArray
+from fairpack.solver import interrupt
 from fairpack.solver.backends.base import Backend, BackendUnavailable, SolveOutcome
 from fairpack.solver.lp import LinearProgram
 
@@ -30,6 +31,7 @@ _LP_ONLY = ("glop", "pdlp")
 _PDLP_PARAMETERS = (
     "termination_criteria { simple_optimality_criteria { eps_optimal_relative: 1e-8 eps_optimal_absolute: 1e-8 } }"
 )
+_SCIP_PARAMETERS = "misc/catchctrlc = FALSE"
 _INFINITE_BOUND = 1e20  # OR-Tools reports a missing MILP bound as +-1e20
 
 # SCIP's stopping clock starts after ours, so a solve stopped by its time limit has elapsed >= limit;
@@ -66,10 +68,15 @@ def _run(model: Any, algorithm: str, time_limit: float | None, verbose: bool = F
     solver.enable_output(verbose)
     if algorithm == "pdlp":
         solver.set_solver_specific_parameters(_PDLP_PARAMETERS)
+    if algorithm == "scip":
+        # SCIP catches SIGINT itself by default: it took Ctrl-C for itself, stopped that one solve and let the
+        # caller go on, silently. fairpack stops it instead (solver.interrupt: interrupt_solve, below).
+        solver.set_solver_specific_parameters(_SCIP_PARAMETERS)
     if time_limit is not None:
         solver.set_time_limit_in_seconds(max(float(time_limit), 0.0))
     started = time.perf_counter()
-    solver.solve(model)
+    with interrupt.stopping(solver.interrupt_solve):  # Ctrl-C stops the solve (solver.interrupt)
+        solver.solve(model)
     return solver, time.perf_counter() - started
 
 
@@ -137,6 +144,8 @@ class OrToolsBackend(Backend):
             raise ValueError(f"unknown OR-Tools algorithm {algorithm!r}; choose from {', '.join(ALGORITHMS)}")
         if lp.is_mip and chosen in _LP_ONLY:
             raise BackendUnavailable(f"OR-Tools {chosen} solves LPs only; use 'scip' for a MILP")
+        if interrupt.requested():
+            return SolveOutcome("time_limit", message="interrupted before the solve")
         deadline = None if time_limit is None else time.perf_counter() + time_limit
 
         model = _build_model(lp)
@@ -179,7 +188,8 @@ class OrToolsBackend(Backend):
         detail = str(solver.status_string())
         name = getattr(code, "name", str(code))
         message = f"{algorithm}: {name}" + (f" ({detail})" if detail else "")
-        out_of_time = time_limit is not None and elapsed >= _TIME_LIMIT_SLACK * time_limit
+        # Stopped by Ctrl-C (solver.interrupt) counts as stopped by the limit: the best answer so far.
+        out_of_time = (time_limit is not None and elapsed >= _TIME_LIMIT_SLACK * time_limit) or interrupt.requested()
 
         if code == codes.OPTIMAL:
             return "optimal", message
@@ -212,6 +222,7 @@ class OrToolsBackend(Backend):
                 "TERMINATION_REASON_TIME_LIMIT",
                 "TERMINATION_REASON_ITERATION_LIMIT",
                 "TERMINATION_REASON_KKT_MATRIX_PASS_LIMIT",
+                "TERMINATION_REASON_INTERRUPTED_BY_USER",
             ):
                 return "time_limit", message
             return "error", message
@@ -225,7 +236,7 @@ class OrToolsBackend(Backend):
         from ortools.linear_solver.python import model_builder_helper as mbh
 
         remaining = None if deadline is None else deadline - time.perf_counter()
-        if remaining is not None and remaining <= 0:
+        if (remaining is not None and remaining <= 0) or interrupt.requested():
             return None
         model = _build_model(lp, objective=np.zeros(lp.num_columns))
         solver, _ = _run(model, algorithm, remaining)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -58,7 +59,12 @@ def _limit_address_space(memory_mb: float) -> None:
 
 
 def run(task_path: str, result_path: str, log_path: str) -> None:
-    """Run the pickled task at ``task_path`` and pickle its row to ``result_path``."""
+    """Run the pickled task at ``task_path`` and pickle its row to ``result_path``.
+
+    SIGINT is ignored: Ctrl-C at a terminal reaches every process of its group, and whether a sweep stops is
+    the supervising process's decision (it kills its tasks then, and records none of them: they run again when
+    the sweep resumes). A task stopped by the signal itself would return an ``interrupted`` row instead."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _redirect_output(log_path)
     with open(task_path, "rb") as handle:
         task = pickle.load(handle)

@@ -13,9 +13,12 @@ import sys
 from pathlib import Path
 from types import FrameType
 
+from fairpack.solver import interrupt
 from fairpack.solver.registry import OptionError
 
-EXIT_OK, EXIT_INTERRUPTED = 0, 130
+EXIT_OK, EXIT_INTERRUPTED = 0, interrupt.EXIT_INTERRUPTED
+#: A second Ctrl-C quits at once, without waiting for the table to be saved again.
+SECOND_NOTICE = "fairpack: interrupted again: quitting at once; the table holds the rows saved before"
 
 
 def add_bench_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -57,7 +60,7 @@ def _command_run(args: argparse.Namespace) -> int:
     require("bench", "fairpack bench run")  # before importing pandas' Parquet engine, or any task
     if args.scheduler:
         require("bench-dask", "--scheduler")
-    from fairpack.solver.bench.runner import run_sweep
+    from fairpack.solver.bench.runner import kill_children, run_sweep
     from fairpack.solver.bench.sweep import load_sweep
 
     sweep = load_sweep(args.sweep)
@@ -69,11 +72,15 @@ def _command_run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     for message in sweep.tasks(data_dir)[1]:  # say it before the run, not after it
         print(f"fairpack: {message}", file=sys.stderr)
-    # A terminated run stops like an interrupted one: running tasks are killed and the table is saved.
+    # Ctrl-C stops the sweep: no task starts after it, running tasks are killed (their rows are not recorded:
+    # they run again when the sweep resumes), the table is saved, exit 130. A second Ctrl-C quits at once (the
+    # task processes killed first). A terminated run stops like an interrupted one.
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        summary = run_sweep(sweep, out, args.workers, args.scheduler, data_dir, progress=not args.no_progress,
-                            connect_timeout=args.connect_timeout)
+        with interrupt.handling(EXIT_INTERRUPTED, raise_first=True, second_notice=SECOND_NOTICE,
+                                before_exit=kill_children):  # fmt: skip
+            summary = run_sweep(sweep, out, args.workers, args.scheduler, data_dir, progress=not args.no_progress,
+                                connect_timeout=args.connect_timeout)
     except KeyboardInterrupt:
         print(f"fairpack: interrupted; the finished rows are in {out}, run again to resume", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -40,6 +40,7 @@ import pandas as pd
 from fairpack.models.io import load_instance
 from fairpack.models.result import MAXIMISED_OBJECTIVES, Result, job_completion
 from fairpack.models.types import Instance, InstanceError
+from fairpack.solver import interrupt
 from fairpack.solver.api import simulate, solve
 from fairpack.solver.bench.metrics import row_metrics
 from fairpack.solver.bench.sweep import method_record
@@ -121,6 +122,9 @@ def compare(
         An unknown method or policy, or an option no method honours (before anything runs). A method that
         refuses this instance or its options (a DAG method on an instance without jobs, a policy that does
         not understand placement options) is a row with status ``refused`` and the reason in ``message``.
+
+    Ctrl-C (SIGINT, Jupyter's "interrupt kernel") stops the method running, and the methods after it return at
+    once: their rows have status ``interrupted`` and the best answer each had (see ``fairpack.solve``).
     """
     if not isinstance(instance, Instance):
         instance = load_instance(instance)
@@ -137,7 +141,9 @@ def compare(
         if unknown:
             raise OptionError(f"options for {unknown}, which are not compared", "options")
     _check_shared(shared, records)
-    results = {name: _attempt(instance, name, records[name], time_limit, shared, per_method[name]) for name in records}
+    with interrupt.handling():  # Ctrl-C stops the method running; those after it start stopped (status interrupted)
+        results = {name: _attempt(instance, name, records[name], time_limit, shared, per_method[name])
+                   for name in records}  # fmt: skip
     rows = [_row(instance, name, records[name], results[name], reference, records[reference], results[reference])
             for name in records]  # fmt: skip
     frame = pd.DataFrame(rows)

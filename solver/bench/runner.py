@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
 import pickle
+import signal
 import subprocess
 import sys
 import tempfile
@@ -36,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from fairpack.solver import interrupt
 from fairpack.solver.bench import child
 from fairpack.solver.bench.sweep import Sweep, Task
 from fairpack.solver.bench.task import (
@@ -70,6 +73,9 @@ PRELOAD = (
 LOG_TAIL_LINES = 5
 #: Set on Ctrl-C: supervisors kill their children instead of waiting for them.
 _STOP = threading.Event()
+#: The task processes being supervised now (:func:`kill_children`).
+_LIVE: set[_Child] = set()
+_LIVE_LOCK = threading.Lock()
 
 
 # --- one task, in a child process ----------------------------------------------------------------------
@@ -152,6 +158,17 @@ def _start(args: tuple[str, str, str]) -> _Child:
     return _Forked(context, args)
 
 
+def kill_children() -> None:
+    """Kill every task process this process supervises, at once and from any thread: before a second Ctrl-C ends
+    the sweep without waiting for them (task processes ignore SIGINT, so nothing else would stop them)."""
+    with _LIVE_LOCK:
+        pids = [child.pid for child in _LIVE]
+    for pid in pids:
+        if pid is not None:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
 def _memory_kib(pid: int | None) -> tuple[int, int]:
     """(resident, peak resident) KiB of a process from ``/proc``; (0, 0) where that is unavailable."""
     values = {"VmRSS:": 0, "VmHWM:": 0}
@@ -201,7 +218,13 @@ def execute(task: Task) -> dict[str, Any]:
         task_path, result_path, log_path = (Path(folder) / name for name in ("task.pkl", "row.pkl", "task.log"))
         task_path.write_bytes(pickle.dumps(task))
         child = _start((str(task_path), str(result_path), str(log_path)))
-        outcome, peak_kib = _supervise(child, task, started)
+        with _LIVE_LOCK:
+            _LIVE.add(child)
+        try:
+            outcome, peak_kib = _supervise(child, task, started)
+        finally:
+            with _LIVE_LOCK:
+                _LIVE.discard(child)
         row: dict[str, Any] | None = None
         if outcome is None and result_path.is_file():
             row = pickle.loads(result_path.read_bytes())
@@ -239,6 +262,8 @@ def run_local(tasks: Iterable[Task], workers: int, sink: RowSink, progress: bool
         futures = [pool.submit(execute, task) for task in tasks]
         try:
             for future in as_completed(futures):
+                if interrupt.requested():  # Ctrl-C (its handler raises too): no row finished after it is recorded
+                    raise KeyboardInterrupt
                 sink(future.result())
                 bar.update(1)
         except BaseException:
@@ -343,8 +368,6 @@ def run_sweep(
     -------
     RunSummary
     """
-    import os
-
     from fairpack.solver.bench.table import ResultTable
 
     tasks, skipped_grids = sweep.tasks(data_dir)

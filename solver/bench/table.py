@@ -14,7 +14,9 @@ Columns (``solver.bench.runner`` and ``solver.bench.metrics`` say how each is me
   relative to the sweep file's folder, ``params`` ``{"file": <that path>}``, the kind's size, and an
   empty ``seed`` unless the grid gives seeds (then handed to the methods as their ``seed`` option);
 * outcome: ``status`` (the solver's ``optimal``/``feasible``/``infeasible``/``time_limit``/``error``, or
-  the harness's ``task_timeout``/``task_memory``/``task_crashed``), ``verified`` (``Result.verified``:
+  the harness's ``task_timeout``/``task_memory``/``task_crashed``; never ``interrupted``: Ctrl-C stops the
+  whole sweep, and the tasks it stopped are not recorded, so they run again when it resumes; a row read back
+  with that status is run again too), ``verified`` (``Result.verified``:
   ``models.check`` accepted the solution), ``violations``, ``message``;
 * numbers: ``objective`` (``Result.objective``, recomputed from the solution; ``objective_name`` and
   ``sense`` say which and whether it is maximised), ``bound`` and ``solver_gap`` (the method's own),
@@ -143,7 +145,9 @@ class ResultTable:
                 self.rows[str(row["key"])] = row
 
     def __contains__(self, key: object) -> bool:
-        return key in self.rows
+        """Whether the task ``key`` is done: it has a row, and not an ``interrupted`` one."""
+        row = self.rows.get(key) if isinstance(key, str) else None
+        return row is not None and row.get("status") != "interrupted"
 
     def __len__(self) -> int:
         return len(self.rows)

@@ -19,7 +19,8 @@ from fairpack.solver.bench.metrics import row_metrics
 from fairpack.solver.bench.sweep import Task, method_record, options_json, params_text
 
 STATUS_TIMEOUT, STATUS_MEMORY, STATUS_CRASHED = "task_timeout", "task_memory", "task_crashed"
-#: Statuses the harness writes itself (the solver's are optimal, feasible, infeasible, time_limit, error).
+#: Statuses the harness writes itself (the solver's are optimal, feasible, infeasible, time_limit, error; a task
+#: process ignores Ctrl-C, so never interrupted: the sweep stops instead).
 HARNESS_STATUSES = (STATUS_TIMEOUT, STATUS_MEMORY, STATUS_CRASHED)
 MESSAGE_CHARS = 500
 

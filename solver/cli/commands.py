@@ -17,8 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fairpack.solver import interrupt
 from fairpack.solver.backends import BACKEND_NAMES
-from fairpack.solver.cli.exits import EXIT_INPUT, EXIT_OK, EXIT_SOLVER, fail
+from fairpack.solver.cli.exits import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_SOLVER, fail
 from fairpack.solver.registry import SolveOptions, method_names
 
 if TYPE_CHECKING:
@@ -209,17 +210,46 @@ def _solve_options(args: argparse.Namespace) -> dict[str, Any]:
     return options
 
 
-def command_solve(args: argparse.Namespace) -> int:
-    from fairpack.models.view import result_json
-    from fairpack.solver.api import solve
-    from fairpack.solver.backends.base import BackendUnavailable
-    from fairpack.solver.progress import reporting
+@contextlib.contextmanager
+def stopping_at_ctrl_c() -> Iterator[interrupt.Call]:
+    """Ctrl-C while a command solves or simulates (and writes its result): the first one stops the search and
+    the result so far is written as usual, with status ``interrupted`` (exit 130); a second one quits at once
+    (exit 130, one line on stderr). Before it (reading the instance), Ctrl-C stops the command: there is no
+    answer to write yet."""
+    with interrupt.handling(EXIT_INTERRUPTED, first_notice=interrupt.FIRST_NOTICE,
+                            second_notice=interrupt.SECOND_NOTICE) as call:  # fmt: skip
+        yield call
 
+
+def write_output(path: str, data: dict[str, Any]) -> None:
+    """``-o FILE``: the JSON result, written to a temporary file then renamed, so that a second Ctrl-C (which
+    quits at once) never leaves half a file."""
+    target = Path(path)
+    if target.exists() and not target.is_file():  # /dev/stdout, a named pipe: written as it is
+        target.write_text(json.dumps(data, indent=1))
+        return
+    partial = target.with_name(f".{target.name}.partial")
+    partial.write_text(json.dumps(data, indent=1))
+    os.replace(partial, target)
+
+
+def command_solve(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     _require_plot(args)
     _check_output(args)
     instance = load(args.path, args)
     _check_rows(args, instance)
+    with stopping_at_ctrl_c() as call:
+        code = _solve_and_write(instance, args, started)
+    return EXIT_INTERRUPTED if call.interrupted else code
+
+
+def _solve_and_write(instance: Instance, args: argparse.Namespace, started: float) -> int:
+    from fairpack.models.view import result_json
+    from fairpack.solver.api import solve
+    from fairpack.solver.backends.base import BackendUnavailable
+    from fairpack.solver.progress import reporting
+
     output = "json" if args.json else args.format
     try:
         # Long solves print their incumbent and bound to stderr every few seconds; --verbose adds the
@@ -237,11 +267,13 @@ def command_solve(args: argparse.Namespace) -> int:
         data = result_json(instance, result)
     _print_result(instance, result, data, output, args)
     if data is not None and args.output:
-        Path(args.output).write_text(json.dumps(data, indent=1))
+        write_output(args.output, data)
     if args.plot:
         code = _plot(instance, result, args.plot)
         if code != EXIT_OK:
             return code
+    if result.status == "interrupted":
+        return EXIT_INTERRUPTED
     if result.status in ("error", "infeasible", "unbounded") or (result.has_answer and not result.verified):
         return EXIT_SOLVER
     return EXIT_OK
@@ -361,8 +393,6 @@ def _parse_options(items: list[str] | None) -> dict[str, Any]:
 
 def command_simulate(args: argparse.Namespace) -> int:
     from fairpack.models.traces import read_trace
-    from fairpack.models.view import result_json
-    from fairpack.solver.api import simulate
 
     started = time.perf_counter()
     _require_plot(args)
@@ -376,13 +406,23 @@ def command_simulate(args: argparse.Namespace) -> int:
             options[name] = getattr(args, name)
     if args.horizon is not None:
         options["extra"]["horizon"] = args.horizon
+    with stopping_at_ctrl_c() as call:
+        code = _simulate_and_write(instance, trace, options, args, started)
+    return EXIT_INTERRUPTED if call.interrupted else code
+
+
+def _simulate_and_write(instance: Instance, trace: Any, options: dict[str, Any], args: argparse.Namespace,
+                        started: float) -> int:  # fmt: skip
+    from fairpack.models.view import result_json
+    from fairpack.solver.api import simulate
+
     with native_stdout_to_stderr():
         result = simulate(instance, args.policy, trace, time_limit=_left(args.time_limit, started), **options)
     workload = instance if trace is None else trace.on(instance)
     data = result_json(workload, result)
     _print_result(workload, result, data, "json" if args.json else args.format, args)
     if args.output:
-        Path(args.output).write_text(json.dumps(data, indent=1))
+        write_output(args.output, data)
     if args.plot:
         from fairpack.solver.plot import PlotUnavailable, plot_simulation
 
@@ -390,6 +430,8 @@ def command_simulate(args: argparse.Namespace) -> int:
             plot_simulation(workload, result, args.plot)
         except PlotUnavailable as error:
             return fail(str(error), EXIT_INPUT)
+    if result.status == "interrupted":
+        return EXIT_INTERRUPTED
     return EXIT_OK if result.verified else EXIT_SOLVER
 
 

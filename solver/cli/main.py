@@ -2,8 +2,9 @@
 
 Exit codes: 0 success; 1 a solver failure, a result that does not verify, or an internal error; 2 bad
 input (the file and field at fault are named) or an option the method cannot honour (refused before
-solving). Errors go to stderr; ``--json`` prints exactly one JSON object on stdout. No traceback is
-printed unless ``--verbose`` asks for one.
+solving); 130 interrupted (Ctrl-C: ``solve`` and ``simulate`` first write the best answer found by then,
+status ``interrupted``; a second Ctrl-C quits at once). Errors go to stderr; ``--json`` prints exactly one
+JSON object on stdout. No traceback is printed unless ``--verbose`` asks for one.
 
 Only argparse and the method registry load to build the parser, so ``fairpack --help`` and
 ``fairpack methods`` return in a fraction of a second; numpy, the solvers, pandas and matplotlib load
@@ -23,7 +24,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from fairpack.solver import __version__
-from fairpack.solver.cli.exits import EXIT_INPUT, EXIT_OK, EXIT_SOLVER, fail
+from fairpack.solver.cli.exits import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_SOLVER, fail
 from fairpack.solver.cli.help import HelpFormatter
 
 
@@ -98,8 +99,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
-    except KeyboardInterrupt:
-        return fail("interrupted", 130)
+    except KeyboardInterrupt:  # before solve or simulate started (commands.stopping_at_ctrl_c), or another command
+        return fail("interrupted", EXIT_INTERRUPTED)
     except Exception as error:
         if isinstance(error, _input_errors()):
             return fail(str(_located(error, args)), EXIT_INPUT)

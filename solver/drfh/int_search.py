@@ -20,7 +20,7 @@ import numpy as np
 
 from fairpack.models.result import Status
 from fairpack.models.types import FloatArray, Instance
-from fairpack.solver import progress
+from fairpack.solver import interrupt, progress
 from fairpack.solver.backends import Backend
 from fairpack.solver.budget import Budget
 from fairpack.solver.drfh.int_levels import CandidateLevels
@@ -96,7 +96,8 @@ def _unproven(search: LevelSearch, f: float, relative_gap: float) -> str:
     numbers = f"f = {f:.6g}, proven bound {bound:.6g} (gap {gap:.3%}); no leximin refinement"
     if search.status == "feasible" and not search.skipped:
         return f"f within the requested {relative_gap:.2%} of its proven bound: {numbers}"
-    why = search.skipped or "max-min search stopped at the time limit"
+    why = search.skipped or ("max-min search interrupted" if interrupt.requested()
+                             else "max-min search stopped at the time limit")  # fmt: skip
     missed = f"; the requested gap {relative_gap:.2%} was not reached" if gap > relative_gap > 0 else ""
     return f"{why}: {numbers}{missed}"
 

@@ -15,6 +15,7 @@ from dataclasses import replace
 from fairpack.models.metrics import min_weighted_share
 from fairpack.models.result import Allocation, Result
 from fairpack.models.types import Instance
+from fairpack.solver import interrupt
 from fairpack.solver.backends import Backend, get_backend
 from fairpack.solver.budget import Budget
 from fairpack.solver.drfh.colgen import ColumnGenerationRounds, solve_by_aggregation
@@ -147,8 +148,8 @@ def run_drfh_int(instance: Instance, options: SolveOptions, budget: Budget) -> R
     prepared = time.perf_counter() - started
     if budget.expired():
         found = IntegerFilling("time_limit", start.tasks, 0, 0, 0.0, lp_bound, "time_limit",
-                               message="time limit reached before the level search: the better heuristic's "
-                               "allocation")  # fmt: skip
+                               message=f"{interrupt.stop_reason()} before the level search: the better "
+                               "heuristic's allocation")  # fmt: skip
     else:
         found = solve_drfh_int(instance, backend, budget, lp_bound, start.tasks, options.gap)
     total = time.perf_counter() - started

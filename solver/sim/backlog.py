@@ -45,6 +45,7 @@ import numpy as np
 from fairpack.models.hierarchy import tree_of
 from fairpack.models.result import Allocation, Result
 from fairpack.models.types import FloatArray, Instance
+from fairpack.solver import interrupt
 from fairpack.solver.registry import OptionError, get_policy
 from fairpack.solver.sim.build import build, refuse_workload
 from fairpack.solver.sim.engine import Simulation
@@ -362,8 +363,9 @@ def backlog_result(
     note = "" if reference is not None else "no static H-DRF reference given: no distance to it"
     trace = simulate(instance, policy, options, reference, deadline)
     if trace.stopped_at is not None:  # a feasible placement, but not the one at the horizon
-        note = "; ".join(filter(None, [f"time limit reached at simulated time {trace.stopped_at:.6g} of the horizon "
-                                       f"{options.horizon:g}: the placement then, shares averaged so far", note]))
+        note = "; ".join(filter(None, [f"{interrupt.stop_reason()} at simulated time {trace.stopped_at:.6g} of the "
+                                       f"horizon {options.horizon:g}: the placement then, shares averaged so far",
+                                       note]))  # fmt: skip
     elapsed = time.perf_counter() - started
     names = [t.name for t in instance.tenants]
 
@@ -393,6 +395,8 @@ def backlog_result(
             "shares": {name: [float(v) for v in trace.series[:, i]] for i, name in enumerate(names)},
         },
     }
+    if trace.stopped_at is not None:  # how far the run got
+        extra["stopped_at"] = trace.stopped_at
     return Result(
         status="feasible" if trace.stopped_at is None else "time_limit",
         method=policy,

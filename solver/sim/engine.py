@@ -47,6 +47,7 @@ import numpy as np
 from fairpack.models.result import Schedule
 from fairpack.models.tolerance import settled
 from fairpack.models.types import BoolArray, FloatArray, Instance, IntArray
+from fairpack.solver import interrupt
 from fairpack.solver.sim.cluster import Cluster
 from fairpack.solver.sim.locality import TaskData
 from fairpack.solver.sim.workload import Workload
@@ -127,7 +128,7 @@ class Simulation:
                  deadline: float | None = None) -> None:  # fmt: skip
         self.instance = instance
         self.deadline = deadline  # time.perf_counter() value past which the run stops (the caller's time limit)
-        self.stopped_at: float | None = None  # simulated time where the deadline stopped the run
+        self.stopped_at: float | None = None  # simulated time where the deadline (or Ctrl-C) stopped the run
         self._late = False
         self.jobs = workload
         self.policy = policy
@@ -227,8 +228,10 @@ class Simulation:
         self.policy.start(self)
         previous = 0.0
         while True:
-            if self.deadline is not None and (self._late or time.perf_counter() > self.deadline):
-                self.stopped_at = previous  # out of wall time: the state so far is what the run returns
+            if self._late or interrupt.requested() or (self.deadline is not None
+                                                       and time.perf_counter() > self.deadline):  # fmt: skip
+                # Out of wall time, or interrupted (solver.interrupt): the state so far is what the run returns.
+                self.stopped_at = previous
                 for observer in self.observers:
                     observer.hold(self, previous, previous)
                 break
@@ -314,7 +317,7 @@ class Simulation:
             # One event can launch millions of tasks, and one launch can take a tenth of a second (a policy that
             # scans a million machines): stop inside the event, at the first launch past the deadline (checking
             # every 1,024th launch let a 2 s limit run 100 s; a clock read costs well under a launch).
-            if self.deadline is not None and time.perf_counter() > self.deadline:
+            if interrupt.requested() or (self.deadline is not None and time.perf_counter() > self.deadline):
                 self._late = True
                 return
             choice = self.policy.next(self)

@@ -21,6 +21,7 @@ from fairpack.models.result import Result
 from fairpack.models.timeline import job_table, timeline_summary, utilisation_series
 from fairpack.models.traces import TraceData
 from fairpack.models.types import FloatArray, Instance, InstanceError
+from fairpack.solver import interrupt
 from fairpack.solver.budget import Budget
 from fairpack.solver.registry import OptionError, SolveOptions, get_policy
 from fairpack.solver.sim.backlog import SimOptions, backlog_result
@@ -68,7 +69,8 @@ def run_simulation(instance: Instance, policy: str, options: SolveOptions, budge
         extra["unfinished_jobs"] = [instance.jobs[k].name for k in unfinished.tolist()]
     extra.update(_timeline(instance, schedule, trace, unfinished))
     if sim.stopped_at is not None:  # the tasks launched so far: a valid schedule, not the whole run
-        message = (f"time limit reached at simulated time {sim.stopped_at:.6g}: the tasks launched so far; "
+        extra["stopped_at"] = sim.stopped_at
+        message = (f"{interrupt.stop_reason()} at simulated time {sim.stopped_at:.6g}: the tasks launched so far; "
                    f"{unfinished.size} jobs not finished")
         return Result("time_limit", policy, "none", solve_s=solve_s, schedule=schedule, extra=extra, message=message)
     message = f"{unfinished.size} jobs never finished (their tasks could not be placed)" if unfinished.size else ""

@@ -11,6 +11,7 @@ from typing import Any
 from fairpack.models.metrics import late_jobs
 from fairpack.models.result import Result, Schedule
 from fairpack.models.types import Instance
+from fairpack.solver import interrupt
 from fairpack.solver.sim.engine import Observer, Simulation
 from fairpack.solver.sim.fairshare import FairShare, fair_completion_times, given_completion_times
 from fairpack.solver.sim.policies.dag import Carbyne, make_policy
@@ -78,8 +79,8 @@ def run_heuristic(instance: Instance, name: str, extra: dict[str, Any] | None = 
             schedule = replace(schedule, fair_completion=completion)
     info["objective_name"] = "avg-jct" if len(instance.jobs) > 1 else "makespan"
     info["placement"] = placement
-    if "stopped_at" in info:  # the time limit: the tasks launched so far, a valid partial schedule
+    if "stopped_at" in info:  # the time limit (or Ctrl-C): the tasks launched so far, a valid partial schedule
         return Result("time_limit", name, "none", build_s=fair_s, solve_s=solve_s, schedule=schedule, extra=info,
-                      message=f"time limit reached at simulated time {info['stopped_at']:.6g}: the tasks "
+                      message=f"{interrupt.stop_reason()} at simulated time {info['stopped_at']:.6g}: the tasks "
                               "launched so far")  # fmt: skip
     return Result("feasible", name, "none", build_s=fair_s, solve_s=solve_s, schedule=schedule, extra=info)

@@ -45,6 +45,7 @@ import numpy as np
 from fairpack.models.result import Result, Schedule, Status
 from fairpack.models.types import FloatArray, Instance, InstanceError, IntArray
 from fairpack.solver.registry import OptionError
+from fairpack.solver.spacetime import sat
 from fairpack.solver.spacetime.choice_model import (
     ChoiceProblem,
     build_problem,
@@ -53,7 +54,7 @@ from fairpack.solver.spacetime.choice_model import (
 )
 from fairpack.solver.spacetime.choices import Units
 from fairpack.solver.spacetime.cp import Deadline, add_resource_limits
-from fairpack.solver.spacetime.fair import NO_FAIR_SHARE, FairMode, fair_share, share_deadline
+from fairpack.solver.spacetime.fair import FairMode, fair_share, no_fair_share, share_deadline
 from fairpack.solver.spacetime.units import bounded_unit, integer_scale
 
 
@@ -484,7 +485,7 @@ def solve_plan(problem: ChoiceProblem, hints: list[Plan], time_limit: float, wor
         solver.parameters.cp_model_presolve = False
         solver.parameters.cp_model_probing_level = 0
         solver.parameters.symmetry_level = 0
-    code = solver.solve(cp.model)
+    code = sat.run(solver, cp.model)
     status = solver.status_name(code)
     plan = cp.read(solver) if code in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
     usable = best_hint(problem, [h for h in hints if problem.feasible(h.start, h.alt, h.present)])
@@ -585,7 +586,7 @@ def fair_caps(problem: ChoiceProblem, placement: str, fair_completion: dict[str,
             raise
         notes.append(f"T_k not reported: {error.reason}")
     if share is None and fair == "cap":
-        return Result("time_limit", "", "", message=NO_FAIR_SHARE, extra={"placement": placement, "fair_cap": True})
+        return Result("time_limit", "", "", message=no_fair_share(), extra={"placement": placement, "fair_cap": True})
     if share is None:
         return problem, None, notes
     return problem.with_fair(share.completion, enforce=fair == "cap"), share.schedule, notes

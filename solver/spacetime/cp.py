@@ -74,11 +74,12 @@ import numpy as np
 from fairpack.models.dag import adjacency, longest_paths
 from fairpack.models.result import SCHEDULE_OBJECTIVES, Result, Schedule, Status
 from fairpack.models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
-from fairpack.solver import progress
+from fairpack.solver import interrupt, progress
 from fairpack.solver.sim.fairshare import given_completion_times
 from fairpack.solver.spacetime import decompose as decomposition
+from fairpack.solver.spacetime import sat
 from fairpack.solver.spacetime.bounds import job_lower_bounds, objective_lower_bound, stage_work
-from fairpack.solver.spacetime.fair import NO_FAIR_SHARE, FairMode, fair_share, share_deadline
+from fairpack.solver.spacetime.fair import FairMode, fair_share, no_fair_share, share_deadline, unfinished
 from fairpack.solver.spacetime.lns import LNS_MAX_TASKS, LnsStats, improve
 from fairpack.solver.spacetime.model import placement_fits
 from fairpack.solver.spacetime.units import integer_scale, time_unit, to_units
@@ -143,11 +144,16 @@ class Deadline:
         return Deadline(None if seconds is None else time.perf_counter() + float(seconds))
 
     def left(self) -> float:
-        """Seconds left (infinite without a limit, never negative)."""
+        """Seconds left (infinite without a limit, never negative; none once interrupted)."""
+        if interrupt.requested():
+            return 0.0
         return float("inf") if self.end is None else max(self.end - time.perf_counter(), 0.0)
 
     def until(self, share: float) -> float:
-        """The moment ``share`` of the time left from now has passed (infinite without a limit)."""
+        """The moment ``share`` of the time left from now has passed (infinite without a limit; now once
+        interrupted)."""
+        if interrupt.requested():
+            return time.perf_counter()
         return float("inf") if self.end is None else time.perf_counter() + share * self.left()
 
 
@@ -431,13 +437,13 @@ def _list_schedules(problem: _Problem, deadline: Deadline) -> dict[str, tuple[In
             break
         # The first one runs to its end even past the limit: without it there may be no answer at all (on a
         # loaded machine the fair-share schedule can take the whole of a short limit before it starts).
-        stop = None if not found or np.isinf(until) else until
+        stop = None if not found else until  # infinite without a limit: then only Ctrl-C stops it
         schedule = serial_sgs(*args, priority, capacity, problem.fits, stop)
         if schedule is None:
             continue
         found[rule] = schedule
         if problem.num_tasks <= JUSTIFY_MAX_TASKS and deadline.left() > 0:
-            better = justify(*args, capacity, problem.fits, schedule[0], deadline=None if np.isinf(until) else until)
+            better = justify(*args, capacity, problem.fits, schedule[0], deadline=until)
             if better is not None:
                 found[f"{rule}+justified"] = better
     return found
@@ -791,10 +797,10 @@ def _full_solve(cp: SpacetimeCp, until: float, workers: int, seed: int, below: i
         if level == 0 and workers > 1:  # the portfolio's full-problem worker would be default_lp (level 1)
             solver.parameters.subsolvers.append("no_lp")
     if progress.active() is None:
-        return solver, solver.solve(model)
+        return solver, sat.run(solver, model)
     watch = _progress_callback(cp)
     solver.best_bound_callback = watch.on_bound
-    return solver, solver.solve(model, watch)
+    return solver, sat.run(solver, model, watch)
 
 
 def _read(cp: SpacetimeCp, solved: tuple[Any, Any], outcome: _Outcome, source: str, restricted: bool = False) -> str:
@@ -970,9 +976,9 @@ def solve_spacetime_cp(
         share = fair_share(instance, placement, unit, share_deadline(fair, deadline.end))
         if share is None and fair == "cap":
             return Result("time_limit", "spacetime-cp", "cpsat", build_s=time.perf_counter() - started,
-                          message=NO_FAIR_SHARE, extra={"placement": placement, "fair_cap": True})  # fmt: skip
+                          message=no_fair_share(), extra={"placement": placement, "fair_cap": True})  # fmt: skip
         if share is None:
-            notes.append("T_k not reported: the fair-share schedule did not finish in its part of the time limit")
+            notes.append(f"T_k not reported: the fair-share schedule {unfinished()}")
         else:
             problem = problem.with_fair(share.completion, enforce=fair == "cap")
             starts = schedule_starts(instance, share.schedule, problem.scaled.tick)
@@ -1001,7 +1007,8 @@ def solve_spacetime_cp(
     if not cp.coef_exact:
         notes.append("objective coefficients rounded to 1e-6")
     if hint is not None and outcome.source == hint.rule and not outcome.proven:
-        notes.append(f"CP-SAT found nothing better than the {outcome.source} warm start in time; returning it")
+        when = "before the interrupt" if interrupt.requested() else "in time"
+        notes.append(f"CP-SAT found nothing better than the {outcome.source} warm start {when}; returning it")
     if outcome.infeasible and not problem.exact:
         notes.append("infeasible after conservative rounding; the unrounded instance may be feasible")
     return Result(

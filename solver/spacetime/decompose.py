@@ -61,6 +61,8 @@ from typing import Any
 import numpy as np
 
 from fairpack.models.types import BoolArray, FloatArray, IntArray
+from fairpack.solver import interrupt
+from fairpack.solver.spacetime import sat
 
 # solver.spacetime.cp's types, named but not imported: cp imports this module, and an import of cp here, even
 # under TYPE_CHECKING or inside a function, is an import cycle (tests/test_architecture.py). cp passes in what
@@ -246,7 +248,8 @@ def left_shift(problem: _Problem, layout: Layout, start: IntArray, until: float 
     new = np.empty_like(start)
     release = scaled.release[flat.stage_job]
     for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
-        if time.perf_counter() > until:  # one shift of 190,000 tasks far from their earliest takes many seconds
+        # One shift of 190,000 tasks far from their earliest takes many seconds.
+        if interrupt.requested() or time.perf_counter() > until:
             new[order[a:]] = start[order[a:]]
             break
         g = int(key_stage[a])
@@ -513,8 +516,9 @@ class Decoder:
 
     def fits(self, until: float) -> bool:
         """Whether one more decode, as long as the longest so far, ends by ``until`` (one decode of 190,000
-        tasks takes seconds, so checking the clock only before it would overrun the time limit)."""
-        return time.perf_counter() + self.seconds <= until
+        tasks takes seconds, so checking the clock only before it would overrun the time limit); never once
+        interrupted."""
+        return not interrupt.requested() and time.perf_counter() + self.seconds <= until
 
 
 def repair_order(decode: Decoder, order: IntArray, rounds: int = REPAIR_ROUNDS, until: float = math.inf,
@@ -693,7 +697,7 @@ def sub_solve(problem: _Problem, layout: Layout, incumbent: Incumbent, free: Int
     solver.parameters.max_time_in_seconds = max(seconds, 0.01)
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = seed
-    code = solver.solve(model)
+    code = sat.run(solver, model)
     status = str(solver.status_name(code))
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return items, None, status
@@ -769,7 +773,7 @@ def improve_schedule(incumbent: Incumbent, layout: Layout, until: float, rng: np
     without a strictly better schedule; returns the best incumbent."""
     problem = incumbent.problem
     since_shift = stalled = 0
-    while time.perf_counter() < until - 0.05 and stalled < CP_STALL:
+    while time.perf_counter() < until - 0.05 and stalled < CP_STALL and not interrupt.requested():
         stats.steps += 1
         stalled += 1
         kind = NEIGHBOURHOODS[int(rng.integers(0, len(NEIGHBOURHOODS)))]

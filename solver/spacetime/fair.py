@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from fairpack.models.types import Instance
+from fairpack.solver import interrupt
 from fairpack.solver.sim.fairshare import FairShare, fair_completion_times
 from fairpack.solver.spacetime.units import to_unit
 
@@ -30,6 +31,18 @@ REPORT_SHARE = 0.25
 #: Why a capped method stopped before solving.
 NO_FAIR_SHARE = ("the fair-share (drf-strict) schedule that sets the caps C_k <= T_k did not finish within the "
                  "time limit; raise --time-limit or pass --no-fair-cap")  # fmt: skip
+
+
+def unfinished() -> str:
+    """Why the fair-share schedule is missing when it was only to be reported."""
+    return "was interrupted" if interrupt.requested() else "did not finish in its part of the time limit"
+
+
+def no_fair_share() -> str:
+    """Why a capped method stopped before solving: :data:`NO_FAIR_SHARE`, or Ctrl-C came first."""
+    if interrupt.requested():
+        return "interrupted while the fair-share (drf-strict) schedule that sets the caps C_k <= T_k was computed"
+    return NO_FAIR_SHARE
 
 
 class OutOfTime(Exception):
@@ -44,7 +57,7 @@ class Watch:
     deadline: float
 
     def state(self, sim: Any) -> None:
-        if time.perf_counter() > self.deadline:
+        if interrupt.requested() or time.perf_counter() > self.deadline:
             raise OutOfTime
 
     def hold(self, sim: Any, start: float, end: float) -> None:
@@ -87,9 +100,10 @@ def fair_share(instance: Instance, placement: str, unit: float | None = None,
     """
     seen = instance if unit is None else slotted(instance, unit)
     try:
-        return fair_completion_times(seen, placement, observers=watched(deadline))
+        share = fair_completion_times(seen, placement, observers=watched(deadline))
     except OutOfTime:
         return None
+    return None if interrupt.requested() else share  # interrupted, the run stopped part way (solver.interrupt)
 
 
 def watched(deadline: float | None) -> tuple[Watch, ...]:

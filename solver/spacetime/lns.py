@@ -32,6 +32,8 @@ from typing import Any
 import numpy as np
 
 from fairpack.models.types import BoolArray, IntArray
+from fairpack.solver import interrupt
+from fairpack.solver.spacetime import sat
 
 #: Above this many tasks the model is too large to clone and re-solve many times in a few seconds.
 LNS_MAX_TASKS = 2_000
@@ -134,7 +136,7 @@ def improve(
     index = np.asarray(start_index, dtype=np.int64)
     top = np.iinfo(np.int64).max // 4
     stalled = 0
-    while time.perf_counter() < until - 0.01 and n > 0 and stalled < STALL_STEPS:
+    while time.perf_counter() < until - 0.01 and n > 0 and stalled < STALL_STEPS and not interrupt.requested():
         stats.steps += 1
         arcs = resource_flow_arcs(incumbent, duration, demand, capacity)
         freed = _neighbourhood(rng, incumbent, size)
@@ -156,7 +158,7 @@ def improve(
         solver.parameters.random_seed = seed + stats.steps
         if linearization is not None:
             solver.parameters.linearization_level = linearization
-        code = solver.solve(sub)
+        code = sat.run(solver, sub)
         stats.free = int(freed.sum())
         stalled += 1
         if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):

@@ -26,6 +26,8 @@ import numpy as np
 from fairpack.models.locality import factors, levels, task_blocks
 from fairpack.models.result import Result, Schedule, Status
 from fairpack.models.types import FloatArray, Instance, InstanceError, IntArray
+from fairpack.solver import interrupt
+from fairpack.solver.spacetime import sat
 from fairpack.solver.spacetime.units import integer_scale, to_units
 
 #: Largest power of ten the times and amounts may be scaled by to become whole numbers.
@@ -180,7 +182,7 @@ def _solve(instance: Instance, objective: str, time_limit: float | None, workers
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = seed
     build_s = time.perf_counter() - started
-    status = solver.solve(model)
+    status = sat.run(solver, model)
     name = solver.status_name(status)
     total_weight = float(weights.sum())
     assert total_weight > 0
@@ -215,7 +217,7 @@ def solve_locality_cp(instance: Instance, objective: str, time_limit: float | No
     Status ``optimal`` when CP-SAT proves it, ``time_limit`` with the incumbent (or none) when the limit came
     first, ``infeasible`` when no schedule exists (a task fits no machine is refused before, as bad input).
     """
-    from fairpack.solver.spacetime.fair import fair_share, share_deadline
+    from fairpack.solver.spacetime.fair import fair_share, share_deadline, unfinished
 
     started = time.perf_counter()
     deadline = None if time_limit is None else started + float(time_limit)
@@ -223,8 +225,7 @@ def solve_locality_cp(instance: Instance, objective: str, time_limit: float | No
     fair_s = time.perf_counter() - started
     left = None if deadline is None else max(deadline - time.perf_counter(), 0.0)
     found = _solve(instance, objective, left, workers, seed)
-    notes = [] if share is not None else ["T_k not reported: the fair-share schedule did not finish in its part of "
-                                          "the time limit"]  # fmt: skip
+    notes = [] if share is not None else [f"T_k not reported: the fair-share schedule {unfinished()}"]
     schedule = found.schedule
     if schedule is not None and share is not None:
         schedule = replace(schedule, fair_completion=np.asarray(share.completion, dtype=np.float64))
@@ -235,7 +236,8 @@ def solve_locality_cp(instance: Instance, objective: str, time_limit: float | No
         status = "infeasible"
     elif found.status in ("FEASIBLE", "UNKNOWN"):
         status = "time_limit"
-        notes.append(f"CP-SAT stopped at the time limit ({found.status.lower()})")
+        why = "was interrupted" if interrupt.requested() else "stopped at the time limit"
+        notes.append(f"CP-SAT {why} ({found.status.lower()})")
     else:
         status = "error"
         notes.append(f"CP-SAT returned {found.status}")

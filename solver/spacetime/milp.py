@@ -67,7 +67,7 @@ from fairpack.models.result import Result, Schedule, Status
 from fairpack.models.types import FloatArray, Instance, InstanceError, IntArray
 from fairpack.solver.backends import Backend, SolveOutcome, SolverSettings, get_backend
 from fairpack.solver.sim.fairshare import given_completion_times
-from fairpack.solver.spacetime.fair import NO_FAIR_SHARE, fair_mode, fair_share, share_deadline
+from fairpack.solver.spacetime.fair import fair_mode, fair_share, no_fair_share, share_deadline, unfinished
 from fairpack.solver.spacetime.model import (
     FIT_TOL,
     SlotData,
@@ -372,7 +372,7 @@ def solve_spacetime(
     try:
         run.fair_caps(fair_completion, fair_cap)
     except _NoFairShare:
-        return run.result("time_limit", NO_FAIR_SHARE, build_s=time.perf_counter() - run.started)
+        return run.result("time_limit", no_fair_share(), build_s=time.perf_counter() - run.started)
     try:
         run.heuristics()
         upper = run.completion_bounds()
@@ -441,8 +441,7 @@ class _SpacetimeRun:
             if share is None and fair_cap:
                 raise _NoFairShare
             if share is None:
-                self.notes.append("T_k not reported: the fair-share schedule did not finish in its part of the "
-                                  "time limit")  # fmt: skip
+                self.notes.append(f"T_k not reported: the fair-share schedule {unfinished()}")
             else:
                 # The fair-share schedule meets every cap: a warm start that always exists.
                 self.witness = schedule_starts(self.instance, share.schedule, self.data.slot)

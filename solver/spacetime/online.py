@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from fairpack.models.types import FloatArray, Instance, IntArray, Job, Stage
+from fairpack.solver import interrupt
 from fairpack.solver.registry import OptionError
 from fairpack.solver.sim.cluster import fit_count
 from fairpack.solver.sim.engine import Simulation
@@ -159,6 +160,10 @@ class Tetrisched(SoftPolicy):
             plan, status, _, _ = solve_plan(problem, hints, MIN_SOLVE_SHARE * self.limit, 1, self.seed, quick=quick,
                                             until=started + self.limit)  # fmt: skip
         self.stats["cycles"] += 1
+        if interrupt.requested():
+            # Ctrl-C cut this cycle's search short: commit nothing from it (the run stops before its next launch),
+            # so the schedule returned is what the uninterrupted run had launched by then.
+            return
         if plan is None:
             # CP-SAT found nothing within the cycle limit and no hint keeps the plan's rules (the list schedule
             # may start a ready task beyond the window). Commit the best hint's tasks that start now anyway (they

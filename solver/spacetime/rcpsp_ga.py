@@ -18,7 +18,8 @@ child is improved by forward-backward improvement (Hartmann 1998; Valls, Ballest
 * parents are drawn by binary tournament; the population is the best of parents and children (ranking),
   duplicates of a makespan and an order removed.
 
-The search stops at the deadline, when the best makespan meets the lower bound it is given, or after
+The search stops at the deadline (or at Ctrl-C, :mod:`fairpack.solver.interrupt`, checked between generations:
+each is a few compiled calls from Python), when the best makespan meets the lower bound it is given, or after
 ``STALL_GENERATIONS`` generations without a better makespan (on J30 the proof needs the time).
 
 The loops are compiled with numba (``cache=True``: the first call in a fresh environment compiles for a few
@@ -36,6 +37,7 @@ import numpy as np
 from numba import njit
 
 from fairpack.models.types import FloatArray, IntArray
+from fairpack.solver import interrupt
 
 __all__ = ["GaStats", "Rcpsp", "evolve", "warm_up"]
 
@@ -329,7 +331,7 @@ def evolve(
 
     orders, fitness, starts = drawn(initial)
     stall_left = stall
-    while time.perf_counter() < until and stall_left > 0:
+    while time.perf_counter() < until and stall_left > 0 and not interrupt.requested():
         if (stall - stall_left) and (stall - stall_left) % RESTART_GENERATIONS == 0:
             kept = orders[0].copy(), int(fitness[0]), starts[0].copy()
             orders, fitness, starts = drawn([kept[0]])

@@ -24,6 +24,7 @@ import numpy as np
 from fairpack.models.dag import adjacency, reachability
 from fairpack.models.result import Schedule
 from fairpack.models.types import BoolArray, FloatArray, Instance, IntArray
+from fairpack.solver import interrupt
 
 #: The list heuristic keeps a (steps x machines x resources) usage profile; larger instances skip it.
 MAX_PROFILE_CELLS = 20_000_000
@@ -98,7 +99,7 @@ def serial_sgs(
     missing = [len(p) for p in parents]
     eligible = {s for s in range(tasks.size) if not missing[s]}
     while eligible:
-        if deadline is not None and time.perf_counter() > deadline:
+        if deadline is not None and (interrupt.requested() or time.perf_counter() > deadline):
             return None
         stage = min(eligible, key=lambda s: (priority[s], s))
         eligible.remove(stage)
@@ -179,6 +180,8 @@ def heuristic_starts(
         try:
             schedule, _ = run_policy(instance, name, placement=placement, observers=watched(deadline))
         except OutOfTime:
+            break
+        if interrupt.requested():  # the simulation stopped part way (solver.interrupt): no schedule of every task
             break
         starts = schedule_starts(instance, schedule, step)
         if starts is not None:
