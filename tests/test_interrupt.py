@@ -1,4 +1,4 @@
-"""Ctrl-C (SIGINT) has one meaning (issue 25, item 5): the first stops the search or the simulation and the call
+"""Ctrl-C (SIGINT) has one meaning: the first stops the search or the simulation and the call
 returns its best answer so far, verified, with status ``interrupted`` (the CLI: written to stdout and ``-o``, exit
 130); a second one quits at once (the CLI: exit 130, one line on stderr; a library call: ``KeyboardInterrupt``).
 
