@@ -99,7 +99,19 @@ def solve(
         # exhausts memory is a failed solve, reported as one, never an answer.
         raw = Result("error", spec.name, settings.backend or "none", message=f"out of memory: the instance is "
                      f"too large for {spec.name} here; try a heuristic, a smaller instance or more memory")  # fmt: skip
-    return finish(instance, spec, replace(raw, warnings=(*preflight(instance, spec), *raw.warnings)), started)
+    raw = replace(raw, warnings=(*preflight(instance, spec), *raw.warnings))
+    return recorded(finish(instance, spec, raw, started), "solve", settings)
+
+
+def recorded(result: Result, command: str, settings: SolveOptions) -> Result:
+    """``result`` with how it was run: ``command`` (``solve`` or ``simulate``) and ``options``, the options given
+    (``SolveOptions.given()`` and ``extra``; the backend and time limit are reported elsewhere). ``fairpack
+    check`` derives the rules it verifies a saved result by from the method and these options, and applies an
+    option that loosens a rule (``--no-fair-cap``, ``--horizon``, ...) only when its own caller gives it too."""
+    options = {name: value for name, value in settings.given().items() if name not in ("verbose", "time_limit")}
+    if settings.extra:
+        options["extra"] = dict(settings.extra)
+    return replace(result, extra={**result.extra, "command": command, "options": options})
 
 
 def preflight(instance: Instance, spec: Method | None = None) -> list[str]:
@@ -150,7 +162,8 @@ def simulate(
     from fairpack.solver.sim.run import run_simulation
 
     raw = run_simulation(workload, policy, settings, Budget.of(time_limit), trace)
-    return finish(workload, spec, replace(raw, warnings=(*preflight(workload), *raw.warnings)), started)
+    raw = replace(raw, warnings=(*preflight(workload), *raw.warnings))
+    return recorded(finish(workload, spec, raw, started), "simulate", settings)
 
 
 #: Bytes a schedule method needs per task, at the least: the schedule's eight per-task arrays and the
