@@ -50,7 +50,7 @@ def instances(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Instance]:
 def test_the_checkers_fair_share_schedule_is_the_solvers(instances: dict[str, Instance], placement: str) -> None:
     compared = 0
     for name, instance in instances.items():
-        mine = fair_times(instance, placement)
+        mine = fair_times(instance, placement, shares=True)
         try:
             theirs = fair_completion_times(instance, placement)
         except Exception:  # a stage that fits no unit of the placement, or runs only as a gang: no T_k

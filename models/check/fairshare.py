@@ -411,9 +411,10 @@ class _FairShareRun:
         return self.completion
 
 
-def fair_times(instance: Instance, placement: str = "pooled") -> FairTimes | None:
-    """``T_k`` of every job (module docstring) on ``placement`` (``pooled`` or ``servers``); None when the
-    fair-share schedule does not exist: a stage fits no unit of the placement, or runs only as a gang."""
+def fair_times(instance: Instance, placement: str = "pooled", shares: bool = False) -> FairTimes | None:
+    """``T_k`` of every job (module docstring) on ``placement`` (``pooled`` or ``servers``), and with ``shares``
+    every job's DRF share at its arrival (else zeros: one filling per job, the costly part on many jobs); None
+    when the fair-share schedule does not exist: a stage fits no unit of the placement, or runs only as a gang."""
     if not instance.jobs:
         return FairTimes(np.zeros(0), np.zeros((0, len(instance.resources))))
     capacity = instance.total_capacity[None, :] if placement != "servers" else instance.capacity
@@ -427,7 +428,7 @@ def fair_times(instance: Instance, placement: str = "pooled") -> FairTimes | Non
     completion = run.run().copy()
     release = np.array(run.release)
     share = np.zeros_like(run.work)
-    for k in range(len(instance.jobs)):
+    for k in range(len(instance.jobs) if shares else 0):
         present = (release <= release[k]) & ((release == release[k]) | (completion > release[k]))
         share[k] = drf_levels(run.work, run.weight, present)[k]
     return FairTimes(completion, share)
