@@ -100,6 +100,15 @@ blocks:
   b3: [b]
 locality: {rack: 1.5}
 """,
+    # Deadlines: a cannot meet its deadline (it runs 3 from 0), b can: SLO attainment 0.5.
+    "slo": """
+name: slo
+resources: [cpu]
+servers: [{name: m, capacity: {cpu: 1}, count: 2}]
+jobs:
+  - {name: a, deadline: 2, stages: [{name: s, tasks: 1, duration: 3, demand: {cpu: 1}}]}
+  - {name: b, deadline: 5, utility: [[5, 10], [8, 0]], stages: [{name: s, tasks: 2, duration: 2, demand: {cpu: 1}}]}
+""",
     # Under slots (ten 1-CPU slots), big's 5-CPU task fits no slot: big never runs, and is unfinished.
     "unplaceable": """
 name: unplaceable

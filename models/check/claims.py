@@ -137,7 +137,8 @@ def resolved_placement(value: Any, kind: str, default: str, instance: Instance) 
 
 
 def resolve(instance: Instance, data: Mapping[str, Any], stated: Mapping[str, Any], takes: frozenset[str],
-            loosening: Mapping[str, Any], method: str, problems: list[str]) -> Applied:  # fmt: skip
+            loosening: Mapping[str, tuple[Callable[[Any], bool], Any]], method: str,
+            problems: list[str]) -> Applied:  # fmt: skip
     """The rule options of a saved result (module docstring).
 
     Parameters
@@ -147,8 +148,8 @@ def resolve(instance: Instance, data: Mapping[str, Any], stated: Mapping[str, An
     takes
         Flat keys of the options the method honours (a recorded option it does not take is a violation).
     loosening
-        Flat key -> a function ``(value) -> strict value or None``: the strict value to apply when ``value``
-        loosens the rule and was not stated (None: it does not loosen).
+        Flat key -> ``(loosens, strict)``: whether a value loosens the rule, and the strict value applied
+        instead when it does and was not stated.
     """
     recorded = flat_options(data.get("options"), "options")
     for key in recorded:
@@ -166,37 +167,31 @@ def resolve(instance: Instance, data: Mapping[str, Any], stated: Mapping[str, An
         claimed[key] = value
     applied = dict(claimed)
     withheld: list[str] = []
-    for key, strict in loosening.items():
-        if key in stated or key not in recorded:
+    for key, (loosens, strict) in loosening.items():
+        if key in stated or key not in recorded or not loosens(claimed[key]):
             continue
-        replacement = strict(claimed[key])
-        if replacement is not None:
-            applied[key] = replacement
-            withheld.append(flag(key, claimed[key]))
+        applied[key] = strict
+        withheld.append(flag(key, claimed[key]))
     return Applied(claimed, applied, withheld)
 
 
-def loosening(rules: SavedRules, instance: Instance) -> dict[str, Callable[[Any], Any]]:
-    """Flat option -> the strict value to apply instead of a recorded value that loosens a rule (None: it
-    does not)."""
-    found: dict[str, Callable[[Any], Any]] = {}
+def loosening(rules: SavedRules, instance: Instance) -> dict[str, tuple[Callable[[Any], bool], Any]]:
+    """Flat option -> ``(loosens, strict)``: whether a recorded value loosens one of ``rules``' checks on
+    ``instance``, and the strict value checked instead unless the caller states it (module docstring)."""
+    found: dict[str, tuple[Callable[[Any], bool], Any]] = {}
     if rules.fair_caps:
-        found["fair_cap"] = lambda value: True if value is False else None
-        found["extra.fair_completion"] = lambda value: True if value is not True else None
+        found["fair_cap"] = (lambda value: value is False, True)
+        found["extra.fair_completion"] = (lambda value: value is not True, True)
     if rules.placement:
-        kind = rules.kind
-
-        def placement(value: Any) -> Any:
-            loose = resolved_placement(value, kind, rules.placement, instance) == "pooled"
-            strict = resolved_placement("auto", kind, rules.placement, instance) == "servers"
-            return "servers" if loose and strict else None
-
-        found["placement"] = placement
+        kind, default = rules.kind, rules.placement
+        strict = resolved_placement("auto", kind, default, instance) == "servers"
+        found["placement"] = (lambda value: strict and resolved_placement(value, kind, default, instance) == "pooled",
+                              "servers")  # fmt: skip
     if rules.policy and rules.kind == "schedule":
-        found["extra.horizon"] = lambda value: RULE_DEFAULTS["extra.horizon"] if value is not None else None
+        found["extra.horizon"] = (lambda value: value is not None, None)
     if rules.stage_rule == "slot":
-        found["slots"] = lambda value: RULE_DEFAULTS["slots"] if number(value) and value > RULE_DEFAULTS["slots"] \
-            else None  # fmt: skip
+        most = RULE_DEFAULTS["slots"]
+        found["slots"] = (lambda value: number(value) is not None and value > most, most)
     return found
 
 

@@ -75,8 +75,8 @@ def check_schedule(instance: Instance, data: dict[str, Any], rules: SavedRules, 
     compare.value("placement", data.get("placement", ...), placement_of(rules, applied.claimed, instance))
     if rules.fair_caps:
         compare.value("fair_cap", data.get("fair_cap", ...), bool(applied.claimed["fair_cap"]))
-    elif "fair_cap" in data:  # a method without caps may say so, and only so
-        compare.value("fair_cap", data["fair_cap"], False)
+    elif "fair_cap" in data and data["fair_cap"] is not False:  # a method without caps may say so, and only so
+        compare.add("fair_cap", f"saved fair_cap {data['fair_cap']}, but {rules.method} has no fair caps")
     if rules.policy:
         compare.value("policy", data.get("policy", ...), rules.method)
     done = ~np.isnan(report.completion)
