@@ -9,9 +9,10 @@ then, like a careful forger, makes every other number agree with the edited answ
 itself is what check must find. Check is given the options the run was given, as its user would; every edit
 must end with exit 1 and a violation matching the edit's pattern.
 
-The edits of the tampering campaign that found the checker trusting the file are all here (status/bound, infeasible, error with no answer, every job
-unfinished, placement relabelled pooled, the objective switched, a late job made legal three ways, utility,
-SLO attainment, a locality level, a hierarchy node's share, a task dropped from a simulation), with more.
+The edits of the tampering campaign that found the checker trusting the file are all here (status/bound,
+infeasible, error with no answer, every job unfinished, placement relabelled pooled, the objective switched, a
+late job made legal three ways, utility, SLO attainment, a locality level, a hierarchy node's share, a task
+dropped from a simulation), with more.
 """
 
 from __future__ import annotations
@@ -299,6 +300,12 @@ def late_with_fair_cap_off(case: Saved, data: dict[str, Any]) -> None:
     data.setdefault("options", {})["fair_cap"] = False
 
 
+def late_with_fair_cap_off_and_no_options(case: Saved, data: dict[str, Any]) -> None:
+    """As if saved before runs recorded their options: nothing says how it ran, so the caps apply."""
+    late_with_fair_cap_off(case, data)
+    del data["options"], data["command"]
+
+
 def late_and_renamed_to_a_heuristic(case: Saved, data: dict[str, Any]) -> None:
     _late(case, data)
     forge(case, data)
@@ -552,6 +559,8 @@ TAMPERS = [
     Tamper("late job, fair_completion loosened", CAPPED, late_with_fair_completion_raised,
            r"after its fair completion time"),
     Tamper("late job, fair_cap false", CAPPED, late_with_fair_cap_off, r"records --no-fair-cap"),
+    Tamper("late job, fair_cap false, options removed", CAPPED, late_with_fair_cap_off_and_no_options,
+           r"after its fair completion time"),
     Tamper("late job, renamed to a heuristic", CAPPED, late_and_renamed_to_a_heuristic,
            r"late_jobs is missing|has no fair caps"),
     Tamper("late job, forged as a heuristic's, method pinned", CAPPED, late_and_renamed_pinned,
@@ -637,6 +646,18 @@ def test_every_edit_of_the_campaign_is_covered_for_every_family_it_applies_to() 
     covered = {family for _, family in CASES}
     assert covered == set(FAMILIES)
     assert len(CASES) >= 200
+
+
+def test_a_result_saved_before_options_were_recorded_is_checked_by_those_given(saved: dict[str, Saved],
+                                                                             tmp_path: Path) -> None:  # fmt: skip
+    case = saved["no-fair-cap"]
+    data = {key: value for key, value in case.data.items() if key not in ("options", "command")}
+    path = tmp_path / "older.json"
+    path.write_text(json.dumps(data))
+    code, out, _ = cli("check", case.path, path, "--no-fair-cap")
+    assert code == 0 and "records no options" in out, out
+    code, out, _ = cli("check", case.path, path)  # the caps apply, and the file's fair_cap false contradicts them
+    assert code == 1 and "after its fair completion time" in out and "saved fair_cap False" in out, out
 
 
 # ------------------------------------------------------------------------------------------ infeasible, confirmed

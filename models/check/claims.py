@@ -7,7 +7,8 @@ so the checker takes them from the file -- as claims: the rules a result is chec
 registry record and these options, and
 
 * the caller of ``check`` may state the run's options (the CLI takes solve's own flags); a stated option the
-  file contradicts is a violation, so a user who knows how the run was made pins its rules;
+  file contradicts is a violation, so a user who knows how the run was made pins its rules (a result saved
+  before options were recorded contradicts none: it is checked by the stated options and the defaults);
 * an option that *loosens* a rule -- ``--no-fair-cap`` or given fair completion times (an exact method's caps),
   ``pooled`` placement where the method places on machines by default (the per-machine checks), a
   ``horizon`` (jobs left unfinished when the run stopped there), a larger slot count (tasks that fit no
@@ -152,6 +153,8 @@ def resolve(instance: Instance, data: Mapping[str, Any], stated: Mapping[str, An
         instead when it does and was not stated.
     """
     recorded = flat_options(data.get("options"), "options")
+    # A result saved before runs recorded their options says nothing to contradict: the stated options apply.
+    contradicts = "options" in data
     for key in recorded:
         if key not in takes and key not in NEUTRAL:
             problems.append(f"the result records the option {flag(key, recorded[key])}, which {method} does not take")
@@ -159,7 +162,7 @@ def resolve(instance: Instance, data: Mapping[str, Any], stated: Mapping[str, An
     for key, default in RULE_DEFAULTS.items():
         value = recorded.get(key, default)
         if key in stated:
-            if not _same(stated[key], value):
+            if contradicts and not _same(stated[key], value):
                 default_flag = flag(key, stated[key]).split(" ")[0]
                 what = flag(key, value) if key in recorded else f"no {default_flag} (the default)"
                 problems.append(f"check was given {flag(key, stated[key])}, but the result records {what}")

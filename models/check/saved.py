@@ -91,7 +91,7 @@ def check_saved(instance: Instance, data: dict[str, Any], rules: SavedRules) -> 
     if data.get("instance") not in (None, instance.name):
         problems.append(f"the result is for instance {data.get('instance')!r}, not {instance.name!r}")
     applied = resolve(instance, data, rules.stated, rules.takes, loosening(rules, instance), rules.method, problems)
-    described = _describe(rules, applied, instance)
+    described = _describe(rules, applied, instance, data)
     notes: list[str] = []
     present = "tasks" in data if rules.kind == "schedule" else "tenants" in data
     if not present:
@@ -117,14 +117,15 @@ def check_saved(instance: Instance, data: dict[str, Any], rules: SavedRules) -> 
     return SavedCheck(not problems, problems, numbers, described, notes)
 
 
-def _describe(rules: SavedRules, applied: Applied, instance: Instance) -> list[str]:
+def _describe(rules: SavedRules, applied: Applied, instance: Instance, data: Mapping[str, Any]) -> list[str]:
     """The rules the result is checked by, in words (``fairpack check`` prints them)."""
     words = [f"{rules.method} ({'exact' if rules.exact else 'online policy' if rules.policy else 'heuristic'})"]
     placement = placement_of(rules, applied, instance)
     if rules.kind == "allocation":
         level = rules.unit_kind or ("pool" if placement == "pooled" else "class")
         words.append(f"allocation per {level}")
-        return words
+        return words + (["the result records no options (saved by an older fairpack)"] if "options" not in data
+                        else [])  # fmt: skip
     words += [f"placement {placement}", f"objective {objective_of(rules, applied, instance)}"]
     if applied["objective"] == "mix":
         words.append(f"alpha {applied['alpha']:g}")
@@ -144,6 +145,9 @@ def _describe(rules: SavedRules, applied: Applied, instance: Instance) -> list[s
         words.append(f"horizon {applied['extra.horizon']:g}")
     if rules.stage_rule == "slot":
         words.append(f"{applied['slots']} slots per largest machine")
+    if "options" not in data:
+        words.append("the result records no options (saved by an older fairpack): checked by those given and "
+                     "the defaults")  # fmt: skip
     for withheld in applied.withheld:
         words.append(f"not applied: {withheld} (recorded; give it to check to apply it)")
     return words
@@ -322,6 +326,9 @@ def _allocation(instance: Instance, data: dict[str, Any], rules: SavedRules, app
     compare.value("objective", data.get("objective", ...), objective, required=True)
     if rules.placement:
         compare.value("placement", data.get("placement", ...), claimed)
+    simulation = data.get("simulation")
+    if rules.policy and isinstance(simulation, Mapping):
+        compare.value("simulation.policy", simulation.get("policy", ...), rules.method)
     problems.extend(compare.messages())
     numbers = {"objective": objective, "utilisation": view["utilisation"]}
     return report.ok, numbers, maximised
