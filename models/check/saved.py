@@ -107,7 +107,8 @@ def check_saved(instance: Instance, data: dict[str, Any], rules: SavedRules) -> 
         ok, numbers, maximised = _allocation(instance, data, rules, applied, problems)
     _bound_and_gap(data, numbers.get("objective"), rules, instance, maximised, problems)
     expected = ok and status != "error"  # solve never calls what a failed method left verified
-    if data.get("verified") is not None and bool(data.get("verified")) != expected and not applied.withheld:
+    strict = applied.withheld and not ok  # a failure under rules stricter than the run's: no verdict on its own
+    if data.get("verified") is not None and bool(data.get("verified")) != expected and not strict:
         problems.append(f"the result says verified {data.get('verified')} but re-verification says {expected}")
     if status == "error":
         problems.append("status 'error': the run failed, and check does not verify what a failed run left")
@@ -123,9 +124,7 @@ def _describe(rules: SavedRules, applied: Applied, instance: Instance, data: Map
     placement = placement_of(rules, applied, instance)
     if rules.kind == "allocation":
         level = rules.unit_kind or ("pool" if placement == "pooled" else "class")
-        words.append(f"allocation per {level}")
-        return words + (["the result records no options (saved by an older fairpack)"] if "options" not in data
-                        else [])  # fmt: skip
+        return [*words, f"allocation per {level}", *_options_words(applied, data)]
     words += [f"placement {placement}", f"objective {objective_of(rules, applied, instance)}"]
     if applied["objective"] == "mix":
         words.append(f"alpha {applied['alpha']:g}")
@@ -145,11 +144,15 @@ def _describe(rules: SavedRules, applied: Applied, instance: Instance, data: Map
         words.append(f"horizon {applied['extra.horizon']:g}")
     if rules.stage_rule == "slot":
         words.append(f"{applied['slots']} slots per largest machine")
+    return [*words, *_options_words(applied, data)]
+
+
+def _options_words(applied: Applied, data: Mapping[str, Any]) -> list[str]:
+    """What the rules line says of the recorded options: none recorded, or those not applied."""
+    words = [f"not applied: {withheld} (recorded; give it to check to apply it)" for withheld in applied.withheld]
     if "options" not in data:
         words.append("the result records no options (saved by an older fairpack): checked by those given and "
                      "the defaults")  # fmt: skip
-    for withheld in applied.withheld:
-        words.append(f"not applied: {withheld} (recorded; give it to check to apply it)")
     return words
 
 

@@ -32,7 +32,7 @@ TIMELINE_BINS = 100
 
 
 def check_schedule(instance: Instance, data: dict[str, Any], rules: SavedRules, applied: Applied,
-              problems: list[str]) -> tuple[bool, dict[str, Any], bool]:  # fmt: skip
+                   problems: list[str]) -> tuple[bool, dict[str, Any], bool]:  # fmt: skip
     """Re-verify a saved schedule; returns whether its answer verifies, the recomputed numbers, and whether its
     objective is maximised. Violations go to ``problems``."""
     schedule = schedule_from_json(instance, data)
