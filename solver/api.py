@@ -107,7 +107,18 @@ def solve(
                          message=f"out of memory: the instance is too large for {spec.name} here; try a "
                          "heuristic, a smaller instance or more memory")  # fmt: skip
         raw = replace(raw, warnings=(*preflight(instance, spec), *raw.warnings))
-        return finish(instance, spec, raw, started, call.interrupted)
+        return recorded(finish(instance, spec, raw, started, call.interrupted), "solve", settings)
+
+
+def recorded(result: Result, command: str, settings: SolveOptions) -> Result:
+    """``result`` with how it was run: ``command`` (``solve`` or ``simulate``) and ``options``, the options given
+    (``SolveOptions.given()`` and ``extra``; the backend and time limit are reported elsewhere). ``fairpack
+    check`` derives the rules it verifies a saved result by from the method and these options, and applies an
+    option that loosens a rule (``--no-fair-cap``, ``--horizon``, ...) only when its own caller gives it too."""
+    options = {name: value for name, value in settings.given().items() if name not in ("verbose", "time_limit")}
+    if settings.extra:
+        options["extra"] = dict(settings.extra)
+    return replace(result, extra={**result.extra, "command": command, "options": options})
 
 
 def preflight(instance: Instance, spec: Method | None = None) -> list[str]:
@@ -165,7 +176,7 @@ def simulate(
         except InstanceError as error:  # about a job of the trace: named by its file, row and column
             raise error if trace is None else trace.locate(error, len(instance.jobs)) from None
         raw = replace(raw, warnings=(*preflight(workload), *raw.warnings))
-        return finish(workload, spec, raw, started, call.interrupted)
+        return recorded(finish(workload, spec, raw, started, call.interrupted), "simulate", settings)
 
 
 #: Bytes a schedule method needs per task, at the least: the schedule's eight per-task arrays and the

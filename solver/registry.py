@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from fairpack.solver.backends import ALGORITHMS, DEFAULT_ALGORITHM, SolverSettings, backend_capabilities, installed
 
 if TYPE_CHECKING:
-    from fairpack.models.check.saved import SavedRules
+    from fairpack.models.check.rules import SavedRules
     from fairpack.models.result import Result
 
 #: Families whose ``register`` modules are imported on first use, in listing order.
@@ -101,6 +101,14 @@ class SolveOptions:
 
 #: Options every method honours.
 COMMON_OPTIONS = frozenset({"time_limit", "verbose"})
+#: Exact DAG methods whose ``T_k`` come from the instance rounded up to their time unit (``fairpack check``
+#: recomputes them so): the instance's ``time.slot`` (the time-indexed MILP) or the recorded CP-SAT ``tick``.
+_TIME_UNITS = {"spacetime": "slot", "spacetime-cp": "tick"}
+#: Policies that can never run a stage a machine holds: ``slots`` (a task larger than a slot) and ``hard-only``
+#: (a stage runs only under its first placement option); ``fairpack check`` accepts such jobs unfinished.
+_STAGE_RULES = {"slots": "slot", "hard-only": "first-option"}
+#: Exact methods that solve placement options and the utility objective on machines whatever the placement.
+_ON_MACHINES = frozenset({"spacetime"})
 
 
 @dataclass(frozen=True)
@@ -191,18 +199,43 @@ class Method:
             return ()
         return tuple(a for a in ALGORITHMS.get(backend, ()) if self.needs <= backend_capabilities(backend, a))
 
-    def saved_rules(self, placement: str | None, fair_cap: bool = True) -> SavedRules:
-        """The rules ``solve`` applied to this method's answer (``placement``: the one it was solved with;
-        ``fair_cap``: False when an exact DAG method ran with ``--no-fair-cap``)."""
-        from fairpack.models.check.saved import SavedRules
+    def saved_rules(self, stated: Mapping[str, Any] | None = None, jobs: bool = True) -> SavedRules:
+        """The rules ``fairpack check`` verifies this method's saved answer by: facts of this record, never of the
+        result file (``models.check.saved.SavedRules``).
 
+        ``stated``: the options the caller of ``check`` gives, as flat keys (``placement``, ``fair_cap``,
+        ``extra.horizon``, ...); the file must agree with them, and an option that loosens a rule applies only
+        when stated. ``jobs``: whether the instance has DAG jobs (an online policy simulates them, else its
+        tenants' backlogs, whose answer is an allocation).
+
+        Raises
+        ------
+        OptionError
+            For a stated option this method does not take.
+        """
+        from fairpack.models.check.rules import SavedRules
+
+        takes = frozenset(self.options) | {f"extra.{key}" for key in self.extra_keys}
+        stated = dict(stated or {})
+        for key in stated:
+            if key not in takes:
+                name = key.removeprefix("extra.")
+                raise OptionError(f"{self.name} does not take this option, so its results are not checked by it",
+                                  name.replace("_", "-") if "." not in key else "option")  # fmt: skip
+        if self.is_policy and not jobs:  # tenants' endless backlogs: the placement at the horizon, on machines
+            return SavedRules(self.name, "allocation", unit_kind="machine", policy=True, takes=takes, stated=stated)
         if self.kind == "schedule":
-            return SavedRules(self.name, "schedule", exact=self.exact, require_placement=placement == "servers",
-                              fair_cap=fair_cap)  # fmt: skip
-        level = self.level
-        if level == "placement":
-            level = "pool" if placement == "pooled" else "class"
-        return SavedRules(self.name, "allocation", unit_kind=level, exact=self.exact)  # type: ignore[arg-type]
+            capped = self.exact and "fair_cap" in self.options
+            report = "" if self.is_policy or capped else "servers" if self.exact else "reported"
+            return SavedRules(self.name, "schedule", exact=self.exact, policy=self.is_policy, takes=takes,
+                              placement="auto" if "placement" in self.options and not self.is_policy else "servers",
+                              fair_caps=capped, fair_report=report, time_unit=_TIME_UNITS.get(self.name, ""),
+                              stage_rule=_STAGE_RULES.get(self.name, "machine") if self.is_policy else "machine",
+                              gangs=self.placement_options == "all", choices_on_machines=self.name in _ON_MACHINES,
+                              stated=stated)  # fmt: skip
+        level = None if self.level == "placement" else self.level
+        return SavedRules(self.name, "allocation", unit_kind=level, exact=self.exact, takes=takes,  # type: ignore[arg-type]
+                          placement="auto" if self.level == "placement" else "", stated=stated)  # fmt: skip
 
     def runner(self) -> Callable[..., Result]:
         run: Callable[..., Result] = _imported(self.driver)

@@ -527,9 +527,11 @@ def test_highs_answers_the_same_with_its_interrupt_callbacks(restored_signals: N
 
 
 def test_interrupted_is_a_status_everywhere_statuses_are_listed() -> None:
-    from fairpack.models.check.saved import ANSWER_STATUSES, NO_ANSWER_STATUSES
+    from fairpack.models.check.saved import ANSWER_STATUSES
+    from fairpack.models.check.saved import STATUSES as SAVED_STATUSES
 
-    assert "interrupted" in STATUSES and "interrupted" in NO_ANSWER_STATUSES and "interrupted" not in ANSWER_STATUSES
+    # A run cut short may come with its best answer so far, or with none: fairpack check takes both.
+    assert "interrupted" in STATUSES and "interrupted" in SAVED_STATUSES and "interrupted" in ANSWER_STATUSES
 
 
 def test_a_saved_interrupted_result_without_an_answer_checks(tmp_path: Path) -> None:

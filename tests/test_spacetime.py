@@ -242,13 +242,19 @@ def test_cli_no_fair_cap(method: str, capsys: pytest.CaptureFixture[str], tmp_pa
     assert code == 0 and data["status"] == "optimal" and data["verified"] is True and data["fair_cap"] is False
     assert data["objective"] == pytest.approx(2.5) and data["avg_jct"] == pytest.approx(2.5)
     assert len(data["tasks"]) == 4
-    expected = {"completion": 5.5, "fair_completion": 4.5, "deadline": None, "utility": -5.5}
-    assert {key: data["jobs"]["long"][key] for key in expected} == expected
+    long = {key: data["jobs"]["long"][key] for key in ("completion", "fair_completion", "deadline", "utility")}
+    assert long == {"completion": 5.5, "fair_completion": 4.5, "deadline": None, "utility": -5.5}
     assert data["jobs"]["short"]["fair_completion"] == 2.5
-    assert main(["check", str(TWO_JOBS), str(saved)]) == 0  # T_k reported, not a deadline
+    # --no-fair-cap loosens the rules: check applies it only when given it too (T_k is then reported, not a
+    # deadline); without it the caps apply, and the violation says which recorded option would excuse it.
+    assert main(["check", str(TWO_JOBS), str(saved), "--no-fair-cap"]) == 0
     capsys.readouterr()
+    assert main(["check", str(TWO_JOBS), str(saved)]) == 1
+    out = capsys.readouterr().out
+    assert "after its fair completion time" in out and "records --no-fair-cap" in out
     # Claiming the caps were on turns the same schedule into a broken promise.
-    saved.write_text(json.dumps({**json.loads(saved.read_text()), "fair_cap": True}))
+    data = {**json.loads(saved.read_text()), "fair_cap": True, "options": {}}
+    saved.write_text(json.dumps(data))
     assert main(["check", str(TWO_JOBS), str(saved)]) == 1
     assert "after its fair completion time" in capsys.readouterr().out
 
@@ -428,7 +434,8 @@ def test_cli_round_trip_with_machines(tmp_path: Path, capsys: pytest.CaptureFixt
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and data["status"] == "optimal" and data["placement"] == "servers" and data["makespan"] == 2
     assert all(task["server"] == "node" and task["machine"] in (0, 1) for task in data["tasks"])
-    assert main(["check", str(path), str(saved), "--json"]) == 0
+    options = ["--placement", "servers", "--no-fair-cap", "--objective", "makespan"]  # as given to solve
+    assert main(["check", str(path), str(saved), "--json", *options]) == 0
     assert json.loads(capsys.readouterr().out)["verified"] is True
     instance = instance_from_dict(cluster(SPLIT_JOBS))
     assert schedule_from_json(instance, data).machine is not None
@@ -438,7 +445,7 @@ def test_cli_round_trip_with_machines(tmp_path: Path, capsys: pytest.CaptureFixt
         task["start"], task["end"], task["machine"] = 0.0, 1.0, 0 if task["stage"] == "a" else 1
     data["makespan"] = data["objective"] = data["avg_jct"] = data["jobs"]["j"]["completion"] = 1.0
     saved.write_text(json.dumps(data))
-    assert main(["check", str(path), str(saved), "--json"]) == 1
+    assert main(["check", str(path), str(saved), "--json", *options]) == 1
     problems = json.loads(capsys.readouterr().out)["violations"]
     assert problems[0] == "machine node[0]: resource cpu: 6 in use at time 0 exceeds its capacity 4"
     # The file's other claims no longer hold either: its bound (the true optimum, 2) and its "verified".
@@ -448,9 +455,9 @@ def test_cli_round_trip_with_machines(tmp_path: Path, capsys: pytest.CaptureFixt
     for task in data["tasks"]:
         del task["server"], task["machine"]
     saved.write_text(json.dumps(data))
-    assert main(["check", str(path), str(saved), "--json"]) == 1
+    assert main(["check", str(path), str(saved), "--json", *options]) == 1
     assert any("no per-server placement" in p for p in json.loads(capsys.readouterr().out)["violations"])
     data["tasks"][0]["server"] = "nowhere"
     saved.write_text(json.dumps(data))
-    assert main(["check", str(path), str(saved)]) == 2
+    assert main(["check", str(path), str(saved), *options]) == 2
     assert "tasks[0].server: unknown server 'nowhere'" in capsys.readouterr().err

@@ -260,6 +260,18 @@ def verify_schedule(
                 for k in np.flatnonzero(broken)
             ],
         )
+        # A stage that ran waited for every task of its parents: a parent task left out (a job called unfinished)
+        # cannot have ended before it.
+        ran = np.bincount(g, minlength=len(stages))
+        short = (ran[edge[:, 1]] > 0) & (ran[edge[:, 0]] < tasks_per_stage[edge[:, 0]])
+        violations += truncate(
+            "precedence",
+            [
+                f"job {jobs[stage_job[edge[k, 1]]].name}: stage {stages[edge[k, 1]].name} ran, but parent stage "
+                f"{stages[edge[k, 0]].name} ran only {ran[edge[k, 0]]} of its {tasks_per_stage[edge[k, 0]]} tasks"
+                for k in np.flatnonzero(short)
+            ],
+        )
 
     # 5. Pooled capacity; a task run under an option with its own demand uses that demand.
     need = demand[g]

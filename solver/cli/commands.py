@@ -438,10 +438,42 @@ def _simulate_and_write(instance: Instance, trace: Any, options: dict[str, Any],
 # --- check ----------------------------------------------------------------------------------------------
 
 
+def _stated_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The run's options as ``check``'s caller states them (solve's and simulate's own flags), as flat keys."""
+    stated: dict[str, Any] = {name: getattr(args, name) for name in ("placement", "objective", "alpha", "slots")
+                              if getattr(args, name) is not None}  # fmt: skip
+    if args.no_fair_cap:
+        stated["fair_cap"] = False
+    if args.horizon is not None:
+        stated["extra.horizon"] = args.horizon
+    stated.update({f"extra.{key}": value for key, value in _parse_options(args.option).items()})
+    return stated
+
+
+def _checked_method(name: str, data: dict[str, Any], stated: str | None) -> Any:
+    """The registry record a saved result is checked as: the ``--method`` given, else the method or policy the
+    file names (a name of both: the file's ``command``)."""
+    from fairpack.solver.registry import OptionError, get_method, get_policy, methods, policies
+
+    if stated is not None:
+        return get_method(stated)
+    is_method, is_policy = name in methods(), name in policies()
+    if is_method and is_policy:
+        command = data.get("command")
+        # Results saved before ``command`` was recorded: a DAG simulation names its policy; a backlog one is an
+        # allocation on machines, checked alike as either.
+        simulated = command == "simulate" if command is not None else "policy" in data
+        return get_policy(name) if simulated else get_method(name)
+    if is_policy:
+        return get_policy(name)
+    if is_method:
+        return get_method(name)
+    raise OptionError(f"the result names {name!r}, which is neither a method nor a policy of this fairpack", "method")
+
+
 def command_check(args: argparse.Namespace) -> int:
     from fairpack.models.check.saved import check_saved
     from fairpack.models.types import InstanceError
-    from fairpack.solver.registry import get_method, get_policy
 
     instance = load(args.path, args)
     if args.trace:
@@ -462,20 +494,24 @@ def command_check(args: argparse.Namespace) -> int:
         named = f" ({source})" if isinstance(source, str) else ""
         raise InstanceError(f"this result was simulated on a trace{named}: give the same trace with --trace to "
                             "check it", "trace", args.result)  # fmt: skip
-    method = get_policy(data["method"]) if "policy" in data else get_method(data["method"])
-    placement = data.get("placement") if isinstance(data.get("placement"), str) else None
+    method = _checked_method(data["method"], data, args.method)
+    rules = method.saved_rules(_stated_options(args), jobs=bool(instance.jobs))
     try:
-        checked = check_saved(instance, data, method.saved_rules(placement, data.get("fair_cap") is not False))
+        checked = check_saved(instance, data, rules)
     except InstanceError as error:
         raise error.located(args.result) from None
-    summary = {"verified": checked.verified, "violations": checked.violations, **checked.numbers}
+    summary = {"verified": checked.verified, "violations": checked.violations, "rules": checked.rules,
+               "notes": checked.notes, **checked.numbers}  # fmt: skip
     if args.json:
         print(json.dumps(summary))
     else:
         print(f"{args.result}: {'verified' if checked.verified else 'NOT verified'}")
+        print("  rules: " + "; ".join(checked.rules))
         numbers = {k: v for k, v in checked.numbers.items() if isinstance(v, int | float)}
         if numbers:
             print("  " + "   ".join(f"{k} {v:.6g}" for k, v in numbers.items()))
+        for note in checked.notes:
+            print(f"  {note}")
         for problem in checked.violations:
             print(f"  VIOLATION: {problem}")
     return EXIT_OK if checked.verified else EXIT_SOLVER
@@ -768,6 +804,19 @@ def add_commands(subcommands: Any) -> None:
     check.add_argument("result", help="a JSON result saved by fairpack solve -o or fairpack simulate -o")
     check.add_argument("--trace", help="the trace the result was simulated on (fairpack simulate --trace)")
     check.add_argument("--json", action="store_true", help="print one JSON object")
+    rules = check.add_argument_group(
+        "the run's options", "How the result was made, as you gave it to solve or simulate: the file must agree, "
+        "and an option that loosens the rules (--no-fair-cap, --placement pooled where the method places on "
+        "machines, --horizon, more --slots, --option fair_completion=...) is applied only when given here too; "
+        "the others default to what the result records.")  # fmt: skip
+    rules.add_argument("--method", metavar="METHOD", help="the method (online:NAME for a policy) the result must be of")
+    rules.add_argument("--placement", choices=["auto", "pooled", "servers"], help="as given to solve or simulate")
+    rules.add_argument("--objective", choices=["makespan", "avg-jct", "mix", "utility"], help="as given to solve")
+    rules.add_argument("--alpha", type=fraction, help="as given to solve (mix objective)")
+    rules.add_argument("--no-fair-cap", action="store_true", help="the exact DAG method ran without fair caps")
+    rules.add_argument("--horizon", type=positive_seconds, metavar="T", help="the simulation stopped at T")
+    rules.add_argument("--slots", type=positive_int, metavar="K", help="slots per largest machine, as given")
+    rules.add_argument("--option", action="append", metavar="KEY=VALUE", help="a method's own setting, as given")
     _add_yarn_options(check)
     check.set_defaults(handler=command_check)
 
