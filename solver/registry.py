@@ -107,7 +107,7 @@ _TIME_UNITS = {"spacetime": "slot", "spacetime-cp": "tick"}
 #: Policies that can never run a stage a machine holds: ``slots`` (a task larger than a slot) and ``hard-only``
 #: (a stage runs only under its first placement option); ``fairpack check`` accepts such jobs unfinished.
 _STAGE_RULES = {"slots": "slot", "hard-only": "first-option"}
-#: Exact methods that solve placement options and the utility objective on machines whatever the placement.
+#: Exact methods that solve placement options on machines whatever the placement.
 _ON_MACHINES = frozenset({"spacetime"})
 
 

@@ -60,7 +60,8 @@ def _schedule_cases(cases: list[Case]) -> None:
                 _add(cases, "solve", "two_jobs", "--method", name, *flags, check=flags)
         flags = ("--placement", "servers")
         _add(cases, "solve", "split", "--method", name, *flags, check=flags)
-        _add(cases, "solve", "blocks", "--method", name, *flags, check=flags)
+        if name != "spacetime":  # the MILP refuses data locality on machines (exit 2), so there is nothing to check
+            _add(cases, "solve", "blocks", "--method", name, *flags, check=flags)
     flags = ("--placement", "servers", "--no-fair-cap")
     _add(cases, "solve", "tetris", "--method", "spacetime-cp", *flags, check=flags)
     _add(cases, "solve", "blocks", "--method", "locality-cp")

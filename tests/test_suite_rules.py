@@ -198,8 +198,15 @@ def _is_settings(call: ast.Call) -> bool:
     return name in ("settings", "register_profile")
 
 
+#: Files the rule cannot judge, each with why. The Ctrl-C tests send real signals to running processes and wait
+#: for them to reach a state (a progress line, CPU used, a handler installed): their waits poll against deadlines
+#: of a minute or more, hang guards the syntax alone cannot tell from speed bounds.
+EXEMPT = {"test_interrupt.py": "waits for a signalled process, polling against deadlines of a minute or more"}
+
+
 def test_no_test_compares_an_elapsed_time_with_a_number() -> None:
-    found = [line for path in sorted(TESTS.glob("*.py")) for line in violations(path.read_text(), path.name)]
+    found = [line for path in sorted(TESTS.glob("*.py")) if path.name not in EXEMPT
+             for line in violations(path.read_text(), path.name)]  # fmt: skip
     assert found == [], "\n".join(found)
 
 

@@ -203,7 +203,7 @@ def placement_of(rules: SavedRules, applied: Applied | Mapping[str, Any], instan
     result claims)."""
     if not rules.placement:
         return "servers" if rules.unit_kind == "machine" else "pooled"
-    if rules.choices_on_machines and (instance.has_options or applied["objective"] == "utility"):
+    if rules.choices_on_machines and instance.has_options:  # the utility objective follows the placement
         return "servers"
     return resolved_placement(applied["placement"], rules.kind, rules.placement, instance)
 
