@@ -132,7 +132,15 @@ class SoftPolicy(BasePolicy):
                 if self.gang(sim, g, option):
                     return int(sim.jobs.count[g])
             return 0
-        return self.launch(sim, g, sim.place(g, most), None)  # the engine's best fit, where each task lands
+        placed = self.launch(sim, g, sim.place(g, most), None)  # the engine's best fit, where each task lands
+        while entry is not None and entry.own_demand and 0 < placed < most:
+            # A machine filled under one option may still hold tasks under another (its own demand fits the
+            # rest of the room): place again, as the engine's dispatch loop does for the other policies.
+            more = self.launch(sim, g, sim.place(g, most - placed), None)
+            if not more:
+                break
+            placed += more
+        return placed
 
     def counters(self) -> dict[str, Any]:
         return {"policy_launches": self.launched}
