@@ -258,3 +258,18 @@ def test_no_policy_overloads_a_machine_and_the_exact_optimum_is_never_worse(inst
         assert policy == "alsched" or not unfinished, (policy, instance_to_yaml(inst))
         if exact.status == "optimal" and not unfinished:
             assert exact.objective <= float(job_completion(inst, result.schedule).max()) + 1e-9, policy
+
+
+@settings(derandomize=True, max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instances())
+def test_the_checkers_fair_share_run_is_the_solvers_under_option_demands(inst: Instance) -> None:
+    """``fairpack check`` recomputes ``T_k`` with its own drf-strict run: it must size by option as the engine."""
+    from fairpack.models.check.fairshare import fair_times
+    from fairpack.solver.sim.fairshare import fair_completion_times
+
+    theirs = fair_completion_times(inst, "servers")
+    mine = fair_times(inst, "servers", shares=True)
+    assert mine is not None
+    np.testing.assert_allclose(mine.completion, theirs.completion, rtol=1e-12)
+    np.testing.assert_allclose(mine.share, theirs.share, rtol=1e-12, atol=1e-15)
+    assert not overloads(inst, theirs.schedule)

@@ -485,7 +485,10 @@ def fair_times(instance: Instance, placement: str = "pooled", shares: bool = Fal
     capacity = instance.total_capacity[None, :] if placement != "servers" else instance.capacity
     for job in instance.jobs:
         for stage in job.stages:
-            if not np.any(np.all(np.asarray(stage.demand)[None, :] <= capacity * (1 + FIT_EPS), axis=1)):
+            # With placement options on machines a task runs at its option's demand (the stage's, or its own).
+            under = [stage.demand_under(o) for o in range(len(stage.options))] if placement == "servers" else []
+            if not any(np.any(np.all(np.asarray(d)[None, :] <= capacity * (1 + FIT_EPS), axis=1))
+                       for d in [stage.demand, *under]):  # fmt: skip
                 return None
     run = _FairShareRun(instance, placement)
     if any(entry is not None and not (~np.array(entry.gang)).any() for entry in run.options):
