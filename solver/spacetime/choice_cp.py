@@ -581,10 +581,6 @@ def fair_caps(problem: ChoiceProblem, placement: str, fair_completion: dict[str,
             raise OptionError(f"the fair caps C_k <= T_k need the fair-share schedule, and {error.reason}; pass "
                               "--no-fair-cap (or give fair_completion times)", "fair_cap") from None
         notes.append(f"T_k not reported: {error.reason}")
-    except OptionError as error:  # options with their own demand, which the fair-share simulation refuses
-        if fair == "cap":
-            raise
-        notes.append(f"T_k not reported: {error.reason}")
     if share is None and fair == "cap":
         return Result("time_limit", "", "", message=no_fair_share(), extra={"placement": placement, "fair_cap": True})
     if share is None:
