@@ -131,6 +131,21 @@ def test_a_task_runs_under_the_option_that_fits_now_when_the_first_fits_nowhere(
     assert exact.status == "optimal" and exact.objective == pytest.approx(4.0)
 
 
+@pytest.mark.parametrize("method", ["carbyne", "drf-dag", "drf-strict", "tetris", "sjf"])
+def test_the_dag_heuristics_solve_with_option_demands_and_report_t_k(method: str, gpu_file: Path,
+                                                                     tmp_path: Path) -> None:  # fmt: skip
+    # `fairpack solve --method` runs the same policies: the schedule derived above, T_k = drf-strict's (5, 2).
+    result = solve(TWO, method)
+    assert result.verified, result.violations
+    assert rows(result) == UNAWARE
+    np.testing.assert_allclose(result.schedule.fair_completion, [5.0, 2.0])
+    saved = tmp_path / "result.json"
+    code, out, err = cli("solve", "--method", method, gpu_file, "-o", saved)
+    assert code == 0, out + err
+    code, out, err = cli("check", gpu_file, saved)
+    assert code == 0, out + err
+
+
 @pytest.mark.parametrize("method", ["spacetime-cp", "spacetime"])
 def test_exact_methods_with_fair_caps_take_the_fair_share_schedule_under_option_demands(method: str) -> None:
     # T_k is drf-strict's completion: a at 5 (on the CPUs), b at 2 (on the GPU), derived above. The caps
