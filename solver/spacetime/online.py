@@ -198,7 +198,13 @@ class Tetrisched(SoftPolicy):
                 ready = all(sim.stage_done[p] for p in jobs.parents[g])
                 built.append(self.stage(sim, g, tuple(local[p] for p in parents)))
                 earliest.append(np.full(int(sim.unlaunched[g]), _ticks(waits, tick)))
-                window.append(np.full(int(sim.unlaunched[g]), w_ticks if ready else NO_WINDOW))
+                bound = np.full(int(sim.unlaunched[g]), w_ticks if ready else NO_WINDOW)
+                if w_ticks == 0:
+                    # alsched: a stage starts now or not at all, but a stage wider than the free room starts
+                    # what fits now (its first task in start order); the rest are planned later and placed at a
+                    # later cycle. Binding every task to now left such a job out of every plan: it never ran.
+                    bound[1:] = NO_WINDOW
+                window.append(bound)
                 stage_floor.append(_ticks(believed_end[g], tick))
             original = self.instance.jobs[k]
             sub_jobs.append(Job(original.name, tuple(built), original.weight, 0.0,
@@ -206,6 +212,10 @@ class Tetrisched(SoftPolicy):
             job_floor = max([0.0] + [believed_end[g] for g in jobs.job_stages[k].tolist()])
             floor.append(_ticks(job_floor, tick))
             slowest = sum(max(self.believed_options(sim, g)) for g in stages)
+            if w_ticks == 0:
+                # alsched plans a wide stage's later tasks past now: left out, the job must count as finishing
+                # after its tasks run one after another, or a plan leaving it out always looks better.
+                slowest = sum(float(sim.unlaunched[g]) * max(self.believed_options(sim, g)) for g in stages)
             absent.append(int(max(floor[-1], earliest[-1].max(initial=0))) + w_ticks + _ticks(slowest, tick) + 1)
         sub = Instance(self.instance.resources, self.instance.servers, jobs=tuple(sub_jobs), time_slot=tick,
                        name="cycle")  # fmt: skip
