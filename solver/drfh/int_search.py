@@ -38,9 +38,10 @@ LNS_BUDGET_S = 60.0  # its budget when there is no time limit
 #: 1,000 tenants has 12.6 million pairs, and one such LP took 25 s to pass and 9.9 GB).
 PER_MACHINE_PAIRS = 2_000_000
 #: Seconds one tenant x machine pair costs the LP relaxation of a level, built and passed to HiGHS (measured on
-#: the Google table with 1,000 tenants, 12.6 million pairs: 10.8 s to build and 5.1 s to pass, at load 3-4).
-#: With a time limit, a relaxation that would not be ready in the time left is not started.
-LEVEL_RELAXATION_S_PER_PAIR = 1.0e-6
+#: the Google table with 1,000 tenants, 12.6 million pairs: 10.8 s to build and 5.1 s to pass, 1.3 us a pair at
+#: load 3-4; a loaded machine takes longer). With a time limit, a relaxation that would not be ready in the time
+#: left is not started.
+LEVEL_RELAXATION_S_PER_PAIR = 1.5e-6
 
 
 @dataclass(frozen=True)

@@ -459,8 +459,6 @@ def _pieces(points: tuple[tuple[float, float], ...], tick: float) -> tuple[IntAr
     return ticks, starts, drops, spans
 
 
-#: Share of the time left an event-driven heuristic may take to find a first answer when no warm start has one.
-HEURISTIC_SHARE = 0.5
 #: The heuristics tried for that answer, the fastest first (sjf took 0.55 s on 25,256 tasks x 40 machines where
 #: carbyne took 3.3 s and drf-strict 5.3 s).
 FALLBACK_HEURISTICS = ("sjf", "tetris", "drf-dag", "carbyne")
@@ -662,7 +660,8 @@ def solve_choice_cp(instance: Instance, objective: str | None = None, time_limit
         # Nothing to return should the model not be built or solved in time: an event-driven heuristic's
         # schedule first (the list schedule may be too large to profile, and with --no-fair-cap there is no
         # fair-share witness).
-        hints = warm_plans(problem, witness, [*warm, *heuristic_schedules(instance, deadline.until(HEURISTIC_SHARE))])
+        # It may take all the time left: an answer is worth more than a model that cannot start in time.
+        hints = warm_plans(problem, witness, [*warm, *heuristic_schedules(instance, deadline.until(1.0))])
     build_s = time.perf_counter() - started
     plan, status, bound, cp = solve_plan(problem, hints, deadline.left() if time_limit is not None else 1e9,
                                          workers, seed, verbose, build_until=deadline.end)  # fmt: skip
