@@ -273,6 +273,9 @@ COMBOS = [
     ("highs", None, "plain", TOL),
     ("highs", None, "colgen", TOL),
     ("highs", None, "aggregate", TOL),
+    ("highs", None, "decompose", TOL),
+    ("highs", "ipm", "decompose", TOL),
+    ("ortools", "glop", "decompose", TOL),
     ("highs", "ipm", "plain", TOL),
     ("highs", "ipm", "colgen", TOL),
     ("highs", "ipm", "aggregate", TOL),
@@ -390,7 +393,7 @@ def test_strategies_agree_on_a_distinct_google_like_cluster() -> None:
     assert len(instance.servers) >= 50
     plain = solve(instance, "drfh", strategy="plain")
     assert plain.verified
-    for strategy in ("colgen", "aggregate"):
+    for strategy in ("decompose", "colgen", "aggregate"):
         other = solve(instance, "drfh", strategy=strategy)
         assert other.verified, other.violations
         np.testing.assert_allclose(tasks_of(other), tasks_of(plain), rtol=1e-6, atol=1e-6)

@@ -19,6 +19,7 @@ from fairpack.solver import interrupt
 from fairpack.solver.backends import Backend, get_backend
 from fairpack.solver.budget import Budget
 from fairpack.solver.drfh.colgen import ColumnGenerationRounds, solve_by_aggregation
+from fairpack.solver.drfh.decompose import DecomposedRounds
 from fairpack.solver.drfh.filling import (
     FillingResult,
     RoundSolver,
@@ -51,10 +52,14 @@ def solve_drfh(
     The LP's shares are brought inside the tolerance policy (``solver.drfh.tolerance``) before they are
     returned; ``FillingResult.repair`` says what that cost.
 
-    ``strategy`` is 'plain' (all columns), 'colgen' (progressive filling with column generation),
-    'aggregate' (certify the pooled-groups relaxation, falling back to column generation) or 'auto',
-    which picks 'aggregate' when the merged instance has many distinct units and the backend keeps its
-    basis between solves (column generation on a backend that rebuilds every LP would be slow).
+    ``strategy`` is 'plain' (all columns), 'decompose' (rounds on a master LP over the capacity rows only,
+    ``solver.drfh.decompose``), 'colgen' (progressive filling with column generation), 'aggregate'
+    (certify the pooled-groups relaxation, falling back to column generation) or 'auto', which picks
+    'aggregate' when the merged instance has many distinct units and the backend keeps its basis between
+    solves (column generation on a backend that rebuilds every LP would be slow), else 'decompose' when
+    the backend has row duals: its master has ``units x resources + 2`` rows whatever the tenants, where
+    the plain LP's simplex cost grows faster than the tenants (one solve: 31 s at 10,000 tenants on the
+    Google table's 10 classes; the decomposition's whole filling: 0.2 s).
     """
     started = time.perf_counter()
     budget = budget or Budget.of(time_limit)
@@ -63,13 +68,18 @@ def solve_drfh(
     chosen = strategy
     if strategy == "auto":
         incremental = "incremental" in backend.capabilities()
-        chosen = "aggregate" if incremental and model.units.num_units > AGGREGATE_ABOVE_UNITS else "plain"
+        if incremental and model.units.num_units > AGGREGATE_ABOVE_UNITS:
+            chosen = "aggregate"
+        else:
+            chosen = "decompose" if "duals" in backend.capabilities() else "plain"
     if chosen == "aggregate":
         build_s = time.perf_counter() - started
         return model, repair_shares(model, solve_by_aggregation(model, backend, budget)), build_s
     rounds: RoundSolver
     if chosen == "colgen":
         rounds = ColumnGenerationRounds(model, backend, budget)
+    elif chosen == "decompose":
+        rounds = DecomposedRounds(model, backend, budget)
     else:
         rounds = SessionRounds.all_columns(model, backend, budget)
     build_s = time.perf_counter() - started
