@@ -128,10 +128,13 @@ class DecomposedRounds:
         return [self._price(relative)[1]]
 
     # -- the decomposition loop ------------------------------------------------------------------------------
-    def _master(self, fixed: _Group | None, growing: _Group, t_max: float, columns: list[_Column]
-                ) -> tuple[Session, list[tuple[bool, _Column]]]:  # fmt: skip
-        """A live master holding ``columns`` in both groups (rows: capacity, convexity, level cap)."""
-        entries: list[tuple[bool, _Column]] = [(False, c) for c in columns] * (fixed is not None)
+    def _master(self, fixed: _Group | None, growing: _Group, t_max: float, columns: list[_Column],
+                seeds: list[_Column]) -> tuple[Session, list[tuple[bool, _Column]]]:  # fmt: skip
+        """A live master holding the maps ``columns`` in both groups and ``seeds`` in the frozen one.
+
+        Rows: capacity, convexity of the frozen group, the level's cap.
+        """
+        entries: list[tuple[bool, _Column]] = [(False, c) for c in columns + seeds] * (fixed is not None)
         entries += [(True, c) for c in columns]
         cost, matrix = self._columns(fixed, growing, entries)
         builder = LPBuilder(sense="max", name="drfh-master")
@@ -160,10 +163,10 @@ class DecomposedRounds:
         cost, matrix = self._columns(fixed, growing, entries)
         session.add_columns(cost, np.zeros(len(entries)), np.full(len(entries), math.inf), sp.csc_matrix(matrix))
 
-    def _decompose(self, fixed: _Group | None, growing: _Group, t_max: float, columns: list[_Column]
-                   ) -> tuple[RoundOutcome, FloatArray | None]:  # fmt: skip
+    def _decompose(self, fixed: _Group | None, growing: _Group, t_max: float, columns: list[_Column],
+                   seeds: list[_Column]) -> tuple[RoundOutcome, FloatArray | None]:  # fmt: skip
         """Run the master to optimality; the outcome and the certifying prices' costs ``m_i``."""
-        session, entries = self._master(fixed, growing, t_max, columns)
+        session, entries = self._master(fixed, growing, t_max, columns, seeds)
         known = {column.unit.tobytes() for _, column in entries if column.unit is not None}
         solve_s = 0.0
         for _ in range(_MAX_ITERATIONS):
@@ -229,9 +232,8 @@ class DecomposedRounds:
         fixed_demand = np.where(grows, 0.0, lower)
         fixed = _Group(fixed_demand, False) if np.any(fixed_demand > 0) else None
         columns = [_Column(unit=unit) for unit in self._start_maps()]
-        if fixed is not None and self.split is not None:
-            columns.append(_Column(split=self._seeded(fixed)))
-        outcome, _ = self._decompose(fixed, growing, t_max, columns)
+        seeds = [_Column(split=self._seeded(fixed))] if fixed is not None and self.split is not None else []
+        outcome, _ = self._decompose(fixed, growing, t_max, columns, seeds)
         if outcome.status == "infeasible" and fixed is not None:
             outcome = self._fit_frozen_first(fixed, growing, t_max)
         if outcome.status == "optimal":
@@ -252,14 +254,13 @@ class DecomposedRounds:
         """Phase one: place as much of the frozen demand as fits; all of it fits when the round is feasible."""
         as_growing = _Group(fixed.demand, True)
         columns = [_Column(unit=unit) for unit in self._start_maps()]
-        placed, _ = self._decompose(None, as_growing, 1.0, columns)
+        placed, _ = self._decompose(None, as_growing, 1.0, columns, [])
         if placed.status != "optimal":
             return placed
         if placed.level < 1 - 1e-9:
             return RoundOutcome("infeasible", solve_s=placed.solve_s,
                                 message=f"frozen tenants fit only {placed.level:.9f} of their shares")  # fmt: skip
-        assert self.split is not None
-        outcome, _ = self._decompose(fixed, growing, t_max, [_Column(split=self.split.copy())] + columns)
+        outcome, _ = self._decompose(fixed, growing, t_max, columns, [_Column(split=self._seeded(fixed))])
         return outcome
 
     def pair_shares(self) -> tuple[IntArray, IntArray, FloatArray]:
