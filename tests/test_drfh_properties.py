@@ -340,13 +340,13 @@ def test_strategies_agree(instance: Instance) -> None:
 
 @st.composite
 def crowded(draw: st.DrawFn) -> Instance:
-    """Many tenants on few classes: the decomposition's masters mix several maps and freeze in rounds."""
+    """Up to 35 tenants on few classes: the decomposition's masters mix several maps and freeze in rounds."""
     base = draw(instances(caps=ANY_CAPS))
     tenants = tuple(
         Tenant(f"v{i}", np.array(draw(st.lists(st.integers(0, 8), min_size=len(base.resources),
                                                 max_size=len(base.resources)).filter(any)), dtype=float) / 4,
                float(draw(st.integers(1, 4))), draw(ANY_CAPS))
-        for i in range(draw(st.integers(8, 30)))
+        for i in range(draw(st.integers(0, 30)))
     )  # fmt: skip
     return base.with_tenants(base.tenants + tenants)
 
