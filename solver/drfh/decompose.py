@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from fairpack.models.result import Status
 from fairpack.models.types import BoolArray, FloatArray, IntArray
 from fairpack.solver.backends import Backend
 from fairpack.solver.backends.base import Session
@@ -196,7 +197,7 @@ class DecomposedRounds:
             return RoundOutcome("error", solve_s=solve_s, message="decomposition did not converge"), None
         weights = np.maximum(outcome.x, 0.0)
         self._keep(fixed, growing, entries, weights, level, unit)
-        status = "time_limit" if self.budget.expired() and certificate - level > _GAP * certificate else "optimal"
+        status: Status = "time_limit" if self.budget.expired() and certificate - level > _GAP * certificate else "optimal"
         shares = growing.demand * level + (fixed.demand if fixed is not None else 0.0)
         return RoundOutcome(status, level, shares, cost, solve_s), cost
 
