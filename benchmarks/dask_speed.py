@@ -4,12 +4,16 @@ Starts a real ``dask scheduler`` and ``--workers`` ``dask worker`` processes (on
 each, Dask's default daemonic workers) on localhost, then runs the sweep (default: the bundled smoke
 sweep) alternately locally with as many task processes (``run_sweep(workers=N)``) and on the cluster
 (``run_sweep(scheduler=...)``), ``--repeats`` times each, into fresh result files. Each time is the wall
-time of the whole ``run_sweep`` call; CPU seconds are this process's and its children's (a local run's
-task processes are its children; the cluster's workers are not, so their CPU is read from ``/proc``
-for the workers and everything they started). The rows of both runs must agree on every
-deterministic column. The cluster is started before the first run: workers are warm processes of a
-long-lived cluster, which is how a sweep meets one. The first cluster run also pays each worker's
+time of the whole ``run_sweep`` call; CPU seconds are those of this process's whole tree, read from
+``/proc`` (the local forkserver and its tasks, the scheduler, the workers, their warm processes and
+tasks: every process that ended was collected by one of them, which counts its time). The rows of both
+runs must agree on every deterministic column. The cluster is started before the first run: workers
+are warm processes of a long-lived cluster, which is how a sweep meets one. The first cluster run also pays each worker's
 one-time warm interpreter (``solver.bench.warm``); it is shown, and the ratio uses the median.
+
+The scheduler, the workers and this process all run the fairpack that this process imports, so the
+same script measures another checkout: ``PYTHONPATH=../main python -m benchmarks.dask_speed --label
+before`` (before the warm workers: a fresh interpreter per task on the cluster).
 
 Run: ``python -m benchmarks.dask_speed`` (``--sweep NAME_OR_FILE``, ``--workers N``, ``--repeats K``)
 """
@@ -18,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import resource
 import socket
 import statistics
 import subprocess
@@ -32,7 +35,6 @@ from typing import Any
 from benchmarks._common import load_line, parser, save
 
 TARGET_RATIO = 1.2
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _free_port() -> int:
@@ -55,7 +57,8 @@ def _tree_cpu_s(pids: list[int]) -> float:
         seen.add(pid)
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+            # Each thread lists the children it started (a Dask worker starts its tasks' from a pool thread).
+            children = [c for t in Path(f"/proc/{pid}/task").iterdir() for c in (t / "children").read_text().split()]
         except OSError:
             continue
         total += sum(int(value) for value in fields[11:15]) / ticks  # utime stime cutime cstime
@@ -64,10 +67,13 @@ def _tree_cpu_s(pids: list[int]) -> float:
 
 
 @contextlib.contextmanager
-def cluster(workers: int) -> Iterator[tuple[str, list[int]]]:
-    """A ``dask scheduler`` and ``workers`` ``dask worker`` processes on localhost: (address, worker pids)."""
+def cluster(workers: int) -> Iterator[str]:
+    """A ``dask scheduler`` and ``workers`` ``dask worker`` processes on localhost: the scheduler's address."""
+    import fairpack
+
     dask = str(Path(sys.executable).with_name("dask"))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    root = str(Path(fairpack.__file__).resolve().parents[1])  # the checkout this process runs
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
     port = _free_port()
     address = f"tcp://127.0.0.1:{port}"
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "env": env}
@@ -81,7 +87,7 @@ def cluster(workers: int) -> Iterator[tuple[str, list[int]]]:
 
         with Client(address, timeout=60) as client:
             client.wait_for_workers(workers, timeout=120)
-        yield address, [p.pid for p in processes[1:]]
+        yield address
     finally:
         for process in reversed(processes):
             process.terminate()
@@ -93,21 +99,16 @@ def cluster(workers: int) -> Iterator[tuple[str, list[int]]]:
                 process.wait()
 
 
-def _own_cpu_s() -> float:
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
-
-
-def _run(sweep: Any, out: Path, workers: int, scheduler: str | None, worker_pids: list[int]) -> dict[str, Any]:
+def _run(sweep: Any, out: Path, workers: int, scheduler: str | None) -> dict[str, Any]:
     from fairpack.solver.bench.runner import run_sweep
 
     load = os.getloadavg()[0]
-    cpu_before, tree_before = _own_cpu_s(), _tree_cpu_s(worker_pids)
+    # This process's tree holds the local forkserver and its tasks, the scheduler and the workers with theirs.
+    cpu_before = _tree_cpu_s([os.getpid()])
     wall = time.perf_counter()
     summary = run_sweep(sweep, out, workers=workers, scheduler=scheduler, progress=False)
     wall = time.perf_counter() - wall
-    cpu = _own_cpu_s() - cpu_before + _tree_cpu_s(worker_pids) - tree_before
+    cpu = _tree_cpu_s([os.getpid()]) - cpu_before
     return {"where": "dask" if scheduler else "local", "wall_s": wall, "cpu_s": cpu, "tasks": summary.executed,
             "failed": summary.failed, "load_1min": load}  # fmt: skip
 
@@ -117,18 +118,19 @@ def main() -> None:
     arguments.add_argument("--sweep", default="smoke")
     arguments.add_argument("--workers", type=int, default=2)
     arguments.add_argument("--repeats", type=int, default=3)
+    arguments.add_argument("--label", default="", help="appended to the results' name (e.g. before)")
     args = arguments.parse_args()
-    from fairpack.solver.bench.files import read_results
     from fairpack.solver.bench.sweep import load_sweep
+    from fairpack.solver.bench.table import read_results
 
     sweep = load_sweep(args.sweep)
     rows: list[dict[str, Any]] = []
     agree = True
-    with tempfile.TemporaryDirectory(prefix="fairpack-dask-") as folder, cluster(args.workers) as (address, pids):
+    with tempfile.TemporaryDirectory(prefix="fairpack-dask-") as folder, cluster(args.workers) as address:
         for repeat in range(args.repeats):
             for scheduler in (None, address):
                 out = Path(folder) / f"{'dask' if scheduler else 'local'}-{repeat}.parquet"
-                row = {"repeat": repeat, **_run(sweep, out, args.workers, scheduler, pids)}
+                row = {"repeat": repeat, **_run(sweep, out, args.workers, scheduler)}
                 rows.append(row)
                 print(row, flush=True)
             local = read_results(Path(folder) / f"local-{repeat}.parquet").set_index("key").sort_index()
@@ -144,7 +146,7 @@ def main() -> None:
         load_line(),
         f"A real `dask scheduler` and {args.workers} `dask worker` processes (1 thread each, daemonic) on "
         f"localhost; local runs use {args.workers} task processes. Runs alternate; `load` is the 1-minute "
-        "load average before each. CPU: this process, its children and (Dask) the workers' process trees.",
+        "load average before each. CPU: this process's whole tree (scheduler, workers, forkserver, tasks).",
         "",
         "| repeat | where | tasks | failed | wall s | cpu s | load |",
         "|---:|---|---:|---:|---:|---:|---:|",
@@ -157,7 +159,11 @@ def main() -> None:
         f"(target <= {TARGET_RATIO:g}: {'met' if ratio <= TARGET_RATIO else 'missed'}). Rows agree on status, "
         f"verified and objective: {agree}.",
     ]
-    save(f"dask_speed_{sweep.name}", {"rows": rows, "ratio": ratio, "rows_agree": agree}, "\n".join(lines), args.out)
+    import fairpack
+
+    source = str(Path(fairpack.__file__).resolve().parents[1].name)
+    lines.insert(4, f"fairpack from the checkout `{source}`{' (' + args.label + ')' if args.label else ''}.")
+    save(f"dask_speed_{sweep.name}{'_' + args.label if args.label else ''}", {"rows": rows, "ratio": ratio, "rows_agree": agree}, "\n".join(lines), args.out)
 
 
 if __name__ == "__main__":

@@ -7,8 +7,9 @@ imports. Instead the worker starts, once, ``python -m fairpack.solver.bench.warm
 task arguments on its standard input, forks a child that runs ``child.run`` and answers with the
 child's pid. The worker supervises that pid exactly as a local run supervises its forks: it polls the
 child's memory in ``/proc`` and kills it over the task's time or memory limit, and the child itself
-sets the address-space backstop. The warm process ignores SIGCHLD, so the kernel reaps its children and
-nothing accumulates; when the worker goes, the warm process reads the end of its input and exits.
+sets the address-space backstop. The warm process collects its ended children before each fork (so
+their CPU time adds up in its own, as a forkserver's does); when the worker goes, the warm process reads
+the end of its input and exits.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -81,22 +83,40 @@ def _fork(args: tuple[str, str, str]) -> int:
 
 
 class WarmChild:
-    """A task process forked by the warm process: the ``_Child`` interface of ``solver.bench.runner``."""
+    """A task process forked by the warm process: the ``_Child`` interface of ``solver.bench.runner``.
+
+    Its end is seen at once through a pidfd (Linux 5.3 on), which also names this very process whatever
+    pid is reused later; elsewhere ``/proc`` is polled, the pid and its start time naming the process.
+    """
 
     def __init__(self, args: tuple[str, str, str]) -> None:
         self.pid: int | None = _fork(args)
-        # The pid and its start time name the process: a pid reused after it ends is not it.
         self.started = _start_time(self.pid)
+        self.fd: int | None = None
+        if hasattr(os, "pidfd_open") and self.started is not None:
+            with contextlib.suppress(OSError):
+                self.fd = os.pidfd_open(self.pid)
+        self.ended = self.started is None
 
     def running(self) -> bool:
-        return self.pid is not None and self.started is not None and _start_time(self.pid) == self.started
+        if not self.ended:
+            if self.fd is not None:
+                self.ended = bool(select.select([self.fd], [], [], 0)[0])
+            else:
+                assert self.pid is not None
+                self.ended = _start_time(self.pid) != self.started
+            if self.ended and self.fd is not None:
+                os.close(self.fd)
+                self.fd = None
+        return not self.ended
 
     def wait(self, seconds: float) -> None:
+        if self.fd is not None and not self.ended:
+            select.select([self.fd], [], [], seconds)
+            return
         deadline = time.monotonic() + seconds
-        pause = 0.001
         while self.running() and time.monotonic() < deadline:
-            time.sleep(min(pause, max(deadline - time.monotonic(), 0.0)))
-            pause = min(2 * pause, 0.05)
+            time.sleep(min(0.002, max(deadline - time.monotonic(), 0.0)))
 
     def kill(self) -> None:
         if self.running():
@@ -104,7 +124,7 @@ class WarmChild:
             with contextlib.suppress(OSError):
                 os.kill(self.pid, signal.SIGKILL)
         while self.running():
-            time.sleep(0.001)
+            self.wait(0.01)
 
 
 def _preload() -> None:
@@ -123,7 +143,6 @@ def _run_child(args: list[str]) -> None:
 
     code = 1
     try:
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # a task may wait for processes of its own
         devnull = os.open(os.devnull, os.O_RDWR)
         os.dup2(devnull, 0)
         os.dup2(devnull, 1)
@@ -141,16 +160,24 @@ def _run_child(args: list[str]) -> None:
 def main() -> int:
     """``python -m fairpack.solver.bench.warm``: preload, then fork a task per input line, answer its pid."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervising worker decides when tasks stop
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the children
     _preload()
     for line in sys.stdin:
+        _reap()
         args = json.loads(line)
         pid = os.fork()
         if pid == 0:
             _run_child(args)
         sys.stdout.write(f"{pid}\n")
         sys.stdout.flush()
+    _reap()
     return 0
+
+
+def _reap() -> None:
+    """Collect the children that have ended (until then they are zombies, which the worker reads as ended)."""
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
 
 
 if __name__ == "__main__":
