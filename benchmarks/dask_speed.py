@@ -8,12 +8,13 @@ time of the whole ``run_sweep`` call; CPU seconds are those of this process's wh
 ``/proc`` (the local forkserver and its tasks, the scheduler, the workers, their warm processes and
 tasks: every process that ended was collected by one of them, which counts its time). The rows of both
 runs must agree on every deterministic column. The cluster is started before the first run: workers
-are warm processes of a long-lived cluster, which is how a sweep meets one. The first cluster run also pays each worker's
-one-time warm interpreter (``solver.bench.warm``); it is shown, and the ratio uses the median.
+are warm processes of a long-lived cluster, which is how a sweep meets one. The first cluster run also
+pays each worker's one-time warm interpreter (``solver.bench.warm``); it is shown, and the ratio uses the median.
 
 The scheduler, the workers and this process all run the fairpack that this process imports, so the
-same script measures another checkout: ``PYTHONPATH=../main python -m benchmarks.dask_speed --label
-before`` (before the warm workers: a fresh interpreter per task on the cluster).
+same script measures another checkout, run as a file from outside this one: ``cd /tmp &&
+PYTHONPATH=OTHER python CHECKOUT/benchmarks/dask_speed.py --label before`` (``OTHER`` a checkout from
+before the warm workers, where the cluster runs a fresh interpreter per task).
 
 Run: ``python -m benchmarks.dask_speed`` (``--sweep NAME_OR_FILE``, ``--workers N``, ``--repeats K``)
 """
@@ -163,7 +164,8 @@ def main() -> None:
 
     source = str(Path(fairpack.__file__).resolve().parents[1].name)
     lines.insert(4, f"fairpack from the checkout `{source}`{' (' + args.label + ')' if args.label else ''}.")
-    save(f"dask_speed_{sweep.name}{'_' + args.label if args.label else ''}", {"rows": rows, "ratio": ratio, "rows_agree": agree}, "\n".join(lines), args.out)
+    name = f"dask_speed_{sweep.name}{'_' + args.label if args.label else ''}"
+    save(name, {"rows": rows, "ratio": ratio, "rows_agree": agree}, "\n".join(lines), args.out)
 
 
 if __name__ == "__main__":

@@ -197,7 +197,8 @@ class DecomposedRounds:
             return RoundOutcome("error", solve_s=solve_s, message="decomposition did not converge"), None
         weights = np.maximum(outcome.x, 0.0)
         self._keep(fixed, growing, entries, weights, level, unit)
-        status: Status = "time_limit" if self.budget.expired() and certificate - level > _GAP * certificate else "optimal"
+        unfinished = self.budget.expired() and certificate - level > _GAP * certificate
+        status: Status = "time_limit" if unfinished else "optimal"
         shares = growing.demand * level + (fixed.demand if fixed is not None else 0.0)
         return RoundOutcome(status, level, shares, cost, solve_s), cost
 
