@@ -52,26 +52,6 @@ from fairpack.solver.bench.task import (
     task_row,
 )
 
-#: Modules the forkserver imports once, so that forked tasks start with them loaded.
-PRELOAD = (
-    "fairpack.solver.bench.child",
-    "fairpack.solver.bench.task",
-    "fairpack.models.generators",
-    "fairpack.models.io",
-    "fairpack.models.psplib",
-    "fairpack.solver.drfh.filling",
-    "fairpack.solver.drfh.int_search",
-    "fairpack.solver.hdrf.water_filling",
-    "fairpack.solver.drfh.heuristics",
-    "fairpack.solver.sim.backlog",
-    "fairpack.solver.sim.runs",
-    "fairpack.solver.spacetime.milp",
-    "fairpack.solver.spacetime.cp",
-    "fairpack.solver.backends.highs",
-    "fairpack.solver.backends.ortools",
-    "highspy",
-    "ortools.sat.python.cp_model",
-)
 LOG_TAIL_LINES = 5
 #: Set on Ctrl-C: supervisors kill their children instead of waiting for them.
 _STOP = threading.Event()
@@ -147,7 +127,7 @@ def _forkserver() -> Any:
                 context = multiprocessing.get_context("forkserver")
             except ValueError:
                 return None
-            context.set_forkserver_preload(list(PRELOAD))
+            context.set_forkserver_preload(list(warm.PRELOAD))
             _context = context
         return _context
 

@@ -3,7 +3,7 @@
 A daemonic process (a Dask worker, by default) may not start children through ``multiprocessing``, so
 without this every task would be a fresh ``python -m fairpack.solver.bench.child`` paying 1-3 s of
 imports. Instead the worker starts, once, ``python -m fairpack.solver.bench.warm`` with ``subprocess``
-(which has no such rule): it imports the solver stack (``runner.PRELOAD``) and then, for each line of
+(which has no such rule): it imports the solver stack (``PRELOAD``) and then, for each line of
 task arguments on its standard input, forks a child that runs ``child.run`` and answers with the
 child's pid. The worker supervises that pid exactly as a local run supervises its forks: it polls the
 child's memory in ``/proc`` and kills it over the task's time or memory limit, and the child itself
@@ -26,7 +26,29 @@ import time
 import traceback
 from pathlib import Path
 
-__all__ = ["WarmChild", "available"]
+__all__ = ["PRELOAD", "WarmChild", "available"]
+
+#: Modules a warm interpreter (the local forkserver, or this module's process on a Dask worker) imports once,
+#: so that forked tasks start with them loaded.
+PRELOAD = (
+    "fairpack.solver.bench.child",
+    "fairpack.solver.bench.task",
+    "fairpack.models.generators",
+    "fairpack.models.io",
+    "fairpack.models.psplib",
+    "fairpack.solver.drfh.filling",
+    "fairpack.solver.drfh.int_search",
+    "fairpack.solver.hdrf.water_filling",
+    "fairpack.solver.drfh.heuristics",
+    "fairpack.solver.sim.backlog",
+    "fairpack.solver.sim.runs",
+    "fairpack.solver.spacetime.milp",
+    "fairpack.solver.spacetime.cp",
+    "fairpack.solver.backends.highs",
+    "fairpack.solver.backends.ortools",
+    "highspy",
+    "ortools.sat.python.cp_model",
+)
 
 
 def available() -> bool:
@@ -47,10 +69,9 @@ class _WarmProcess:
     """The worker's side of the warm process: start it once, ask it for forks."""
 
     def __init__(self) -> None:
-        import fairpack
-
-        # The same fairpack as this worker's, even where it is not the installed one (a source checkout).
-        root = str(Path(fairpack.__file__).resolve().parents[1])
+        # The same fairpack as this worker's, even where it is not the installed one (a source checkout); the
+        # package is imported already (this module is part of it).
+        root = str(Path(str(sys.modules["fairpack"].__file__)).resolve().parents[1])
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
         self.process = subprocess.Popen([sys.executable, "-m", "fairpack.solver.bench.warm"],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -129,8 +150,6 @@ class WarmChild:
 
 def _preload() -> None:
     import importlib
-
-    from fairpack.solver.bench.runner import PRELOAD
 
     for name in PRELOAD:
         with contextlib.suppress(ImportError):
