@@ -130,54 +130,77 @@ class DecomposedRounds:
 
     # -- the decomposition loop ------------------------------------------------------------------------------
     def _master(self, fixed: _Group | None, growing: _Group, t_max: float, columns: list[_Column],
-                seeds: list[_Column]) -> tuple[Session, list[tuple[bool, _Column]]]:  # fmt: skip
+                seeds: list[_Column]) -> tuple[Session, list[tuple[bool, _Column]], list[float]]:  # fmt: skip
         """A live master holding the maps ``columns`` in both groups and ``seeds`` in the frozen one.
 
-        Rows: capacity, convexity of the frozen group, the level's cap.
+        Rows: capacity (as fractions of each unit's capacity), convexity of the frozen group, the level's cap
+        (as a fraction of ``t_max``); every column is scaled to a largest entry of 1, so the master is well
+        scaled whatever the capacities and levels (a level of 0.004 against capacities in the thousands once
+        left HiGHS with an "optimal" point outside its own tolerances). Also returns each column's scale.
         """
         entries: list[tuple[bool, _Column]] = [(False, c) for c in columns + seeds] * (fixed is not None)
         entries += [(True, c) for c in columns]
-        cost, matrix = self._columns(fixed, growing, entries)
+        cost, matrix, scales = self._columns(fixed, growing, t_max, entries)
         builder = LPBuilder(sense="max", name="drfh-master")
         x = builder.add_variables("x", (len(entries),), lower=0.0, cost=cost)
         rows, cols = np.nonzero(matrix)
         convexity = 1.0 if fixed is not None else 0.0
+        capacity = np.where(self.capacity > 0, 1.0, 0.0).reshape(-1)
         builder.add_rows("master", matrix.shape[0], rows, x.start + cols, matrix[rows, cols],
                          lower=np.concatenate([np.full(matrix.shape[0] - 2, -math.inf), [convexity, -math.inf]]),
-                         upper=np.concatenate([self.capacity.reshape(-1), [convexity, t_max]]))  # fmt: skip
-        return self.backend.session(builder.build(), self.budget.remaining()), entries
+                         upper=np.concatenate([capacity, [convexity, 1.0]]))  # fmt: skip
+        return self.backend.session(builder.build(), self.budget.remaining()), entries, scales
 
-    def _columns(self, fixed: _Group | None, growing: _Group, entries: list[tuple[bool, _Column]]
-                 ) -> tuple[FloatArray, FloatArray]:  # fmt: skip
-        """Objective and dense (rows, columns) coefficients of master columns."""
-        blocks = []
+    def _columns(self, fixed: _Group | None, growing: _Group, t_max: float, entries: list[tuple[bool, _Column]]
+                 ) -> tuple[FloatArray, FloatArray, list[float]]:  # fmt: skip
+        """Objective, dense (rows, columns) coefficients and scale of master columns (see ``_master``).
+
+        A column's variable is its weight (the frozen group's fraction, or the level a growing map carries)
+        divided by its scale.
+        """
+        row_scale = np.where(self.capacity > 0, self.capacity, 1.0).reshape(-1)
+        level_scale = t_max if t_max > 0 else 1.0
+        blocks, scales = [], []
         for grows, column in entries:
             group = growing if grows else fixed
             assert group is not None
-            use = column.use(group.demand, self.consumption, self.num_units).reshape(-1)
-            blocks.append(np.concatenate([use, [0.0 if grows else 1.0, 1.0 if grows else 0.0]]))
-        cost = np.array([1.0 if grows else 0.0 for grows, _ in entries])
-        return cost, np.array(blocks).T
+            use = column.use(group.demand, self.consumption, self.num_units).reshape(-1) / row_scale
+            block = np.concatenate([use, [0.0 if grows else 1.0, 1.0 / level_scale if grows else 0.0]])
+            scale = 1.0 / float(np.max(block)) if np.max(block) > 0 else 1.0
+            blocks.append(block * scale)
+            scales.append(scale)
+        matrix = np.array(blocks).T
+        # The objective is the level as a fraction of t_max, the level row's own coefficients: of the order of
+        # 1, where the level itself (0.0003 on the Google table) would sit below HiGHS's optimality tolerance.
+        cost = np.array([matrix[-1, k] if grows else 0.0 for k, (grows, _) in enumerate(entries)])
+        return cost, matrix, scales
 
-    def _add(self, session: Session, fixed: _Group | None, growing: _Group, entries: list[tuple[bool, _Column]]
-             ) -> None:  # fmt: skip
-        cost, matrix = self._columns(fixed, growing, entries)
+    def _add(self, session: Session, fixed: _Group | None, growing: _Group, t_max: float,
+             entries: list[tuple[bool, _Column]]) -> list[float]:  # fmt: skip
+        cost, matrix, scales = self._columns(fixed, growing, t_max, entries)
         session.add_columns(cost, np.zeros(len(entries)), np.full(len(entries), math.inf), sp.csc_matrix(matrix))
+        return scales
 
     def _decompose(self, fixed: _Group | None, growing: _Group, t_max: float, columns: list[_Column],
                    seeds: list[_Column]) -> tuple[RoundOutcome, FloatArray | None]:  # fmt: skip
         """Run the master to optimality; the outcome and the certifying prices' costs ``m_i``."""
-        session, entries = self._master(fixed, growing, t_max, columns, seeds)
+        session, entries, scales = self._master(fixed, growing, t_max, columns, seeds)
         known = {column.unit.tobytes() for _, column in entries if column.unit is not None}
         solve_s = 0.0
+        rows = self.num_units * self.num_res
+        row_scale = np.where(self.capacity > 0, self.capacity, 1.0)
         for _ in range(_MAX_ITERATIONS):
             outcome = session.solve()
             self.lp_solves += 1
             solve_s += outcome.solve_s
             if outcome.status != "optimal" or outcome.x is None or outcome.row_duals is None:
-                return RoundOutcome(outcome.status, solve_s=solve_s, message=outcome.message), None
-            level = float(outcome.x[[grows for grows, _ in entries]].sum())
-            prices = np.abs(outcome.row_duals[: self.num_units * self.num_res]).reshape(self.num_units, self.num_res)
+                message = outcome.message if outcome.status != "optimal" else "the master LP gave no point or duals"
+                return RoundOutcome("error" if outcome.status == "optimal" else outcome.status, solve_s=solve_s,
+                                    message=message), None  # fmt: skip
+            weights = np.maximum(outcome.x, 0.0) * np.array(scales)
+            level = float(weights[[grows for grows, _ in entries]].sum())
+            # A row scaled by 1 / C has its dual scaled by C: back to prices per unit of resource.
+            prices = np.abs(outcome.row_duals[:rows]).reshape(self.num_units, self.num_res) / row_scale
             cost, unit = self._price(prices)
             self.pricing_rounds += 1
             frozen_cost = float(fixed.demand @ cost) if fixed is not None else 0.0
@@ -191,11 +214,10 @@ class DecomposedRounds:
                 break
             known.add(key)
             new = [(grows, _Column(unit=unit)) for grows in ((False, True) if fixed is not None else (True,))]
-            self._add(session, fixed, growing, new)
+            scales += self._add(session, fixed, growing, t_max, new)
             entries += new
         else:
             return RoundOutcome("error", solve_s=solve_s, message="decomposition did not converge"), None
-        weights = np.maximum(outcome.x, 0.0)
         self._keep(fixed, growing, entries, weights, level, unit)
         unfinished = self.budget.expired() and certificate - level > _GAP * certificate
         status: Status = "time_limit" if unfinished else "optimal"
