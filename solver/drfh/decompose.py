@@ -98,7 +98,6 @@ class DecomposedRounds:
         self.backend = backend
         self.budget = budget
         self.lp_solves = 0
-        self.pricing_rounds = 0
         usable = model.usable
         self.unusable = None if usable.all() else ~usable
         self.consumption = model.consumption()
@@ -182,8 +181,8 @@ class DecomposedRounds:
         return scales
 
     def _decompose(self, fixed: _Group | None, growing: _Group, t_max: float, columns: list[_Column],
-                   seeds: list[_Column]) -> tuple[RoundOutcome, FloatArray | None]:  # fmt: skip
-        """Run the master to optimality; the outcome and the certifying prices' costs ``m_i``."""
+                   seeds: list[_Column]) -> RoundOutcome:  # fmt: skip
+        """Run the master to optimality; the outcome's level duals are the certifying prices' costs ``m_i``."""
         session, entries, scales = self._master(fixed, growing, t_max, columns, seeds)
         known = {column.unit.tobytes() for _, column in entries if column.unit is not None}
         solve_s = 0.0
@@ -196,13 +195,12 @@ class DecomposedRounds:
             if outcome.status != "optimal" or outcome.x is None or outcome.row_duals is None:
                 message = outcome.message if outcome.status != "optimal" else "the master LP gave no point or duals"
                 return RoundOutcome("error" if outcome.status == "optimal" else outcome.status, solve_s=solve_s,
-                                    message=message), None  # fmt: skip
+                                    message=message)  # fmt: skip
             weights = np.maximum(outcome.x, 0.0) * np.array(scales)
             level = float(weights[[grows for grows, _ in entries]].sum())
             # A row scaled by 1 / C has its dual scaled by C: back to prices per unit of resource.
             prices = np.abs(outcome.row_duals[:rows]).reshape(self.num_units, self.num_res) / row_scale
             cost, unit = self._price(prices)
-            self.pricing_rounds += 1
             frozen_cost = float(fixed.demand @ cost) if fixed is not None else 0.0
             growth_cost = float(growing.demand @ cost)
             budget = float((prices * self.capacity).sum()) - frozen_cost
@@ -217,12 +215,12 @@ class DecomposedRounds:
             scales += self._add(session, fixed, growing, t_max, new)
             entries += new
         else:
-            return RoundOutcome("error", solve_s=solve_s, message="decomposition did not converge"), None
+            return RoundOutcome("error", solve_s=solve_s, message="decomposition did not converge")
         self._keep(fixed, growing, entries, weights, level, unit)
         unfinished = self.budget.expired() and certificate - level > _GAP * certificate
         status: Status = "time_limit" if unfinished else "optimal"
         shares = growing.demand * level + (fixed.demand if fixed is not None else 0.0)
-        return RoundOutcome(status, level, shares, cost, solve_s), cost
+        return RoundOutcome(status, level, shares, cost, solve_s)
 
     def _keep(self, fixed: _Group | None, growing: _Group, entries: list[tuple[bool, _Column]], weights: FloatArray,
               level: float, fallback: IntArray) -> None:  # fmt: skip
@@ -257,7 +255,7 @@ class DecomposedRounds:
         fixed = _Group(fixed_demand, False) if np.any(fixed_demand > 0) else None
         columns = [_Column(unit=unit) for unit in self._start_maps()]
         seeds = [_Column(split=self._seeded(fixed))] if fixed is not None and self.split is not None else []
-        outcome, _ = self._decompose(fixed, growing, t_max, columns, seeds)
+        outcome = self._decompose(fixed, growing, t_max, columns, seeds)
         if outcome.status == "infeasible" and fixed is not None:
             outcome = self._fit_frozen_first(fixed, growing, t_max)
         if outcome.status == "optimal":
@@ -278,14 +276,13 @@ class DecomposedRounds:
         """Phase one: place as much of the frozen demand as fits; all of it fits when the round is feasible."""
         as_growing = _Group(fixed.demand, True)
         columns = [_Column(unit=unit) for unit in self._start_maps()]
-        placed, _ = self._decompose(None, as_growing, 1.0, columns, [])
+        placed = self._decompose(None, as_growing, 1.0, columns, [])
         if placed.status != "optimal":
             return placed
         if placed.level < 1 - 1e-9:
             return RoundOutcome("infeasible", solve_s=placed.solve_s,
                                 message=f"frozen tenants fit only {placed.level:.9f} of their shares")  # fmt: skip
-        outcome, _ = self._decompose(fixed, growing, t_max, columns, [_Column(split=self._seeded(fixed))])
-        return outcome
+        return self._decompose(fixed, growing, t_max, columns, [_Column(split=self._seeded(fixed))])
 
     def pair_shares(self) -> tuple[IntArray, IntArray, FloatArray]:
         """(tenant, unit, g) of the last solution."""
