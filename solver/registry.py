@@ -73,7 +73,7 @@ class SolveOptions:
     backend: str | None = None
     time_limit: float | None = None
     algorithm: str | None = None
-    strategy: str = "auto"  # drfh: plain | colgen | aggregate | auto
+    strategy: str = "auto"  # drfh: plain | decompose | colgen | aggregate | auto
     slots: int = 10  # slots per largest server, for the slot scheduler
     gap: float = 0.0  # drfh-int: stop once f is within this fraction of its proven upper bound
     placement: str = "auto"  # hdrf, collapsed: pooled | servers | auto; DAG jobs: pooled (auto) | servers

@@ -720,7 +720,7 @@ def _add_solve(subcommands: Any, formatter: type[argparse.HelpFormatter]) -> Non
                        help="seconds for the whole call (default: no limit)")  # fmt: skip
     solve.add_argument("--algorithm", help="backend variant: highs simplex|ipm|pdlp, ortools glop|pdlp|scip "
                        "(default: the backend's own)")  # fmt: skip
-    solve.add_argument("--strategy", choices=["auto", "plain", "colgen", "aggregate"],
+    solve.add_argument("--strategy", choices=["auto", "plain", "decompose", "colgen", "aggregate"],
                        help=f"drf/drfh LP strategy (default: {DEFAULTS.strategy})")  # fmt: skip
     solve.add_argument("--slots", type=positive_int, metavar="K",
                        help=f"slots per largest server (slots, hslots; default: {DEFAULTS.slots})")  # fmt: skip
