@@ -161,15 +161,10 @@ class Workload:
         duration = np.array([s.duration for s in stages], dtype=np.float64)
         _, tail = longest_paths(parents, children, duration)
         depth = longest_paths(parents, children, np.ones(len(stages)))[0].astype(np.int64)
-        names = [job.tenant or job.name for job in instance.jobs]
-        tenants = tuple(dict.fromkeys(names))
-        index = {name: t for t, name in enumerate(tenants)}
         # Queues the instance also declares as tenants take their weight and running-task cap from there
         # (a trace replayed on a flat instance); any other queue has weight 1 and no cap.
-        declared = {tenant.name: tenant for tenant in instance.tenants}
-        tenant_weight = np.array([declared[n].weight if n in declared else 1.0 for n in tenants])
-        tenant_cap = np.array([math.floor(declared[n].tasks) if n in declared and math.isfinite(declared[n].tasks)
-                               else np.inf for n in tenants])  # fmt: skip
+        queues = instance.queues()
+        tenant_cap = np.array([math.floor(c) if math.isfinite(c) else np.inf for c in queues.cap.tolist()])
         return Workload(
             stage_job=np.repeat(np.arange(len(instance.jobs)), counts),
             stage_local=np.concatenate([np.arange(c) for c in counts]).astype(np.int64),
@@ -181,9 +176,9 @@ class Workload:
             job_stages=tuple(np.arange(offset[k], offset[k + 1]) for k in range(len(counts))),
             release=np.array([j.release for j in instance.jobs], dtype=np.float64),
             weight=np.array([j.weight for j in instance.jobs], dtype=np.float64),
-            job_tenant=np.array([index[name] for name in names], dtype=np.int64),
-            tenants=tenants,
-            tenant_weight=tenant_weight,
+            job_tenant=queues.of_job,
+            tenants=queues.names,
+            tenant_weight=queues.weight,
             tenant_cap=tenant_cap,
             capacity=np.asarray(instance.total_capacity, dtype=np.float64),
             tail=tail,

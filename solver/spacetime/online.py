@@ -329,6 +329,7 @@ class Tetrisched(SoftPolicy):
         return mask
 
     def start_tasks(self, sim: Simulation, g: int, chunks: list[tuple[int, int]], option: int | None) -> int:
+        chunks = self.within_cap(sim, g, chunks, option)  # the plan does not model queues' caps
         placed = self.launch(sim, g, chunks, option)
         believed = self.beliefs.duration(g, option if option is not None else -1)
         for machine, n in chunks:
