@@ -641,6 +641,10 @@ class Queues:
         np.add.at(total, self.of_job, np.array([sum(s.tasks for s in job.stages) for job in jobs], dtype=np.float64))
         return total
 
+    def cap_field(self, q: int, tenants: Sequence[Tenant]) -> str:
+        """Where queue ``q``'s cap is declared, for messages: ``tenants[i].tasks``."""
+        return next(f"tenants[{i}].tasks" for i, tenant in enumerate(tenants) if tenant.name == self.names[q])
+
     def binding(self, jobs: Sequence[Job]) -> BoolArray:
         """Queues whose cap is below their tasks: the only ones a cap can ever hold back."""
         return np.asarray(self.cap < self.totals(jobs), dtype=bool)

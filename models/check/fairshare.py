@@ -9,7 +9,8 @@ DAG level first; a stage starts once every task of its parents has ended; tasks 
 best (the least room left, summed over resources as fractions of the cluster) on ``placement='servers'``, on
 the cluster as one pool otherwise; with input blocks a machine runs the job's most local pending task for the
 locality factor of its level; a stage with placement options runs each task under the first task-by-task
-option its machine matches.
+option its machine matches; a job whose queue runs its running-task cap (``Instance.queues``, whole tasks)
+launches nothing until a task of that queue ends.
 
 This is the checker's own simulation of that definition, written for it and importing nothing from
 ``solver`` (``tests/test_architecture.py``): ``fairpack check`` recomputes every ``T_k`` a saved result relies
@@ -191,6 +192,10 @@ class _FairShareRun:
         self.demand = np.array([stage.demand for stage in stages], dtype=np.float64).reshape(-1, n_res)
         self.demands = self.demand.tolist()
         self.release = [float(job.release) for job in jobs]
+        queues = instance.queues()
+        self.queue_of = [int(queues.of_job[k]) for k in self.job_of]  # every stage's queue
+        self.queue_cap = [math.floor(c) if math.isfinite(c) else math.inf for c in queues.cap.tolist()]
+        self.queue_running = [0] * len(queues.names)
         self.weight = np.array([job.weight for job in jobs], dtype=np.float64)
         self.weights = self.weight.tolist()
         capacity = np.asarray(instance.total_capacity, dtype=np.float64)
@@ -321,6 +326,7 @@ class _FairShareRun:
             self._take(machine, g, count, -1.0)
         self.unlaunched[g] -= total
         self.running[g] += total
+        self.queue_running[self.queue_of[g]] += total
         self.usage[k] += total * self.demand[g]
 
     def _end_tasks(self, t: float) -> None:
@@ -328,6 +334,7 @@ class _FairShareRun:
             end, _, g, n, machines, counts = heapq.heappop(self.heap)
             k = self.job_of[g]
             self.running[g] -= n
+            self.queue_running[self.queue_of[g]] -= n
             self.usage[k] -= n * self.demand[g]
             self.tasks_left[k] -= n
             for machine, count in zip(machines, counts, strict=True):
@@ -357,13 +364,18 @@ class _FairShareRun:
         return max([u / c if c > 0 else 0.0 for u, c in zip(usage, self.capacity, strict=True)]) / self.weights[k]
 
     def _allowed(self, g: int) -> bool:
-        if self.unlaunched[g] <= 0 or not self._fits(g):
+        if self.unlaunched[g] <= 0 or self._cap_room(g) <= 0 or not self._fits(g):
             return False
         usage = self.usage[self.job_of[g]].tolist()
         if not any(u > 0 for u in usage):
             return True  # a job running nothing may launch one task beyond its share
         after = max([(u + d) * v for u, d, v in zip(usage, self.demands[g], self.inverse, strict=True)])
         return after <= self.shares[self.job_of[g]] * (1 + EPS) + EPS
+
+    def _cap_room(self, g: int) -> float:
+        """More tasks stage ``g``'s queue may run now under its cap (``inf``: none)."""
+        q = self.queue_of[g]
+        return self.queue_cap[q] - self.queue_running[q]
 
     def _dispatch(self, t: float) -> None:
         runnable = [g for g in range(len(self.count))
@@ -386,7 +398,7 @@ class _FairShareRun:
             left = [self.shares[k] / unit - u for unit, u in zip(self.units, usage, strict=True)]
             need = [room / d for room, d in zip(left, self.demands[chosen], strict=True) if d > 0]
             within = max(1, math.floor(min(need) + EPS) if need else 1)
-            most = int(min(within, self.unlaunched[chosen]))
+            most = int(min(within, self.unlaunched[chosen], self._cap_room(chosen)))
             chunks = self._best_fit(chosen, most)
             if sum(count for _, count in chunks) <= 0:
                 raise RuntimeError(f"the fair-share schedule picked stage {chosen}, which cannot launch a task")
@@ -422,6 +434,8 @@ def fair_times(instance: Instance, placement: str = "pooled", shares: bool = Fal
         for stage in job.stages:
             if not np.any(np.all(np.asarray(stage.demand)[None, :] <= capacity * (1 + FIT_EPS), axis=1)):
                 return None
+    if np.any(instance.queues().cap < 1):
+        return None  # a queue capped below one task never runs its jobs
     run = _FairShareRun(instance, placement)
     if any(entry is not None and not (~np.array(entry.gang)).any() for entry in run.options):
         return None

@@ -165,6 +165,11 @@ class Workload:
         # (a trace replayed on a flat instance); any other queue has weight 1 and no cap.
         queues = instance.queues()
         tenant_cap = np.array([math.floor(c) if math.isfinite(c) else np.inf for c in queues.cap.tolist()])
+        never = np.flatnonzero(tenant_cap < 1)
+        if never.size:  # its jobs could never start a task: refused, not left unfinished
+            q = int(never[0])
+            raise InstanceError(f"queue {queues.names[q]!r} has jobs but a cap of {queues.cap[q]:g} running tasks, "
+                                "below one whole task: they could never run", queues.cap_field(q, instance.tenants))
         return Workload(
             stage_job=np.repeat(np.arange(len(instance.jobs)), counts),
             stage_local=np.concatenate([np.arange(c) for c in counts]).astype(np.int64),
