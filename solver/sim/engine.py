@@ -184,11 +184,9 @@ class Simulation:
         if instance.data is not None and placement == "servers" and instance.jobs and not jobs.exponential:
             self.data = TaskData(instance, jobs)
         self.level_counts = [0, 0, 0]  # tasks launched node-local, rack-local, remote
-        # Running-task caps that can hold a queue back (below its tasks; every finite cap of a backlog): only then
-        # does the cap rule run, so a workload without such caps is simulated exactly as before the rule.
-        totals = np.zeros(jobs.num_tenants)
-        np.add.at(totals, jobs.job_tenant[jobs.stage_job], jobs.count)
-        self.capped = bool(np.any(jobs.tenant_cap < totals))
+        # The cap rule runs only where a cap can hold a queue back, so a workload without such caps is simulated
+        # exactly as before the rule.
+        self.capped = jobs.capped
         self.group_tenant = jobs.job_tenant[jobs.stage_job]
 
     # --- what policies read -----------------------------------------------------------------------

@@ -222,6 +222,15 @@ class Workload:
         )
 
     @cached_property
+    def capped(self) -> bool:
+        """Whether some queue's running-task cap can hold it back: a cap below the queue's tasks (every finite
+        cap of a backlog). The simulator's cap rule runs only then; a path that does not model caps (a compiled
+        simulator) must leave such workloads to the engine."""
+        totals = np.zeros(self.num_tenants)
+        np.add.at(totals, self.job_tenant[self.stage_job], self.count)
+        return bool(np.any(self.tenant_cap < totals))
+
+    @cached_property
     def has_options(self) -> bool:
         # Cached: the engine asks at every launch, and the scan is over every group (a million on a Google day).
         return any(entry is not None for entry in self.options)
