@@ -24,8 +24,7 @@ take ``rtt / 2`` each way (``rtt`` in the instance's time unit, default ``DEFAUL
 
 Queues' running-task caps hold a worker's queue head as room does: a worker whose head task (or, with late
 binding, the request's next task) belongs to a queue running its cap -- tasks handed out for asks count --
-waits until one of that queue's tasks ends; a queue whose cap is below one task submits nothing (its jobs stay
-unfinished).
+waits until one of that queue's tasks ends (a queue with jobs capped below one task is refused before the run).
 
 With more probes than workers, probes cycle through random permutations of the workers. The counters in
 ``Result.extra``: ``probes`` (probe or reservation messages), ``requests`` (late binding asks),
@@ -208,10 +207,6 @@ class Sparrow(BasePolicy):
 
     def _submit(self, sim: Simulation, groups: list[int]) -> None:
         """Send one request's tasks (or reservations) to workers, as the policy samples them."""
-        if sim.capped:  # a queue capped below one task never runs any
-            groups = [g for g in groups if sim.jobs.tenant_cap[sim.group_tenant[g]] >= 1]
-            if not groups:
-                return
         tasks = np.repeat(np.array(groups, dtype=np.int64), sim.unlaunched[groups].astype(np.int64))
         m, machines, t = tasks.size, sim.cluster.machines, sim.t
         if self.name == "random":
