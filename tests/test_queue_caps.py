@@ -33,7 +33,9 @@ from fairpack.solver.cli import main
 from fairpack.solver.registry import Method, policies
 from fairpack.solver.sim.backlog import SimOptions
 from fairpack.solver.sim.backlog import simulate as simulate_backlogs
+from fairpack.solver.sim.engine import BasePolicy, Simulation
 from fairpack.solver.sim.fairshare import fair_completion_times
+from fairpack.solver.sim.workload import Workload
 from tests.test_sim_equivalence import arrivals
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -324,3 +326,38 @@ def test_the_checkers_fair_share_schedule_honours_caps_as_the_solvers(placement:
                         jobs=instance.jobs)  # fmt: skip
         held_back += not np.allclose(fair_completion_times(free, placement).completion, theirs.completion)
     assert held_back >= 3  # the caps do change T_k on some seeds: the comparison covers them
+
+
+# --- the engine's rule ------------------------------------------------------------------------------
+
+
+class _Greedy(BasePolicy):
+    """Launches the first group's tasks all at once wherever they fit, caps or not (a policy bug)."""
+
+    name = "greedy"
+
+    def __init__(self, direct: bool) -> None:
+        self.direct = direct
+
+    def on_event(self, sim: Simulation) -> None:
+        if self.direct and sim.unlaunched[0] > 0:
+            sim.launch(0, [(0, int(sim.unlaunched[0]))])
+
+    def next(self, sim: Simulation) -> tuple[int, int] | None:
+        return None if self.direct or sim.unlaunched[0] == 0 else (0, 4)
+
+
+def test_the_engine_clamps_a_pick_to_the_caps_room_and_refuses_a_launch_past_it(tmp_path: Path) -> None:
+    instance = _queue_cap_instance(tmp_path)
+    workload = Workload.of_jobs(instance, "servers")
+    assert workload.capped and not Workload.of_jobs(_loosened(instance), "servers").capped
+    with pytest.raises(RuntimeError, match="launched tasks of group 0 past the cap of 1 running tasks of queue 'q'"):
+        Simulation(instance, workload, _Greedy(direct=True), "servers").run()
+    # A pick of four is clamped to the one task the cap leaves; picking again while the queue runs it is a bug.
+    with pytest.raises(RuntimeError, match="picked group 0, whose queue 'q' runs its cap"):
+        Simulation(instance, workload, _Greedy(direct=False), "servers").run()
+
+
+def _loosened(instance: Instance) -> Instance:
+    return Instance(instance.resources, instance.servers, tuple(Tenant(t.name, t.demand, t.weight, 4.0)
+                                                                 for t in instance.tenants), jobs=instance.jobs)
