@@ -87,6 +87,13 @@ def placement_fits(instance: Instance, placement: str = "pooled") -> BoolArray:
     demand = np.array([stage.demand for _, _, stage in stages], dtype=np.float64).reshape(-1, len(instance.resources))
     capacity = instance.total_capacity[None, :] if placement == "pooled" else instance.capacity
     fits: BoolArray = np.all(demand[:, None, :] <= capacity[None, :, :] * (1 + FIT_EPS), axis=2)
+    if placement == "servers" and instance.has_option_demands:
+        # A task of a stage with placement options runs under one of them, at that option's demand (the
+        # loader checked each fits a machine its selector matches): the stage's own demand may fit nowhere.
+        for g, (_, _, stage) in enumerate(stages):
+            for o in range(len(stage.options)):
+                under = stage.demand_under(o)
+                fits[g] |= np.all(under[None, :] <= capacity * (1 + FIT_EPS), axis=1)
     bad = np.flatnonzero(~fits.any(axis=1))
     if bad.size:
         k, s, stage = stages[int(bad[0])]

@@ -29,17 +29,9 @@ import numpy as np
 
 from fairpack.models.dag import longest_paths
 from fairpack.models.metrics import jain_index
-from fairpack.models.result import Schedule, job_completion
+from fairpack.models.result import Schedule, job_completion, task_demand
 from fairpack.models.tolerance import settled_all
 from fairpack.models.types import FloatArray, Instance, IntArray
-
-
-def task_demand(instance: Instance, schedule: Schedule) -> FloatArray:
-    """Demand of every task of the schedule, (tasks, resources)."""
-    offsets = np.concatenate([[0], np.cumsum([len(job.stages) for job in instance.jobs])]).astype(np.int64)
-    demand = np.array([s.demand for job in instance.jobs for s in job.stages], dtype=np.float64)
-    demand = demand.reshape(-1, len(instance.resources))
-    return demand[offsets[schedule.job] + schedule.stage]
 
 
 def job_tenants(instance: Instance) -> tuple[list[str], IntArray]:
