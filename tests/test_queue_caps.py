@@ -361,3 +361,24 @@ def test_the_engine_clamps_a_pick_to_the_caps_room_and_refuses_a_launch_past_it(
 def _loosened(instance: Instance) -> Instance:
     return Instance(instance.resources, instance.servers, tuple(Tenant(t.name, t.demand, t.weight, 4.0)
                                                                  for t in instance.tenants), jobs=instance.jobs)
+
+
+TWO_QUEUES = QUEUE_CAP.replace("count: 2}", "count: 1}") + """\
+  - name: k
+    tenant: r
+    stages:
+      - {name: a, tasks: 3, duration: 2, demand: {cpu: 1}}
+"""
+
+
+@pytest.mark.parametrize("policy", ["tetrisched", "alsched"])
+def test_the_planners_fill_now_what_a_capped_queue_cannot_use(tmp_path: Path, policy: str) -> None:
+    # One machine of 4 cpu: q may run one task at a time, so r's three tasks fit beside it now. A plan without
+    # the cap put all of q's tasks now, and the commit (cut to the cap) left three cpus idle until t = 1.
+    path = tmp_path / "two.yaml"
+    path.write_text(TWO_QUEUES)
+    code, out, err = cli("simulate", path, "--policy", policy, "--option", "deterministic=true", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["verified"] is True and data["avg_jct"] == 3.0
+    assert sorted(task["start"] for task in data["tasks"] if task["job"] == "k") == [0.0, 0.0, 0.0]
