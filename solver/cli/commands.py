@@ -529,12 +529,14 @@ def command_check(args: argparse.Namespace) -> int:
 
 
 def command_validate(args: argparse.Namespace) -> int:
+    from fairpack.models.io import STDIN
     from fairpack.solver.api import preflight
 
     instance = load(args.path, args)
     machines = int(instance.counts.sum())
+    where = "<stdin>" if args.path == STDIN else args.path
     print(
-        f"{args.path}: valid: {len(instance.resources)} resources, {len(instance.servers)} server classes "
+        f"{where}: valid: {len(instance.resources)} resources, {len(instance.servers)} server classes "
         f"({machines} machines), {len(instance.tenants)} tenants, {len(instance.jobs)} jobs"
         + (f", hierarchy of {len(instance.hierarchy.nodes)} nodes" if instance.hierarchy else "")
     )
@@ -687,8 +689,8 @@ def command_methods(args: argparse.Namespace) -> int:
             print(f"  {entry['name']:<{width}}  {entry['family']:<9}  {kind:<9}  {entry['summary']}")
             settings = ""
             if entry["extra"]:
-                settings = f"; settings (--option): {', '.join(entry['extra'])}"
-            print(f"  {'':<{width}}  backends: {backends}; options: {', '.join(entry['options'])}{settings}")
+                settings = f"; settings (--option key=value): {', '.join(entry['extra'])}"
+            print(f"  {'':<{width}}  backends: {backends}; flags: {', '.join(entry['flags'])}{settings}")
             if command == "simulate":
                 print(f"  {'':<{width}}  {_policy_facts(entry)}")
     return EXIT_OK

@@ -176,15 +176,15 @@ class Workload:
         duration = np.array([s.duration for s in stages], dtype=np.float64)
         _, tail = longest_paths(parents, children, duration)
         depth = longest_paths(parents, children, np.ones(len(stages)))[0].astype(np.int64)
-        names = [job.tenant or job.name for job in instance.jobs]
-        tenants = tuple(dict.fromkeys(names))
-        index = {name: t for t, name in enumerate(tenants)}
         # Queues the instance also declares as tenants take their weight and running-task cap from there
         # (a trace replayed on a flat instance); any other queue has weight 1 and no cap.
-        declared = {tenant.name: tenant for tenant in instance.tenants}
-        tenant_weight = np.array([declared[n].weight if n in declared else 1.0 for n in tenants])
-        tenant_cap = np.array([math.floor(declared[n].tasks) if n in declared and math.isfinite(declared[n].tasks)
-                               else np.inf for n in tenants])  # fmt: skip
+        queues = instance.queues()
+        tenant_cap = np.array([math.floor(c) if math.isfinite(c) else np.inf for c in queues.cap.tolist()])
+        never = np.flatnonzero(tenant_cap < 1)
+        if never.size:  # its jobs could never start a task: refused, not left unfinished
+            q = int(never[0])
+            raise InstanceError(f"queue {queues.names[q]!r} has jobs but a cap of {queues.cap[q]:g} running tasks, "
+                                "below one whole task: they could never run", queues.cap_field(q, instance.tenants))
         return Workload(
             stage_job=np.repeat(np.arange(len(instance.jobs)), counts),
             stage_local=np.concatenate([np.arange(c) for c in counts]).astype(np.int64),
@@ -196,9 +196,9 @@ class Workload:
             job_stages=tuple(np.arange(offset[k], offset[k + 1]) for k in range(len(counts))),
             release=np.array([j.release for j in instance.jobs], dtype=np.float64),
             weight=np.array([j.weight for j in instance.jobs], dtype=np.float64),
-            job_tenant=np.array([index[name] for name in names], dtype=np.int64),
-            tenants=tenants,
-            tenant_weight=tenant_weight,
+            job_tenant=queues.of_job,
+            tenants=queues.names,
+            tenant_weight=queues.weight,
             tenant_cap=tenant_cap,
             capacity=np.asarray(instance.total_capacity, dtype=np.float64),
             tail=tail,
@@ -235,6 +235,15 @@ class Workload:
             exponential=exponential,
             kind="backlogs",
         )
+
+    @cached_property
+    def capped(self) -> bool:
+        """Whether some queue's running-task cap can hold it back: a cap below the queue's tasks (every finite
+        cap of a backlog). The simulator's cap rule runs only then; a path that does not model caps (a compiled
+        simulator) must leave such workloads to the engine."""
+        totals = np.zeros(self.num_tenants)
+        np.add.at(totals, self.job_tenant[self.stage_job], self.count)
+        return bool(np.any(self.tenant_cap < totals))
 
     @cached_property
     def has_options(self) -> bool:
