@@ -278,3 +278,25 @@ def test_drfh_int_does_not_start_a_level_relaxation_it_cannot_build_in_time(
     assert not built
     assert result.status == "time_limit" and result.verified, (result.status, result.message)
     assert "the LP relaxations that bound the levels were not started" in result.message
+
+
+def test_highs_is_stopped_past_its_deadline_where_its_own_limit_is_not_read() -> None:
+    """HiGHS's interrupt callbacks watch the clock too: the root of a MIP of a million rows ran 300 s past a 30 s
+    limit while asking them. Past the deadline (plus OVERRUN_S) they stop the solve, reported as the time limit."""
+    import time
+
+    import numpy as np
+    import scipy.sparse as sp
+
+    from fairpack.solver.backends import highs as backend
+    from fairpack.solver.lp import LinearProgram
+
+    lp = LinearProgram(objective=np.array([1.0, 1.0]), matrix=sp.csr_matrix(np.array([[1.0, 1.0]])),
+                       row_lower=np.array([1.0]), row_upper=np.array([np.inf]), col_lower=np.zeros(2),
+                       col_upper=np.full(2, 5.0), integrality=np.array([True, True]), sense="min")  # fmt: skip
+    session = backend.HighsSession(lp, time_limit=60)
+    assert not session.should_stop()
+    session._deadline = time.perf_counter() - backend.OVERRUN_S - 1
+    assert session.should_stop()
+    unlimited = backend.HighsSession(lp)
+    assert unlimited._deadline is None and not unlimited.should_stop()

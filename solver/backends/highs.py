@@ -64,6 +64,10 @@ def _use_threads(threads: int) -> None:
         _scheduler_threads = threads
 
 
+#: Seconds past the deadline after which the interrupt callbacks stop a solve HiGHS's own limit did not stop.
+OVERRUN_S = 0.25
+
+
 class HighsSession:
     """A live HiGHS model that keeps its basis between solves (column generation, filling rounds)."""
 
@@ -73,14 +77,15 @@ class HighsSession:
         import highspy
 
         self._highs = highspy.Highs()
+        self._time_limit = time_limit
+        self._deadline: float | None = deadline
+        self._overrun = False  # the watch below stopped a solve HiGHS's own time limit had not stopped
         settings = settings or SolverSettings()
         self._apply(settings, lp.is_mip)
         if algorithm is not None:
             if algorithm not in ALGORITHMS["highs"]:
                 raise ValueError(f"HiGHS has no algorithm {algorithm!r}; choose from {', '.join(ALGORITHMS['highs'])}")
             self._highs.setOptionValue("solver", algorithm)
-        self._time_limit = time_limit
-        self._deadline: float | None = deadline
         self.sense = lp.sense
         # HiGHS 1.12's PDLP postsolve mislabels an optimal maximisation LP as "Unknown" (dual
         # infeasibilities after presolve); the same LP posed as a minimisation comes back optimal. So a
@@ -134,7 +139,7 @@ class HighsSession:
             highs.setOptionValue("threads", int(settings.threads))
         if settings.seed is not None:
             highs.setOptionValue("random_seed", int(settings.seed))
-        if interrupt.active():
+        if interrupt.active() or self._time_limit is not None or self._deadline is not None:
             self._interrupts()
         if watch:
 
@@ -146,19 +151,30 @@ class HighsSession:
             highs.cbMipImprovingSolution.subscribe(report)
 
     def _interrupts(self) -> None:
-        """Stop the solve at Ctrl-C: HiGHS asks its interrupt callbacks (simplex iterations, IPM iterations, MIP
-        nodes) whether to stop, and they answer from :func:`fairpack.solver.interrupt.requested`. (They run in the
-        solving thread, the caller's: a second Ctrl-C in a library call raises ``KeyboardInterrupt`` there, and
-        HiGHS lets it out of ``run``.)"""
+        """Stop the solve at Ctrl-C, or past the deadline: HiGHS asks its interrupt callbacks (simplex iterations,
+        IPM iterations, MIP nodes) whether to stop, and they answer from :func:`fairpack.solver.interrupt.requested`
+        and the clock. (They run in the solving thread, the caller's: a second Ctrl-C in a library call raises
+        ``KeyboardInterrupt`` there, and HiGHS lets it out of ``run``.) HiGHS's own time limit is not read
+        everywhere: the root of a MIP of a million rows ran 300 s past a 30 s limit, asking these callbacks all
+        along."""
 
         def check(event: Any) -> None:
-            if interrupt.requested():
+            if self.should_stop():
                 event.interrupt()
 
         highs = self._highs
         highs.cbSimplexInterrupt.subscribe(check)
         highs.cbIpmInterrupt.subscribe(check)
         highs.cbMipInterrupt.subscribe(check)
+
+    def should_stop(self) -> bool:
+        """Whether HiGHS's interrupt callbacks stop the solve: Ctrl-C came, or the deadline passed ``OVERRUN_S`` ago."""
+        if interrupt.requested():
+            return True
+        if self._deadline is not None and time.perf_counter() > self._deadline + OVERRUN_S:
+            self._overrun = True
+            return True
+        return False
 
     def add_columns(self, cost: FloatArray, lower: FloatArray, upper: FloatArray, matrix: sp.csc_matrix) -> None:
         """Append columns given as a CSC matrix over the existing rows."""
@@ -253,6 +269,8 @@ class HighsSession:
         else:
             bound = objective if status == "optimal" else None
         message = self._highs.modelStatusToString(self._highs.getModelStatus())
+        if self._overrun and not interrupt.requested():
+            message = "Time limit reached"  # the watch stopped it (HiGHS calls it an interrupt)
         return SolveOutcome(status, x, objective, bound, duals, elapsed, message)
 
 
