@@ -149,10 +149,7 @@ def _fit_count(room, d, need, m):  # fmt: skip
 def _change(free, room, slack, m, d, n, sign):  # fmt: skip
     """Cluster.take (sign -1) or Cluster.give (sign +1) of ``n`` tasks of ``d`` on machine ``m``."""
     for r in range(d.size):
-        if sign > 0:
-            value = free[m, r] + n * d[r]
-        else:
-            value = free[m, r] - n * d[r]
+        value = free[m, r] + n * d[r] if sign > 0 else free[m, r] - n * d[r]
         free[m, r] = value
         room[m, r] = value + slack[m, r]
 
@@ -250,25 +247,73 @@ def _release(t, st, release_order, release, job_ptr, released_pos, missing, unla
 
 
 @njit(cache=True)
+def _fits_somewhere(room, d, need):  # fmt: skip
+    for m in range(room.shape[0]):  # noqa: SIM110  (numba compiles no generator inside any())
+        if _fits(room, d, need, m):
+            return True
+    return False
+
+
+@njit(cache=True)
+def _dispatch(st, ft, order, alive, dclass, demand, need_ptr, need_idx, duration, free, room, slack, unlaunched,
+              running, missing, runnable, failed_at, machine_tasks, next_index, heap, launch_end, launch_lo,
+              row_group, row_first, row_n, row_start, row_end, row_machine):  # fmt: skip
+    """FIFO's launches of the event in progress; returns NEED_ROWS when the buffers may be too small for the next
+    launch (called again, it continues: passed-over demands stay marked for this event), else MORE."""
+    t = ft[_T]
+    stamp = st[_STAMP]
+    end = st[_RELEASED_POS]
+    p = _find(alive, 0)
+    while p < end and st[_FAILED] < st[_ACTIVE]:
+        g = order[p]
+        c = dclass[g]
+        if missing[g] == 0 and failed_at[c] != stamp:
+            need = need_idx[need_ptr[g]:need_ptr[g + 1]]
+            while True:
+                if not _fits_somewhere(room, demand[g], need):
+                    failed_at[c] = stamp
+                    st[_FAILED] += 1
+                    break
+                if st[_ROWS] + room.shape[0] > row_group.size or st[_LAUNCHES] + 1 >= launch_end.size:
+                    return NEED_ROWS
+                _launch(g, t, st, demand, need_ptr, need_idx, duration, free, room, slack, unlaunched, running,
+                        machine_tasks, next_index, launch_end, launch_lo, heap, row_group, row_first, row_n,
+                        row_start, row_end, row_machine)  # fmt: skip
+                if unlaunched[g] == 0:
+                    alive[p] = p + 1
+                    runnable[c] -= 1
+                    if runnable[c] == 0:
+                        st[_ACTIVE] -= 1
+                    break
+        p = _find(alive, p + 1)
+    return MORE
+
+
+@njit(cache=True)
+def _next_time(st, heap, launch_end, release_order, release):  # fmt: skip
+    t = math.inf
+    if st[_HEAP] > 0:
+        t = launch_end[heap[0]]
+    if st[_NEXT_RELEASE] < release_order.size:
+        r = release[release_order[st[_NEXT_RELEASE]]]
+        if r < t:
+            t = r
+    return t
+
+
+@njit(cache=True)
 def slice_run(st, ft, max_events, horizon, order, alive, release_order, release, job_ptr, released_pos, dclass,
               demand, need_ptr, need_idx, duration, child_ptr, child_idx, free, room, slack, capacity, unlaunched,
               running, missing, runnable, failed_at, machine_tasks, next_index, heap, launch_end, launch_lo,
               row_group, row_first, row_n, row_start, row_end, row_machine):  # fmt: skip
     """Up to ``max_events`` events; returns DONE, MORE (slice over) or NEED_ROWS (grow the row buffers and call
     again: the event in progress continues)."""
-    machines = room.shape[0]
     done = 0
     while True:
         if st[_IN_EVENT] == 0:
             if done >= max_events:
                 return MORE
-            t = math.inf
-            if st[_HEAP] > 0:
-                t = launch_end[heap[0]]
-            if st[_NEXT_RELEASE] < release_order.size:
-                r = release[release_order[st[_NEXT_RELEASE]]]
-                if r < t:
-                    t = r
+            t = _next_time(st, heap, launch_end, release_order, release)
             if t == math.inf or t > horizon:
                 return DONE
             ft[_T] = t
@@ -281,40 +326,10 @@ def slice_run(st, ft, max_events, horizon, order, alive, release_order, release,
             st[_STAMP] += 1
             st[_FAILED] = 0
             st[_IN_EVENT] = 1
-        t = ft[_T]
-        stamp = st[_STAMP]
-        end = st[_RELEASED_POS]
-        p = _find(alive, 0)
-        while p < end and st[_FAILED] < st[_ACTIVE]:
-            g = order[p]
-            c = dclass[g]
-            if missing[g] == 0 and failed_at[c] != stamp:
-                while True:
-                    d = demand[g]
-                    need = need_idx[need_ptr[g]:need_ptr[g + 1]]
-                    found = False
-                    for m in range(machines):
-                        if _fits(room, d, need, m):
-                            found = True
-                            break
-                    if not found:
-                        failed_at[c] = stamp
-                        st[_FAILED] += 1
-                        break
-                    if st[_ROWS] + machines > row_group.size or st[_LAUNCHES] + 1 >= launch_end.size:
-                        return NEED_ROWS
-                    _launch(g, t, st, demand, need_ptr, need_idx, duration, free, room, slack, unlaunched, running,
-                            machine_tasks, next_index, launch_end, launch_lo, heap, row_group, row_first, row_n,
-                            row_start, row_end, row_machine)  # fmt: skip
-                    if unlaunched[g] == 0:
-                        alive[p] = p + 1
-                        runnable[c] -= 1
-                        if runnable[c] == 0:
-                            st[_ACTIVE] -= 1
-                            if failed_at[c] == stamp:  # cannot happen (it just launched); kept exact
-                                st[_FAILED] -= 1
-                        break
-            p = _find(alive, p + 1)
+        if _dispatch(st, ft, order, alive, dclass, demand, need_ptr, need_idx, duration, free, room, slack,
+                     unlaunched, running, missing, runnable, failed_at, machine_tasks, next_index, heap, launch_end,
+                     launch_lo, row_group, row_first, row_n, row_start, row_end, row_machine) == NEED_ROWS:
+            return NEED_ROWS
         st[_IN_EVENT] = 0
 
 
