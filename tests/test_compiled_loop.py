@@ -44,10 +44,7 @@ def _instance(seed: int, resources: int, grid: bool) -> Instance:
         stages = []
         for s in range(int(rng.integers(1, 4))):
             after = tuple(int(p) for p in range(s) if rng.random() < 0.5)
-            if grid:
-                duration = float(rng.integers(1, 4))
-            else:
-                duration = float(rng.exponential(2.0)) + 1e-3
+            duration = float(rng.integers(1, 4)) if grid else float(rng.exponential(2.0)) + 0.001
             demand = shapes[int(rng.integers(len(shapes)))]
             stages.append(Stage(f"s{s}", int(rng.integers(1, 6)), duration, demand, after))
         release = float(rng.integers(0, 6)) if grid else float(rng.uniform(0, 6))
