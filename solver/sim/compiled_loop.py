@@ -348,6 +348,12 @@ def _csr(lists: tuple[tuple[int, ...], ...]) -> tuple[IntArray, IntArray]:
     return ptr, flat
 
 
+def _grown(array: np.ndarray, size: int, used: int) -> np.ndarray:
+    fresh = np.zeros(size, dtype=array.dtype)
+    fresh[:used] = array[:used]
+    return fresh
+
+
 def in_domain(instance: Instance, jobs: Workload, placement: str) -> bool:
     """Whether the compiled loop runs this workload exactly as the engine would (module docstring)."""
     return (jobs.kind == "jobs" and not jobs.exponential and not jobs.has_options and jobs.num_stages > 0
@@ -402,25 +408,20 @@ class CompiledRun:
         self.state = np.zeros(10, dtype=np.int64)
         self.time = np.zeros(1, dtype=np.float64)
         size = int(min(max(groups, 16), 1 << 22)) + self.cluster.machines
-        self._allocate(size)
+        self.row_group, self.row_first, self.row_n, self.row_machine = (np.empty(size, dtype=np.int64)
+                                                                        for _ in range(4))  # fmt: skip
+        self.row_start, self.row_end = np.empty(size), np.empty(size)
+        self.launch_end, self.launch_lo, self.heap = (np.zeros(size + 1), np.zeros(size + 1, dtype=np.int64),
+                                                      np.zeros(size + 1, dtype=np.int64))  # fmt: skip
 
     def _allocate(self, size: int) -> None:
-        """Row and launch buffers of ``size`` entries (the used part kept)."""
-        used = int(self.state[_ROWS]) if hasattr(self, "row_group") else 0
-        launches = int(self.state[_LAUNCHES]) if hasattr(self, "row_group") else 0
-        buffers: dict[str, Any] = {"row_group": np.int64, "row_first": np.int64, "row_n": np.int64,
-                                   "row_start": np.float64, "row_end": np.float64, "row_machine": np.int64}  # fmt: skip
-        for name, kind in buffers.items():
-            fresh = np.empty(size, dtype=kind)
-            if used:
-                fresh[:used] = getattr(self, name)[:used]
-            setattr(self, name, fresh)
-        for name, kind in (("launch_end", np.float64), ("launch_lo", np.int64), ("heap", np.int64)):
-            fresh = np.zeros(size + 1, dtype=kind)
-            if hasattr(self, name):
-                keep = launches + 1
-                fresh[:keep] = getattr(self, name)[:keep]
-            setattr(self, name, fresh)
+        """Row and launch buffers of ``size`` entries, the used part kept."""
+        rows, launches = int(self.state[_ROWS]), int(self.state[_LAUNCHES]) + 1
+        self.row_group, self.row_first, self.row_n, self.row_machine, self.row_start, self.row_end = (
+            _grown(a, size, rows) for a in (self.row_group, self.row_first, self.row_n, self.row_machine,
+                                            self.row_start, self.row_end))  # fmt: skip
+        self.launch_end, self.launch_lo, self.heap = (_grown(a, size + 1, launches)
+                                                      for a in (self.launch_end, self.launch_lo, self.heap))
 
     def _late(self) -> bool:
         return interrupt.requested() or (self.deadline is not None and time.perf_counter() > self.deadline)
