@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from fairpack.models.stages import stage_table
 from fairpack.models.types import FloatArray, Instance, InstanceError, IntArray
 
 Status = Literal["optimal", "feasible", "infeasible", "unbounded", "time_limit", "interrupted", "error"]
@@ -156,11 +157,12 @@ def job_completion(instance: Instance, schedule: Schedule) -> FloatArray:
     Rows with a job index out of range or a non-finite end are ignored (the checker reports them).
     """
     jobs = len(instance.jobs)
-    completion = np.array([job.release for job in instance.jobs], dtype=np.float64)
+    table = stage_table(instance)
+    completion = table.release.copy()
     valid = (schedule.job >= 0) & (schedule.job < jobs) & np.isfinite(schedule.end)
     np.maximum.at(completion, schedule.job[valid], schedule.end[valid])
     listed = np.bincount(schedule.job[valid], minlength=jobs)[:jobs]
-    tasks = np.array([sum(stage.tasks for stage in job.stages) for job in instance.jobs], dtype=np.int64)
+    tasks = table.job_tasks
     completion[listed < tasks] = np.nan
     return completion
 
@@ -190,7 +192,13 @@ def schedule_objectives(instance: Instance, completion: FloatArray) -> dict[str,
 
 def job_utilities(instance: Instance, completion: FloatArray) -> FloatArray:
     """Every job's utility at its completion time (``Job.utility_at``: its points, else ``-weight * JCT``)."""
-    return np.array([float(job.utility_at(c)) for job, c in zip(instance.jobs, completion.tolist(), strict=True)])
+    plain = [k for k, job in enumerate(instance.jobs) if job.utility]
+    weight = np.fromiter((job.weight for job in instance.jobs), dtype=np.float64, count=len(instance.jobs))
+    # Without points: -weight * (completion - release), the same floats as Job.utility_at, for every job at once.
+    values = -weight * (np.asarray(completion, dtype=np.float64) - stage_table(instance).release)
+    for k in plain:
+        values[k] = float(instance.jobs[k].utility_at(completion[k]))
+    return values
 
 
 def relative_gap(objective: float, bound: float, maximised: bool) -> float:

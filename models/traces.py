@@ -44,7 +44,8 @@ from typing import Any
 import numpy as np
 
 from fairpack.models.io import DEFAULT_LIMITS, Limits, _read_jobs
-from fairpack.models.types import FloatArray, Instance, InstanceError, Job, Stage, _new
+from fairpack.models.stages import StageTable, seed, stage_table
+from fairpack.models.types import FloatArray, Instance, InstanceError, IntArray, Job, Stage, _new
 
 ALIBABA_COLUMNS = ("creation_time", "deletion_time", "scheduled_time", "cpu_milli", "memory_mib", "num_gpu",
                    "gpu_milli")  # fmt: skip
@@ -74,13 +75,14 @@ class TraceData:
     skipped: int = 0
     notes: tuple[str, ...] = field(default_factory=tuple)
     source: str = ""
-    rows: tuple[tuple[int, ...], ...] = ()  # per job, the trace row of each of its stages
+    rows: tuple[tuple[int, ...], ...] | IntArray = ()  # per job, the trace row of each of its stages
+    table: StageTable | None = None  # the jobs' stages as arrays, when read in bulk (``models.stages``)
 
     def locate(self, error: InstanceError, first: int) -> InstanceError:
         """``error`` about the instance's ``jobs[k]`` (the trace's jobs start at ``first``), named by the trace
         row and column it came from; unchanged when it is about the instance's own part."""
         found = _LOCATION.match(error.field)
-        if found is None or int(found.group(1)) < first or not self.rows:
+        if found is None or int(found.group(1)) < first or len(self.rows) == 0:
             return error
         shifted = f"jobs[{int(found.group(1)) - first}]" + error.field[found.end(1) + 1:]
         return _row_error(InstanceError(error.reason, shifted), [list(r) for r in self.rows], self.source)
@@ -88,10 +90,13 @@ class TraceData:
     def on(self, instance: Instance) -> Instance:
         """``instance`` with the trace's jobs after its own (job names must not clash)."""
         names = {job.name for job in instance.jobs}
-        clash = next((job.name for job in self.jobs if job.name in names), None)
+        clash = next((job.name for job in self.jobs if job.name in names), None) if names else None
         if clash is not None:
             raise InstanceError(f"job {clash!r} is both in the instance and in the trace", "job", self.source)
-        return replace(instance, jobs=instance.jobs + self.jobs)
+        combined = replace(instance, jobs=instance.jobs + self.jobs)
+        if self.table is not None:
+            seed(combined, StageTable.concat(stage_table(instance), self.table))
+        return combined
 
 
 def _rows(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
@@ -152,6 +157,9 @@ def read_trace(path: str | Path, resources: tuple[str, ...], limits: Limits = DE
         Naming the file, the row and the column at fault.
     """
     path = Path(path)
+    bulk = _columnar(path, resources, limits)
+    if bulk is not None:
+        return bulk
     header, rows = _rows(path)
     if all(column in header for column in ALIBABA_COLUMNS):
         return read_alibaba_pods(path, resources, header, rows)
@@ -180,6 +188,102 @@ def read_trace(path: str | Path, resources: tuple[str, ...], limits: Limits = DE
     n = len(jobs)
     return TraceData(tuple(jobs[k] for k in order), np.full(n, np.nan), np.zeros(n, dtype=bool), source=source,
                      rows=tuple(tuple(where[k]) for k in order))  # fmt: skip
+
+
+def _header(path: Path) -> list[str] | None:
+    """The table's column names, read without its rows (None when the file cannot be read so)."""
+    try:
+        if path.suffix.lower() in (".parquet", ".pq"):
+            import pyarrow.parquet as pq
+
+            return list(pq.read_schema(path).names)
+        with path.open(newline="", encoding="utf-8") as handle:
+            return next(csv.reader(handle), [])
+    except (OSError, ValueError, ImportError, UnicodeDecodeError, csv.Error, StopIteration):
+        return None
+
+
+def _columnar(path: Path, resources: tuple[str, ...], limits: Limits) -> TraceData | None:
+    """A trace of one-row jobs read column by column (pyarrow: no Python object per cell; every number parsed
+    as Python's ``float`` parses it), checked as :func:`_single_rows_fast` checks it. None (the row-by-row
+    reader then reads the file and names any fault) for anything else: another shape, a cell that is not a
+    number, an Alibaba pod list, a file pyarrow cannot read, no pyarrow."""
+    header = _header(path)
+    if (header is None or not header or any(c in header for c in ("job", "stage", "after"))
+            or len(set(header)) < len(header) or any(c not in (*TRACE_COLUMNS, *OPTIONAL_COLUMNS, *resources)
+                                                     for c in header)
+            or any(c not in header for c in TRACE_COLUMNS)):  # fmt: skip
+        return None
+    try:
+        import pyarrow as pa
+
+        if path.suffix.lower() in (".parquet", ".pq"):
+            import pyarrow.parquet as pq
+
+            table = pq.read_table(path)
+        else:
+            import pyarrow.csv as pacsv
+
+            table = pacsv.read_csv(path, convert_options=pacsv.ConvertOptions(
+                column_types={"tenant": pa.string()}, null_values=[""], strings_can_be_null=False,
+                quoted_strings_can_be_null=False))  # fmt: skip
+    except (ImportError, OSError, ValueError, pa.ArrowException):
+        return None
+    if table.num_rows == 0:
+        return None
+    numeric = [c for c in table.column_names if c != "tenant"]
+    if not all(pa.types.is_integer(table.schema.field(c).type) or pa.types.is_floating(table.schema.field(c).type)
+               for c in numeric) or not pa.types.is_string(table.schema.field("tenant").type):  # fmt: skip
+        return None
+    n = table.num_rows
+
+    def column(name: str, default: float) -> FloatArray:
+        if name not in table.column_names:
+            return np.full(n, default)
+        return np.asarray(table[name].to_numpy(zero_copy_only=False), dtype=np.float64)
+
+    tenant = table["tenant"].combine_chunks().dictionary_encode()
+    names = [str(v).strip() for v in tenant.dictionary.to_pylist()]
+    codes = np.asarray(tenant.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    demand = np.column_stack([column(r, 0.0) for r in resources]) if resources else np.zeros((n, 0))
+    return _bulk(path, column("arrival", np.nan), column("duration", np.nan), demand, column("tasks", np.nan),
+                 column("deadline", np.nan), names, codes, limits)  # fmt: skip
+
+
+def _bulk(path: Path, arrival: FloatArray, duration: FloatArray, demand: FloatArray, tasks: FloatArray,
+          deadline: FloatArray, names: list[str], codes: IntArray, limits: Limits) -> TraceData | None:  # fmt: skip
+    """One-row jobs from their columns (a missing cell is ``nan``), or None if a number is out of the loader's
+    limits (the row-by-row reader names it)."""
+    n = arrival.size
+    tasks = np.where(np.isnan(tasks), 1.0, tasks)
+    demand = np.where(np.isnan(demand), 0.0, demand)
+    high = limits.max_quantity
+    with np.errstate(invalid="ignore"):
+        good = (np.all((arrival >= 0) & (arrival <= high)) and np.all((duration >= 0) & (duration <= high))
+                and np.all((demand == 0) | ((demand >= limits.min_quantity) & (demand <= high)))
+                and np.all((tasks >= 1) & (tasks <= limits.max_tasks) & (tasks == np.floor(tasks)))
+                and float(tasks.sum()) <= limits.max_tasks
+                and np.all(np.isnan(deadline) | (deadline == 0) | ((deadline > 0) & (deadline <= high))))  # fmt: skip
+    if not good or not all(name.isprintable() for name in names):
+        return None
+    order = np.argsort(arrival, kind="stable")
+    arrival, duration, demand, tasks, deadline = (a[order] for a in (arrival, duration, demand, tasks, deadline))
+    codes = codes[order]
+    demand = np.ascontiguousarray(demand)
+    demand.setflags(write=False)  # every job's vector is a read-only row of it
+    due = np.where(np.isnan(deadline) | (deadline == 0), math.inf, deadline).tolist()
+    rows = (order + 1).tolist()
+    counts = tasks.astype(np.int64).tolist()
+    jobs: list[Any] = []
+    for position, when, length, count, tenant, vector, end in zip(rows, arrival.tolist(), duration.tolist(), counts,
+                                                                  codes.tolist(), demand, due, strict=True):
+        name = f"row{position}"
+        stage = _new(Stage, name="s0", tasks=count, duration=length, demand=vector, after=(), input=(), options=())
+        jobs.append(_new(Job, name=name, stages=(stage,), weight=1.0, release=when, tenant=names[tenant] or name,
+                         deadline=end, utility=()))  # fmt: skip
+    table = StageTable.single(arrival, np.asarray(counts, dtype=np.int64), duration, demand)
+    return TraceData(tuple(jobs), np.full(n, np.nan), np.zeros(n, dtype=bool), source=str(path),
+                     rows=(order + 1).reshape(-1, 1), table=table)  # fmt: skip
 
 
 def _single_rows_fast(header: list[str], rows: list[dict[str, Any]], resources: tuple[str, ...], limits: Limits,

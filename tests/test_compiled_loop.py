@@ -137,3 +137,18 @@ def test_row_buffers_grow_mid_event() -> None:
     engine = Simulation(instance, workload, Fifo(), "servers").run()
     for got, expected in zip(_columns(compiled), _columns(engine), strict=True):
         assert np.array_equal(got, expected)
+
+
+def test_a_bulk_read_trace_hands_over_the_stage_table_a_walk_over_its_jobs_builds(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from fairpack.models.stages import _walk, stage_table
+    from fairpack.models.traces import read_trace
+
+    path = tmp_path / "t.csv"
+    path.write_text("arrival,duration,tenant,cpu,mem,tasks\n2,1.5,a,1,,2\n0,2,b,0.5,1,\n1,0,,2,0,3\n")
+    base = _instance(7, 2, True)  # jobs of its own, with edges: the trace's are numbered after them
+    trace = read_trace(path, base.resources)
+    combined = trace.on(base)
+    seeded, walked = stage_table(combined), _walk(combined)
+    for name in ("job", "local", "tasks", "duration", "demand", "release", "job_tasks", "offset", "edges"):
+        assert np.array_equal(getattr(seeded, name), getattr(walked, name)), name
+    assert walked.edges.size  # the base instance's DAG edges are there

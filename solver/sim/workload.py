@@ -18,9 +18,11 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from fairpack.models.dag import longest_paths
 from fairpack.models.diagnose import placement_fits
+from fairpack.models.stages import stage_table
 from fairpack.models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
 from fairpack.solver.registry import OptionError, policies
 
@@ -148,48 +150,55 @@ class Workload:
             raise InstanceError("a job simulation needs jobs", "jobs")
         refuse_option_demands(instance)
         placement_fits(instance, placement)
-        counts = [len(job.stages) for job in instance.jobs]
-        offset = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        stages = [stage for job in instance.jobs for stage in job.stages]
-        parents = tuple(tuple(int(offset[k]) + p for p in stage.after)
-                        for k, job in enumerate(instance.jobs) for stage in job.stages)  # fmt: skip
-        children: list[list[int]] = [[] for _ in stages]
-        for child, ps in enumerate(parents):
-            for p in ps:
-                children[p].append(child)
-        n_res = len(instance.resources)
-        duration = np.array([s.duration for s in stages], dtype=np.float64)
-        _, tail = longest_paths(parents, children, duration)
-        depth = longest_paths(parents, children, np.ones(len(stages)))[0].astype(np.int64)
+        # The stages as arrays (``models.stages``: one walk over the jobs, or none for a trace read in bulk).
+        table = stage_table(instance)
+        groups = table.stages
+        if table.edges.size:
+            parents_of: list[list[int]] = [[] for _ in range(groups)]
+            children: list[list[int]] = [[] for _ in range(groups)]
+            for parent, child in table.edges.tolist():
+                parents_of[child].append(parent)
+                children[parent].append(child)
+            parents = tuple(tuple(p) for p in parents_of)
+            _, tail = longest_paths(parents, children, table.duration)
+            depth = longest_paths(parents, children, np.ones(groups))[0].astype(np.int64)
+            child_tuples = tuple(tuple(c) for c in children)
+        else:  # no edge at all (a trace of one-stage jobs): every path is its own stage
+            parents = child_tuples = ((),) * groups
+            tail, depth = table.duration.copy(), np.zeros(groups, dtype=np.int64)
         names = [job.tenant or job.name for job in instance.jobs]
-        tenants = tuple(dict.fromkeys(names))
-        index = {name: t for t, name in enumerate(tenants)}
+        codes, uniques = pd.factorize(pd.Series(names, dtype=object), sort=False)  # first-appearance order
+        tenants = tuple(str(name) for name in uniques)
         # Queues the instance also declares as tenants take their weight and running-task cap from there
         # (a trace replayed on a flat instance); any other queue has weight 1 and no cap.
         declared = {tenant.name: tenant for tenant in instance.tenants}
         tenant_weight = np.array([declared[n].weight if n in declared else 1.0 for n in tenants])
         tenant_cap = np.array([math.floor(declared[n].tasks) if n in declared and math.isfinite(declared[n].tasks)
                                else np.inf for n in tenants])  # fmt: skip
+        if instance.has_options and placement == "servers":
+            stages = [stage for job in instance.jobs for stage in job.stages]
+            options = tuple(GroupOptions.of(instance, stage) if stage.options else None for stage in stages)
+        else:
+            options = (None,) * groups
         return Workload(
-            stage_job=np.repeat(np.arange(len(instance.jobs)), counts),
-            stage_local=np.concatenate([np.arange(c) for c in counts]).astype(np.int64),
-            count=np.array([s.tasks for s in stages], dtype=np.float64),
-            duration=duration,
-            demand=np.array([s.demand for s in stages], dtype=np.float64).reshape(-1, n_res),
+            stage_job=table.job.copy(),
+            stage_local=table.local.copy(),
+            count=table.tasks.astype(np.float64),
+            duration=table.duration.copy(),
+            demand=table.demand.copy(),
             parents=parents,
-            children=tuple(tuple(c) for c in children),
-            job_stages=tuple(np.arange(offset[k], offset[k + 1]) for k in range(len(counts))),
-            release=np.array([j.release for j in instance.jobs], dtype=np.float64),
-            weight=np.array([j.weight for j in instance.jobs], dtype=np.float64),
-            job_tenant=np.array([index[name] for name in names], dtype=np.int64),
+            children=child_tuples,
+            job_stages=tuple(np.arange(table.offset[k], table.offset[k + 1]) for k in range(len(instance.jobs))),
+            release=table.release.copy(),
+            weight=np.fromiter((j.weight for j in instance.jobs), dtype=np.float64, count=len(instance.jobs)),
+            job_tenant=np.asarray(codes, dtype=np.int64),
             tenants=tenants,
             tenant_weight=tenant_weight,
             tenant_cap=tenant_cap,
             capacity=np.asarray(instance.total_capacity, dtype=np.float64),
             tail=tail,
             depth=depth,
-            options=tuple(GroupOptions.of(instance, stage) if stage.options and placement == "servers" else None
-                          for stage in stages),
+            options=options,
         )
 
     @staticmethod
