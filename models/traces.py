@@ -35,6 +35,7 @@ so that a policy's delays can be compared with the real scheduler's.
 from __future__ import annotations
 
 import csv
+import gc
 import math
 import re
 from dataclasses import dataclass, field, replace
@@ -275,15 +276,29 @@ def _bulk(path: Path, arrival: FloatArray, duration: FloatArray, demand: FloatAr
     rows = (order + 1).tolist()
     counts = tasks.astype(np.int64).tolist()
     jobs: list[Any] = []
+    # A million small objects: the cyclic collector would walk all of them again and again while they are made
+    # (none can be garbage here), most of the time of this loop.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        _make_jobs(jobs, rows, arrival, duration, counts, codes, demand, due, names)
+    finally:
+        if collecting:
+            gc.enable()
+    table = StageTable.single(arrival, np.asarray(counts, dtype=np.int64), duration, demand)
+    return TraceData(tuple(jobs), np.full(n, np.nan), np.zeros(n, dtype=bool), source=str(path),
+                     rows=(order + 1).reshape(-1, 1), table=table)  # fmt: skip
+
+
+def _make_jobs(jobs: list[Any], rows: list[int], arrival: FloatArray, duration: FloatArray, counts: list[int],
+               codes: IntArray, demand: FloatArray, due: list[float], names: list[str]) -> None:
+    """Append one one-stage job per row to ``jobs`` (validated in bulk by the caller)."""
     for position, when, length, count, tenant, vector, end in zip(rows, arrival.tolist(), duration.tolist(), counts,
                                                                   codes.tolist(), demand, due, strict=True):
         name = f"row{position}"
         stage = _new(Stage, name="s0", tasks=count, duration=length, demand=vector, after=(), input=(), options=())
         jobs.append(_new(Job, name=name, stages=(stage,), weight=1.0, release=when, tenant=names[tenant] or name,
                          deadline=end, utility=()))  # fmt: skip
-    table = StageTable.single(arrival, np.asarray(counts, dtype=np.int64), duration, demand)
-    return TraceData(tuple(jobs), np.full(n, np.nan), np.zeros(n, dtype=bool), source=str(path),
-                     rows=(order + 1).reshape(-1, 1), table=table)  # fmt: skip
 
 
 def _single_rows_fast(header: list[str], rows: list[dict[str, Any]], resources: tuple[str, ...], limits: Limits,

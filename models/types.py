@@ -654,17 +654,24 @@ class Instance(_ValueEquality):
             if sorted(leaves) != list(range(len(self.tenants))):
                 raise InstanceError("hierarchy leaves must map one-to-one onto tenants", "hierarchy")
         _check_positive(self.time_slot, "time.slot")
+        # One walk finds the few stages with inputs or options (a million-job trace has none); the checks below
+        # and ``has_options`` / ``has_option_demands`` look at those alone.
+        special = [(k, s) for k, job in enumerate(self.jobs) for s, stage in enumerate(job.stages)
+                   if stage.options or stage.input]  # fmt: skip
+        self._cached("special", np.array(special, dtype=np.int64).reshape(-1, 2))
         self._check_data()
         # One check per distinct (option, stage shape): files repeat the same options over many jobs.
         checked: set[tuple[object, ...]] = set()
-        for k, job in enumerate(self.jobs):
-            for s, stage in enumerate(job.stages):
-                for o, option in enumerate(stage.options):
-                    key = (option.on, option.same, stage.demand_under(option).tobytes(),
-                           stage.tasks if option.same else 0)
-                    if key not in checked:
-                        _check_option(self.servers, stage, option, f"jobs[{k}].stages[{s}].options[{o}]")
-                        checked.add(key)
+        for k, s, stage in self._special_stages():
+            for o, option in enumerate(stage.options):
+                key = (option.on, option.same, stage.demand_under(option).tobytes(), stage.tasks if option.same else 0)
+                if key not in checked:
+                    _check_option(self.servers, stage, option, f"jobs[{k}].stages[{s}].options[{o}]")
+                    checked.add(key)
+
+    def _special_stages(self) -> list[tuple[int, int, Stage]]:
+        """``(job, stage, Stage)`` of every stage with input blocks or placement options, in job order."""
+        return [(k, s, self.jobs[k].stages[s]) for k, s in self._arrays["special"].tolist()]
 
     def _check_data(self) -> None:
         """Replica machines exist; every stage input names a block of ``data``."""
@@ -676,23 +683,22 @@ class Instance(_ValueEquality):
                     raise InstanceError(f"replica machine {max(replicas)} is beyond the {machines} machines",
                                         f"blocks.{name}")  # fmt: skip
         known = set(data.names) if data is not None else set()
-        for k, job in enumerate(self.jobs):
-            for s, stage in enumerate(job.stages):
-                unknown = [i for i, block in enumerate(stage.input) if block not in known] if stage.input else []
-                if unknown:
-                    i = unknown[0]
-                    raise InstanceError(f"unknown block {stage.input[i]!r} (not in blocks)",
-                                        f"jobs[{k}].stages[{s}].input[{i}]")  # fmt: skip
+        for k, s, stage in self._special_stages():
+            unknown = [i for i, block in enumerate(stage.input) if block not in known] if stage.input else []
+            if unknown:
+                i = unknown[0]
+                raise InstanceError(f"unknown block {stage.input[i]!r} (not in blocks)",
+                                    f"jobs[{k}].stages[{s}].input[{i}]")  # fmt: skip
 
     @property
     def has_option_demands(self) -> bool:
         """Whether some option carries its own demand (see :class:`Option`)."""
-        return any(stage.option_demands for job in self.jobs for stage in job.stages)
+        return any(stage.option_demands for _, _, stage in self._special_stages())
 
     @property
     def has_options(self) -> bool:
         """Whether some stage lists placement ``options`` (then every task needs a machine)."""
-        return any(stage.options for job in self.jobs for stage in job.stages)
+        return any(stage.options for _, _, stage in self._special_stages())
 
     def machine_racks(self) -> IntArray:
         """Rack number of every machine (its server's ``rack`` label; ``-1``: no rack), ``machine_names`` order."""

@@ -13,9 +13,10 @@ numbered globally, jobs in instance order; every group belongs to one job and on
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import pandas as pd
@@ -82,6 +83,8 @@ def refuse_option_demands(instance: Instance) -> None:
     """Refuse options with their own ``demand``: the simulator (online policies, the DAG heuristics and the
     drf-strict fair-share schedule behind ``T_k``) sizes every task of a stage by the stage's demand, so it would
     run such an option's tasks at the wrong size. Raises ``OptionError`` naming the first such option."""
+    if not instance.has_options:  # (found without a walk over the jobs)
+        return
     for k, job in enumerate(instance.jobs):
         for s, stage in enumerate(job.stages):
             for o, option in enumerate(stage.options):
@@ -90,6 +93,30 @@ def refuse_option_demands(instance: Instance) -> None:
                                       "(online policies, DAG heuristics, the drf-strict fair share behind T_k) "
                                       "does not model; use spacetime-cp or spacetime with --no-fair-cap or "
                                       "given fair completion times", "options[].demand")  # fmt: skip
+
+
+class JobStages(Sequence[IntArray]):
+    """Every job's groups (``arange`` of its range), made when asked: no million small arrays up front."""
+
+    def __init__(self, offset: IntArray) -> None:
+        self.offset = offset
+
+    def __len__(self) -> int:
+        return int(self.offset.size) - 1
+
+    @overload
+    def __getitem__(self, k: int) -> IntArray: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> Sequence[IntArray]: ...
+
+    def __getitem__(self, k: int | slice) -> IntArray | Sequence[IntArray]:
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self)))]
+        if not -len(self) <= k < len(self):
+            raise IndexError(k)
+        k %= len(self)
+        return np.arange(self.offset[k], self.offset[k + 1])
 
 
 @dataclass(frozen=True)
@@ -126,7 +153,7 @@ class Workload:
     demand: FloatArray
     parents: tuple[tuple[int, ...], ...]
     children: tuple[tuple[int, ...], ...]
-    job_stages: tuple[IntArray, ...]
+    job_stages: Sequence[IntArray]
     release: FloatArray
     weight: FloatArray
     job_tenant: IntArray
@@ -188,7 +215,7 @@ class Workload:
             demand=table.demand.copy(),
             parents=parents,
             children=child_tuples,
-            job_stages=tuple(np.arange(table.offset[k], table.offset[k + 1]) for k in range(len(instance.jobs))),
+            job_stages=JobStages(table.offset),
             release=table.release.copy(),
             weight=np.fromiter((j.weight for j in instance.jobs), dtype=np.float64, count=len(instance.jobs)),
             job_tenant=np.asarray(codes, dtype=np.int64),
