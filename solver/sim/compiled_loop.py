@@ -50,7 +50,8 @@ SLICE_EVENTS = 1 << 15
 MOST = 1 << 30
 
 # Slots of the integer state vector.
-_EVENTS, _LAUNCHES, _ROWS, _HEAP, _NEXT_RELEASE, _RELEASED_POS, _IN_EVENT, _STAMP, _FAILED, _ACTIVE = range(10)
+(_EVENTS, _LAUNCHES, _ROWS, _HEAP, _NEXT_RELEASE, _RELEASED_POS, _IN_EVENT, _STAMP, _FAILED, _ACTIVE,
+ _CHANGED) = range(11)
 # Slots of the float state vector.
 _T = 0
 # Statuses of a slice.
@@ -155,10 +156,11 @@ def _change(free, room, slack, m, d, n, sign):  # fmt: skip
 
 
 @njit(cache=True)
-def _launch(g, t, st, demand, need_ptr, need_idx, duration, free, room, slack, unlaunched, running,
+def _launch(g, t, st, cand, ncand, demand, need_ptr, need_idx, duration, free, room, slack, unlaunched, running,
             machine_tasks, next_index, launch_end, launch_lo, heap, row_group, row_first, row_n, row_start,
             row_end, row_machine):  # fmt: skip
-    """First-fit launch of group ``g`` (it fits some machine); returns the tasks launched."""
+    """First-fit launch of group ``g`` (it fits some machine) over machines ``cand[:ncand]`` (ascending, a
+    superset of the machines it fits); returns the tasks launched."""
     d = demand[g]
     need = need_idx[need_ptr[g]:need_ptr[g + 1]]
     left = unlaunched[g] if unlaunched[g] < MOST else MOST
@@ -167,7 +169,8 @@ def _launch(g, t, st, demand, need_ptr, need_idx, duration, free, room, slack, u
     launch = st[_LAUNCHES]
     launch_lo[launch] = rows
     total = 0
-    for m in range(room.shape[0]):
+    for i in range(ncand):
+        m = cand[i]
         if not _fits(room, d, need, m):
             continue
         fc = _fit_count(room, d, need, m)
@@ -200,8 +203,9 @@ def _launch(g, t, st, demand, need_ptr, need_idx, duration, free, room, slack, u
 @njit(cache=True)
 def _end_tasks(t, st, heap, launch_end, launch_lo, row_group, row_n, row_machine, demand, free, room, slack,
                capacity, machine_tasks, running, unlaunched, missing, child_ptr, child_idx, dclass, runnable,
-               ):  # fmt: skip
-    """Every launch with ``settled(end) <= t`` ends, in heap order (the engine's ``_end_tasks``)."""
+               changed, changed_at):  # fmt: skip
+    """Every launch with ``settled(end) <= t`` ends, in heap order (the engine's ``_end_tasks``); the machines
+    that gained room are listed in ``changed``."""
     while st[_HEAP] > 0 and _settled(launch_end[heap[0]]) <= t:
         launch = heap[0]
         st[_HEAP] = _heap_pop(heap, st[_HEAP], launch_end)
@@ -213,6 +217,10 @@ def _end_tasks(t, st, heap, launch_end, launch_lo, row_group, row_n, row_machine
             m = row_machine[row]
             count = row_n[row]
             n += count
+            if changed_at[m] != st[_STAMP]:
+                changed_at[m] = st[_STAMP]
+                changed[st[_CHANGED]] = m
+                st[_CHANGED] += 1
             _change(free, room, slack, m, d, count, 1)
             machine_tasks[m] -= count
             if machine_tasks[m] == 0:  # an empty machine sheds the round-off of its adds and subtracts
@@ -247,9 +255,9 @@ def _release(t, st, release_order, release, job_ptr, released_pos, missing, unla
 
 
 @njit(cache=True)
-def _fits_somewhere(room, d, need):  # fmt: skip
-    for m in range(room.shape[0]):  # noqa: SIM110  (numba compiles no generator inside any())
-        if _fits(room, d, need, m):
+def _fits_somewhere(room, d, need, cand, ncand):  # fmt: skip
+    for i in range(ncand):  # noqa: SIM110  (numba compiles no generator inside any())
+        if _fits(room, d, need, cand[i]):
             return True
     return False
 
@@ -257,27 +265,32 @@ def _fits_somewhere(room, d, need):  # fmt: skip
 @njit(cache=True)
 def _dispatch(st, ft, order, alive, dclass, demand, need_ptr, need_idx, duration, free, room, slack, unlaunched,
               running, missing, runnable, failed_at, machine_tasks, next_index, heap, launch_end, launch_lo,
-              row_group, row_first, row_n, row_start, row_end, row_machine):  # fmt: skip
+              row_group, row_first, row_n, row_start, row_end, row_machine, changed, machines):  # fmt: skip
     """FIFO's launches of the event in progress; returns NEED_ROWS when the buffers may be too small for the next
     launch (called again, it continues: passed-over demands stay marked for this event), else MORE."""
     t = ft[_T]
     stamp = st[_STAMP]
     end = st[_RELEASED_POS]
+    nchanged = st[_CHANGED]
+    changed[:nchanged].sort()  # ascending: first fit over them is first fit over all
     p = _find(alive, 0)
     while p < end and st[_FAILED] < st[_ACTIVE]:
         g = order[p]
         c = dclass[g]
         if missing[g] == 0 and failed_at[c] != stamp:
             need = need_idx[need_ptr[g]:need_ptr[g + 1]]
+            # A demand that fitted no machine at the last event fits, if anywhere, on a machine that gained room
+            # since (the others only lost some): only those are tested.
+            cand, ncand = (changed, nchanged) if failed_at[c] == stamp - 1 else (machines, machines.size)
             while True:
-                if not _fits_somewhere(room, demand[g], need):
+                if not _fits_somewhere(room, demand[g], need, cand, ncand):
                     failed_at[c] = stamp
                     st[_FAILED] += 1
                     break
                 if st[_ROWS] + room.shape[0] > row_group.size or st[_LAUNCHES] + 1 >= launch_end.size:
                     return NEED_ROWS
-                _launch(g, t, st, demand, need_ptr, need_idx, duration, free, room, slack, unlaunched, running,
-                        machine_tasks, next_index, launch_end, launch_lo, heap, row_group, row_first, row_n,
+                _launch(g, t, st, cand, ncand, demand, need_ptr, need_idx, duration, free, room, slack, unlaunched,
+                        running, machine_tasks, next_index, launch_end, launch_lo, heap, row_group, row_first, row_n,
                         row_start, row_end, row_machine)  # fmt: skip
                 if unlaunched[g] == 0:
                     alive[p] = p + 1
@@ -305,7 +318,8 @@ def _next_time(st, heap, launch_end, release_order, release):  # fmt: skip
 def slice_run(st, ft, max_events, horizon, order, alive, release_order, release, job_ptr, released_pos, dclass,
               demand, need_ptr, need_idx, duration, child_ptr, child_idx, free, room, slack, capacity, unlaunched,
               running, missing, runnable, failed_at, machine_tasks, next_index, heap, launch_end, launch_lo,
-              row_group, row_first, row_n, row_start, row_end, row_machine):  # fmt: skip
+              row_group, row_first, row_n, row_start, row_end, row_machine, changed, changed_at,
+              machines):  # fmt: skip
     """Up to ``max_events`` events; returns DONE, MORE (slice over) or NEED_ROWS (grow the row buffers and call
     again: the event in progress continues)."""
     done = 0
@@ -319,16 +333,18 @@ def slice_run(st, ft, max_events, horizon, order, alive, release_order, release,
             ft[_T] = t
             st[_EVENTS] += 1
             done += 1
+            st[_STAMP] += 1
+            st[_CHANGED] = 0
             _end_tasks(t, st, heap, launch_end, launch_lo, row_group, row_n, row_machine, demand, free, room,
                        slack, capacity, machine_tasks, running, unlaunched, missing, child_ptr, child_idx, dclass,
-                       runnable)  # fmt: skip
+                       runnable, changed, changed_at)  # fmt: skip
             _release(t, st, release_order, release, job_ptr, released_pos, missing, unlaunched, dclass, runnable)
-            st[_STAMP] += 1
             st[_FAILED] = 0
             st[_IN_EVENT] = 1
         if _dispatch(st, ft, order, alive, dclass, demand, need_ptr, need_idx, duration, free, room, slack,
                      unlaunched, running, missing, runnable, failed_at, machine_tasks, next_index, heap, launch_end,
-                     launch_lo, row_group, row_first, row_n, row_start, row_end, row_machine) == NEED_ROWS:
+                     launch_lo, row_group, row_first, row_n, row_start, row_end, row_machine, changed,
+                     machines) == NEED_ROWS:
             return NEED_ROWS
         st[_IN_EVENT] = 0
 
@@ -404,8 +420,11 @@ class CompiledRun:
         self.slack = np.ascontiguousarray(self.cluster.slack)
         self.capacity = np.ascontiguousarray(self.cluster.capacity)
         self.machine_tasks = np.zeros(self.cluster.machines, dtype=np.int64)
+        self.changed = np.zeros(self.cluster.machines, dtype=np.int64)  # machines with task ends this event
+        self.changed_at = np.full(self.cluster.machines, -1, dtype=np.int64)  # the event that listed them last
+        self.machines = np.arange(self.cluster.machines, dtype=np.int64)
         self.next_index = np.zeros(groups, dtype=np.int64)
-        self.state = np.zeros(10, dtype=np.int64)
+        self.state = np.zeros(11, dtype=np.int64)
         self.time = np.zeros(1, dtype=np.float64)
         size = int(min(max(groups, 16), 1 << 22)) + self.cluster.machines
         self.row_group, self.row_first, self.row_n, self.row_machine = (np.empty(size, dtype=np.int64)
@@ -438,8 +457,8 @@ class CompiledRun:
                                self.child_idx, self.free, self.room, self.slack, self.capacity, self.unlaunched,
                                self.running, self.missing, self.runnable, self.failed_at, self.machine_tasks,
                                self.next_index, self.heap, self.launch_end, self.launch_lo, self.row_group,
-                               self.row_first, self.row_n, self.row_start, self.row_end,
-                               self.row_machine)  # fmt: skip
+                               self.row_first, self.row_n, self.row_start, self.row_end, self.row_machine,
+                               self.changed, self.changed_at, self.machines)  # fmt: skip
             if status == DONE:
                 return self
             if status == NEED_ROWS:
