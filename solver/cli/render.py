@@ -76,7 +76,8 @@ def _format_schedule(instance: Instance, result: Result, data: dict[str, Any], t
         numbers += [("finished jobs", result.extra["finished_jobs"]),
                     ("avg JCT of the finished", result.extra.get("avg_jct_finished"))]  # fmt: skip
     lines.append("  " + "   ".join(f"{name} {value:.6g}" for name, value in numbers if value is not None))
-    lines.append(f"  build {result.build_s:.3f} s, solve {result.solve_s:.3f} s, {len(data['tasks'])} tasks")
+    tasks = len(data["tasks"]) if "tasks" in data else data["task_rows"]  # a table's view has no task rows
+    lines.append(f"  build {result.build_s:.3f} s, solve {result.solve_s:.3f} s, {tasks} tasks")
     lines += _simulation_summary(result)
     counters = [(key, result.extra[key]) for key in result.extra.get("policy_counters", ())]
     if counters:  # the policy's own statistics (probes, conflicts, ...)
