@@ -178,8 +178,8 @@ def schedule_objectives(instance: Instance, completion: FloatArray) -> dict[str,
     """
     if not instance.jobs:
         return {"makespan": 0.0, "avg_jct": 0.0, "avg_jct_finished": 0.0, "finished_jobs": 0.0}
-    weights = np.array([job.weight for job in instance.jobs], dtype=np.float64)
-    releases = np.array([job.release for job in instance.jobs], dtype=np.float64)
+    table = stage_table(instance)
+    weights, releases = table.weight, table.release
     done = ~np.isnan(completion)
     jct = np.where(done, completion - releases, 0.0)
     finished = float(weights[done] @ jct[done] / weights[done].sum()) if done.any() else math.nan
@@ -192,11 +192,10 @@ def schedule_objectives(instance: Instance, completion: FloatArray) -> dict[str,
 
 def job_utilities(instance: Instance, completion: FloatArray) -> FloatArray:
     """Every job's utility at its completion time (``Job.utility_at``: its points, else ``-weight * JCT``)."""
-    plain = [k for k, job in enumerate(instance.jobs) if job.utility]
-    weight = np.fromiter((job.weight for job in instance.jobs), dtype=np.float64, count=len(instance.jobs))
+    table = stage_table(instance)
     # Without points: -weight * (completion - release), the same floats as Job.utility_at, for every job at once.
-    values = -weight * (np.asarray(completion, dtype=np.float64) - stage_table(instance).release)
-    for k in plain:
+    values = -table.weight * (np.asarray(completion, dtype=np.float64) - table.release)
+    for k in np.flatnonzero(table.utility).tolist():
         values[k] = float(instance.jobs[k].utility_at(completion[k]))
     return values
 

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fairpack.models.types import FloatArray, Instance, IntArray
+from fairpack.models.types import BoolArray, FloatArray, Instance, IntArray
 
-_FIELDS = ("job", "local", "tasks", "duration", "demand", "release", "job_tasks", "offset", "edges")
+_FIELDS = ("job", "local", "tasks", "duration", "demand", "release", "job_tasks", "offset", "edges", "weight",
+           "deadline", "utility")
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,9 @@ class StageTable:
     edges : (edges, 2) int64
         Every precedence edge, ``(parent, child)`` in global stage numbers, jobs in order, a child's parents in
         its ``after`` order.
+    weight, deadline : (jobs,) float64
+    utility : (jobs,) bool
+        Whether the job has utility points.
     """
 
     job: IntArray
@@ -50,20 +54,25 @@ class StageTable:
     job_tasks: IntArray
     offset: IntArray
     edges: IntArray
+    weight: FloatArray
+    deadline: FloatArray
+    utility: BoolArray
 
     @property
     def stages(self) -> int:
         return int(self.job.size)
 
     @staticmethod
-    def single(release: FloatArray, tasks: IntArray, duration: FloatArray, demand: FloatArray) -> StageTable:
+    def single(release: FloatArray, tasks: IntArray, duration: FloatArray, demand: FloatArray,
+               deadline: FloatArray) -> StageTable:  # fmt: skip
         """One-stage jobs (a trace of one row per job), straight from their columns."""
         n = int(release.size)
         arange = np.arange(n, dtype=np.int64)
         tasks = np.asarray(tasks, dtype=np.int64)
         return StageTable(arange, np.zeros(n, dtype=np.int64), tasks, np.asarray(duration, dtype=np.float64),
                           np.asarray(demand, dtype=np.float64).reshape(n, -1), np.asarray(release, dtype=np.float64),
-                          tasks.copy(), np.arange(n + 1, dtype=np.int64), np.zeros((0, 2), dtype=np.int64))  # fmt: skip
+                          tasks.copy(), np.arange(n + 1, dtype=np.int64), np.zeros((0, 2), dtype=np.int64),
+                          np.ones(n), np.asarray(deadline, dtype=np.float64), np.zeros(n, dtype=bool))  # fmt: skip
 
     @staticmethod
     def concat(first: StageTable, second: StageTable) -> StageTable:
@@ -76,7 +85,10 @@ class StageTable:
                           np.concatenate([first.release, second.release]),
                           np.concatenate([first.job_tasks, second.job_tasks]),
                           np.concatenate([first.offset[:-1], second.offset + stages]),
-                          np.concatenate([first.edges, second.edges + stages]))  # fmt: skip
+                          np.concatenate([first.edges, second.edges + stages]),
+                          np.concatenate([first.weight, second.weight]),
+                          np.concatenate([first.deadline, second.deadline]),
+                          np.concatenate([first.utility, second.utility]))  # fmt: skip
 
 
 def _walk(instance: Instance) -> StageTable:
@@ -101,6 +113,9 @@ def _walk(instance: Instance) -> StageTable:
         job_tasks=job_tasks,
         offset=offset,
         edges=np.array(edges, dtype=np.int64).reshape(-1, 2),
+        weight=np.fromiter((j.weight for j in jobs), dtype=np.float64, count=len(jobs)),
+        deadline=np.fromiter((j.deadline for j in jobs), dtype=np.float64, count=len(jobs)),
+        utility=np.fromiter((bool(j.utility) for j in jobs), dtype=bool, count=len(jobs)),
     )
 
 
@@ -117,3 +132,9 @@ def seed(instance: Instance, table: StageTable) -> None:
         raise ValueError(f"a table of {table.release.size} jobs for an instance of {len(instance.jobs)}")
     for name in _FIELDS:
         instance._cached(f"stages.{name}", getattr(table, name))
+
+
+def job_tenant_names(instance: Instance) -> list[str]:
+    """Every job's tenant name (the job's own name when it names none), without making a trace's jobs."""
+    names = getattr(instance.jobs, "tenant_names", None)
+    return names() if callable(names) else [job.tenant or job.name for job in instance.jobs]

@@ -31,7 +31,7 @@ import pandas as pd
 from fairpack.models.dag import longest_paths
 from fairpack.models.metrics import jain_index
 from fairpack.models.result import Schedule, job_completion
-from fairpack.models.stages import stage_table
+from fairpack.models.stages import job_tenant_names, stage_table
 from fairpack.models.tolerance import settled_all
 from fairpack.models.types import FloatArray, Instance, IntArray
 
@@ -44,7 +44,7 @@ def task_demand(instance: Instance, schedule: Schedule) -> FloatArray:
 
 def job_tenants(instance: Instance) -> tuple[list[str], IntArray]:
     """Tenant names (a job is its own tenant when it names none) and the tenant of every job."""
-    names = [job.tenant or job.name for job in instance.jobs]
+    names = job_tenant_names(instance)
     if not names:
         return [], np.zeros(0, dtype=np.int64)
     codes, uniques = pd.factorize(pd.Series(names, dtype=object), sort=False)  # in order of first appearance

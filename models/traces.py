@@ -35,12 +35,12 @@ so that a policy's delays can be compared with the real scheduler's.
 from __future__ import annotations
 
 import csv
-import gc
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -52,6 +52,66 @@ ALIBABA_COLUMNS = ("creation_time", "deletion_time", "scheduled_time", "cpu_mill
                    "gpu_milli")  # fmt: skip
 TRACE_COLUMNS = ("arrival", "duration", "tenant")
 OPTIONAL_COLUMNS = ("job", "stage", "after", "tasks", "deadline")
+
+
+class TraceJobs(Sequence[Job]):
+    """The one-stage jobs of a trace read in bulk, as columns; a :class:`Job` is made when one is asked for.
+
+    A million-row trace held as a million ``Job`` and ``Stage`` objects costs about a gigabyte and seconds to
+    make; the simulator, the checker and the views read the instance's stage table (``models.stages``) instead,
+    and look up the few jobs they name. Equal, as a sequence, to the tuple of its jobs.
+    """
+
+    plain = True  # no stage has placement options or input blocks (``Instance`` skips looking)
+
+    def __init__(self, rows: IntArray, arrival: FloatArray, duration: FloatArray, tasks: IntArray,
+                 demand: FloatArray, deadline: FloatArray, codes: IntArray, tenants: list[str]) -> None:  # fmt: skip
+        self.rows, self.arrival, self.duration, self.tasks = rows, arrival, duration, tasks
+        self.demand, self.deadline, self.codes, self.tenants = demand, deadline, codes, tenants
+
+    def __len__(self) -> int:
+        return int(self.rows.size)
+
+    @overload
+    def __getitem__(self, k: int) -> Job: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> tuple[Job, ...]: ...
+
+    def __getitem__(self, k: int | slice) -> Job | tuple[Job, ...]:
+        if isinstance(k, slice):
+            return tuple(self[i] for i in range(*k.indices(len(self))))
+        if not -len(self) <= k < len(self):
+            raise IndexError(k)
+        k = int(k) % len(self)
+        name = f"row{int(self.rows[k])}"
+        stage = _new(Stage, name="s0", tasks=int(self.tasks[k]), duration=float(self.duration[k]),
+                     demand=self.demand[k], after=(), input=(), options=())  # fmt: skip
+        job: Job = _new(Job, name=name, stages=(stage,), weight=1.0, release=float(self.arrival[k]),
+                        tenant=self.tenants[int(self.codes[k])] or name, deadline=float(self.deadline[k]),
+                        utility=())  # type: ignore[assignment]  # fmt: skip
+        return job
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __add__(self, other: Sequence[Job]) -> tuple[Job, ...]:
+        return (*self, *other)
+
+    def __radd__(self, other: Sequence[Job]) -> tuple[Job, ...]:
+        return (*other, *self)
+
+    def names(self) -> list[str]:
+        """Every job's name (``row`` and its trace row), without making the jobs."""
+        return [f"row{r}" for r in self.rows.tolist()]
+
+    def tenant_names(self) -> list[str]:
+        """Every job's tenant (its own name when the row names none), without making the jobs."""
+        return [self.tenants[c] or f"row{r}" for c, r in zip(self.codes.tolist(), self.rows.tolist(), strict=True)]
 
 
 @dataclass(frozen=True)
@@ -70,7 +130,7 @@ class TraceData:
         Rows left out (see the module docstring), with ``notes`` saying why.
     """
 
-    jobs: tuple[Job, ...]
+    jobs: Sequence[Job]  # a tuple, or TraceJobs for a trace read in bulk
     observed_delay: FloatArray
     censored: np.ndarray
     skipped: int = 0
@@ -94,7 +154,10 @@ class TraceData:
         clash = next((job.name for job in self.jobs if job.name in names), None) if names else None
         if clash is not None:
             raise InstanceError(f"job {clash!r} is both in the instance and in the trace", "job", self.source)
-        combined = replace(instance, jobs=instance.jobs + self.jobs)
+        # A bulk trace on an instance without jobs keeps its columns (TraceJobs): no Job is made.
+        jobs: Any = self.jobs if not instance.jobs and isinstance(self.jobs, TraceJobs) else (*instance.jobs,
+                                                                                               *self.jobs)
+        combined = replace(instance, jobs=jobs)
         if self.table is not None:
             seed(combined, StageTable.concat(stage_table(instance), self.table))
         return combined
@@ -272,33 +335,12 @@ def _bulk(path: Path, arrival: FloatArray, duration: FloatArray, demand: FloatAr
     codes = codes[order]
     demand = np.ascontiguousarray(demand)
     demand.setflags(write=False)  # every job's vector is a read-only row of it
-    due = np.where(np.isnan(deadline) | (deadline == 0), math.inf, deadline).tolist()
-    rows = (order + 1).tolist()
-    counts = tasks.astype(np.int64).tolist()
-    jobs: list[Any] = []
-    # A million small objects: the cyclic collector would walk all of them again and again while they are made
-    # (none can be garbage here), most of the time of this loop.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        _make_jobs(jobs, rows, arrival, duration, counts, codes, demand, due, names)
-    finally:
-        if collecting:
-            gc.enable()
-    table = StageTable.single(arrival, np.asarray(counts, dtype=np.int64), duration, demand)
-    return TraceData(tuple(jobs), np.full(n, np.nan), np.zeros(n, dtype=bool), source=str(path),
+    due = np.where(np.isnan(deadline) | (deadline == 0), math.inf, deadline)
+    tasks_int = tasks.astype(np.int64)
+    table = StageTable.single(arrival, tasks_int, duration, demand, due)
+    jobs = TraceJobs(order + 1, arrival, duration, tasks_int, demand, due, codes, names)
+    return TraceData(jobs, np.full(n, np.nan), np.zeros(n, dtype=bool), source=str(path),
                      rows=(order + 1).reshape(-1, 1), table=table)  # fmt: skip
-
-
-def _make_jobs(jobs: list[Any], rows: list[int], arrival: FloatArray, duration: FloatArray, counts: list[int],
-               codes: IntArray, demand: FloatArray, due: list[float], names: list[str]) -> None:
-    """Append one one-stage job per row to ``jobs`` (validated in bulk by the caller)."""
-    for position, when, length, count, tenant, vector, end in zip(rows, arrival.tolist(), duration.tolist(), counts,
-                                                                  codes.tolist(), demand, due, strict=True):
-        name = f"row{position}"
-        stage = _new(Stage, name="s0", tasks=count, duration=length, demand=vector, after=(), input=(), options=())
-        jobs.append(_new(Job, name=name, stages=(stage,), weight=1.0, release=when, tenant=names[tenant] or name,
-                         deadline=end, utility=()))  # fmt: skip
 
 
 def _single_rows_fast(header: list[str], rows: list[dict[str, Any]], resources: tuple[str, ...], limits: Limits,

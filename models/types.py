@@ -642,7 +642,8 @@ class Instance(_ValueEquality):
             raise InstanceError("at least one server is needed", "servers")
         _check_unique([s.name for s in self.servers], "servers")
         _check_unique([t.name for t in self.tenants], "tenants")
-        _check_unique([j.name for j in self.jobs], "jobs")
+        names = getattr(self.jobs, "names", None)  # a trace's columns (models.traces.TraceJobs) know their names
+        _check_unique(names() if callable(names) else [j.name for j in self.jobs], "jobs")
         size = len(self.resources)
         vectors = [("servers", k, s.capacity) for k, s in enumerate(self.servers)]
         vectors += [("tenants", k, t.demand) for k, t in enumerate(self.tenants)]
@@ -656,8 +657,9 @@ class Instance(_ValueEquality):
         _check_positive(self.time_slot, "time.slot")
         # One walk finds the few stages with inputs or options (a million-job trace has none); the checks below
         # and ``has_options`` / ``has_option_demands`` look at those alone.
-        special = [(k, s) for k, job in enumerate(self.jobs) for s, stage in enumerate(job.stages)
-                   if stage.options or stage.input]  # fmt: skip
+        special = [] if getattr(self.jobs, "plain", False) else [
+            (k, s) for k, job in enumerate(self.jobs) for s, stage in enumerate(job.stages)
+            if stage.options or stage.input]  # fmt: skip
         self._cached("special", np.array(special, dtype=np.int64).reshape(-1, 2))
         self._check_data()
         # One check per distinct (option, stage shape): files repeat the same options over many jobs.

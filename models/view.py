@@ -30,6 +30,7 @@ from fairpack.models.result import (
     schedule_objectives,
     unit_names,
 )
+from fairpack.models.stages import stage_table
 from fairpack.models.timeline import job_table
 from fairpack.models.types import FloatArray, Instance, InstanceError, IntArray
 
@@ -420,7 +421,7 @@ def schedule_json(instance: Instance, schedule: Schedule, jobs_shown: int | None
 
 def _schedule_numbers(instance: Instance, view: dict[str, Any], completion: FloatArray) -> dict[str, Any]:
     """``view`` with ``slo_attainment`` when some job has a deadline."""
-    deadlines = np.array([job.deadline for job in instance.jobs])
+    deadlines = stage_table(instance).deadline
     if np.isfinite(deadlines).any():
         met = completion <= deadlines * (1 + 1e-9)
         view["slo_attainment"] = float(met[np.isfinite(deadlines)].mean())

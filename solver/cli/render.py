@@ -13,6 +13,7 @@ import math
 from typing import Any
 
 from fairpack.models.result import Result
+from fairpack.models.stages import stage_table
 from fairpack.models.types import Instance
 from fairpack.models.view import result_json
 
@@ -69,7 +70,8 @@ def _format_schedule(instance: Instance, result: Result, data: dict[str, Any], t
         ("bound", result.bound),
         ("gap", result.gap),
     ]
-    valued = any(job.utility or job.deadline != float("inf") for job in instance.jobs)
+    table = stage_table(instance)
+    valued = bool(table.utility.any() or (table.deadline != float("inf")).any())
     if valued:  # deadlines and utilities: what the soft-constraint methods and policies are judged by
         numbers += [("utility", data["utility"]), ("SLO attainment", data.get("slo_attainment"))]
     if result.extra.get("finished_jobs") is not None and result.objective is None:

@@ -107,7 +107,8 @@ def _timeline(instance: Instance, schedule: Any, trace: TraceData | None, unfini
     if trace is not None:
         table = job_table(instance, schedule)
         rows: Any = list(range(len(instance.jobs) - len(trace.jobs), len(instance.jobs)))
-        if not (trace.jobs and instance.jobs[rows[0]] is trace.jobs[0] and instance.jobs[-1] is trace.jobs[-1]):
+        if instance.jobs is not trace.jobs and not (trace.jobs and instance.jobs[rows[0]] is trace.jobs[0]
+                                                    and instance.jobs[-1] is trace.jobs[-1]):  # fmt: skip
             names = {job.name: k for k, job in enumerate(instance.jobs)}  # not TraceData.on's order: by name
             rows = [names[job.name] for job in trace.jobs]
         observed = trace.observed_delay

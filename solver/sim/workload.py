@@ -23,7 +23,7 @@ import pandas as pd
 
 from fairpack.models.dag import longest_paths
 from fairpack.models.diagnose import placement_fits
-from fairpack.models.stages import stage_table
+from fairpack.models.stages import job_tenant_names, stage_table
 from fairpack.models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
 from fairpack.solver.registry import OptionError, policies
 
@@ -193,7 +193,7 @@ class Workload:
         else:  # no edge at all (a trace of one-stage jobs): every path is its own stage
             parents = child_tuples = ((),) * groups
             tail, depth = table.duration.copy(), np.zeros(groups, dtype=np.int64)
-        names = [job.tenant or job.name for job in instance.jobs]
+        names = job_tenant_names(instance)
         codes, uniques = pd.factorize(pd.Series(names, dtype=object), sort=False)  # first-appearance order
         tenants = tuple(str(name) for name in uniques)
         # Queues the instance also declares as tenants take their weight and running-task cap from there
@@ -217,7 +217,7 @@ class Workload:
             children=child_tuples,
             job_stages=JobStages(table.offset),
             release=table.release.copy(),
-            weight=np.fromiter((j.weight for j in instance.jobs), dtype=np.float64, count=len(instance.jobs)),
+            weight=table.weight.copy(),
             job_tenant=np.asarray(codes, dtype=np.int64),
             tenants=tenants,
             tenant_weight=tenant_weight,
