@@ -63,6 +63,7 @@ class TraceJobs(Sequence[Job]):
     """
 
     plain = True  # no stage has placement options or input blocks (``Instance`` skips looking)
+    unique = True  # the names are ``row`` and distinct row numbers (``Instance`` skips comparing them)
 
     def __init__(self, rows: IntArray, arrival: FloatArray, duration: FloatArray, tasks: IntArray,
                  demand: FloatArray, deadline: FloatArray, codes: IntArray, tenants: list[str]) -> None:  # fmt: skip

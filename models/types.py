@@ -642,8 +642,8 @@ class Instance(_ValueEquality):
             raise InstanceError("at least one server is needed", "servers")
         _check_unique([s.name for s in self.servers], "servers")
         _check_unique([t.name for t in self.tenants], "tenants")
-        names = getattr(self.jobs, "names", None)  # a trace's columns (models.traces.TraceJobs) know their names
-        _check_unique(names() if callable(names) else [j.name for j in self.jobs], "jobs")
+        if not getattr(self.jobs, "unique", False):  # a trace's columns (models.traces.TraceJobs): distinct rows
+            _check_unique([j.name for j in self.jobs], "jobs")
         size = len(self.resources)
         vectors = [("servers", k, s.capacity) for k, s in enumerate(self.servers)]
         vectors += [("tenants", k, t.demand) for k, t in enumerate(self.tenants)]

@@ -106,11 +106,11 @@ def _timeline(instance: Instance, schedule: Any, trace: TraceData | None, unfini
                             "shares": summary.pop("bins"), "summary": summary}  # fmt: skip
     if trace is not None:
         table = job_table(instance, schedule)
-        rows: Any = list(range(len(instance.jobs) - len(trace.jobs), len(instance.jobs)))
-        if instance.jobs is not trace.jobs and not (trace.jobs and instance.jobs[rows[0]] is trace.jobs[0]
+        rows: Any = np.arange(len(instance.jobs) - len(trace.jobs), len(instance.jobs))
+        if instance.jobs is not trace.jobs and not (len(trace.jobs) and instance.jobs[rows[0]] is trace.jobs[0]
                                                     and instance.jobs[-1] is trace.jobs[-1]):  # fmt: skip
             names = {job.name: k for k, job in enumerate(instance.jobs)}  # not TraceData.on's order: by name
-            rows = [names[job.name] for job in trace.jobs]
+            rows = np.array([names[job.name] for job in trace.jobs], dtype=np.int64)
         observed = trace.observed_delay
         known = observed == observed  # not nan
         data["trace"] = {
@@ -120,7 +120,7 @@ def _timeline(instance: Instance, schedule: Any, trace: TraceData | None, unfini
             "censored": int(trace.censored.sum()),
             "notes": list(trace.notes),
             "observed_mean_delay": float(observed[known].mean()) if known.any() else None,
-            "simulated_mean_delay": float(np.nanmean(table["queueing_delay"][rows])) if rows else None,
+            "simulated_mean_delay": float(np.nanmean(table["queueing_delay"][rows])) if rows.size else None,
         }
     return data
 

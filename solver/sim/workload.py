@@ -177,7 +177,8 @@ class Workload:
             raise InstanceError("a job simulation needs jobs", "jobs")
         refuse_option_demands(instance)
         placement_fits(instance, placement)
-        # The stages as arrays (``models.stages``: one walk over the jobs, or none for a trace read in bulk).
+        # The stages as arrays (``models.stages``: one walk over the jobs, or none for a trace read in bulk), shared
+        # read-only with the instance.
         table = stage_table(instance)
         groups = table.stages
         if table.edges.size:
@@ -208,16 +209,16 @@ class Workload:
         else:
             options = (None,) * groups
         return Workload(
-            stage_job=table.job.copy(),
-            stage_local=table.local.copy(),
+            stage_job=table.job,
+            stage_local=table.local,
             count=table.tasks.astype(np.float64),
-            duration=table.duration.copy(),
-            demand=table.demand.copy(),
+            duration=table.duration,
+            demand=table.demand,
             parents=parents,
             children=child_tuples,
             job_stages=JobStages(table.offset),
-            release=table.release.copy(),
-            weight=table.weight.copy(),
+            release=table.release,
+            weight=table.weight,
             job_tenant=np.asarray(codes, dtype=np.int64),
             tenants=tenants,
             tenant_weight=tenant_weight,
