@@ -19,8 +19,9 @@ The engine's FIFO remembers the groups it passed over and re-tests them only on 
 that is an optimisation of "test against every machine" (room elsewhere only shrank), so the two agree. Here the
 saving is different: free room only shrinks within an event, so a demand vector that did not fit once does not
 fit again in that event, and the scan stops as soon as every demand vector with runnable work has failed (one
-test per event on a saturated one-slot cluster, whatever the queue's length). Launched-out groups leave the queue
-through a "next alive" table with path halving.
+test per event on a saturated one-slot cluster, whatever the queue's length); a demand vector that failed at the
+previous event is tested only on the machines where tasks ended since (the others only lost room: the engine's
+FIFO rule). Launched-out groups leave the queue through a "next alive" table with path halving.
 
 The loop runs in slices of events; between slices the caller's deadline and Ctrl-C are checked (the run then
 stops between events, or between launches when a slice ran out of row space mid-event), and the row buffers
@@ -488,3 +489,12 @@ class CompiledRun:
         left = np.zeros(self.jobs.num_jobs, dtype=bool)
         left[self.jobs.stage_job[self.unlaunched > 0]] = True
         return np.flatnonzero(left)
+
+
+def warm_up() -> None:
+    """Compile the loop into numba's cache (``make`` runs this once after installing) on a tiny workload."""
+    from fairpack.models.types import Job, ServerClass, Stage
+
+    instance = Instance(("cpu",), (ServerClass("m", np.array([1.0]), 2),),
+                        jobs=tuple(Job(f"j{k}", (Stage("s", 1, 1.0, np.array([1.0])),), 1.0, 0.0) for k in range(3)))
+    CompiledRun(instance, Workload.of_jobs(instance, "servers"), "servers").run()
