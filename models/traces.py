@@ -298,7 +298,10 @@ def _columnar(path: Path, resources: tuple[str, ...], limits: Limits) -> TraceDa
         return None
     numeric = [c for c in table.column_names if c != "tenant"]
     if not all(pa.types.is_integer(table.schema.field(c).type) or pa.types.is_floating(table.schema.field(c).type)
-               for c in numeric) or not pa.types.is_string(table.schema.field("tenant").type):  # fmt: skip
+               for c in numeric):  # fmt: skip
+        return None
+    kind = table.schema.field("tenant").type
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):  # (pandas writes large strings)
         return None
     n = table.num_rows
 
@@ -307,7 +310,7 @@ def _columnar(path: Path, resources: tuple[str, ...], limits: Limits) -> TraceDa
             return np.full(n, default)
         return np.asarray(table[name].to_numpy(zero_copy_only=False), dtype=np.float64)
 
-    tenant = table["tenant"].combine_chunks().dictionary_encode()
+    tenant = table["tenant"].combine_chunks().fill_null("").dictionary_encode()  # an empty cell: no tenant
     names = [str(v).strip() for v in tenant.dictionary.to_pylist()]
     codes = np.asarray(tenant.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
     demand = np.column_stack([column(r, 0.0) for r in resources]) if resources else np.zeros((n, 0))

@@ -152,3 +152,19 @@ def test_a_bulk_read_trace_hands_over_the_stage_table_a_walk_over_its_jobs_build
     for name in ("job", "local", "tasks", "duration", "demand", "release", "job_tasks", "offset", "edges"):
         assert np.array_equal(getattr(seeded, name), getattr(walked, name)), name
     assert walked.edges.size  # the base instance's DAG edges are there
+
+
+def test_a_parquet_trace_written_by_pandas_reads_in_columns_as_its_csv(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import pandas as pd
+
+    from fairpack.models.traces import TraceJobs, read_trace
+
+    csv = tmp_path / "t.csv"
+    csv.write_text("arrival,duration,tenant,cpu,mem,tasks\n2,1.5,a,1,,2\n0,2,b,0.5,1,1\n1,0,,2,0,3\n")
+    parquet = tmp_path / "t.parquet"
+    frame = pd.DataFrame({"arrival": [2.0, 0.0, 1.0], "duration": [1.5, 2.0, 0.0], "tenant": ["a", "b", None],
+                          "cpu": [1.0, 0.5, 2.0], "mem": [None, 1.0, 0.0], "tasks": [2, 1, 3]})  # fmt: skip
+    frame.to_parquet(parquet, index=False)  # tenant as large_string, with a null
+    from_csv, from_parquet = read_trace(csv, ("cpu", "mem")), read_trace(parquet, ("cpu", "mem"))
+    assert isinstance(from_parquet.jobs, TraceJobs) and isinstance(from_csv.jobs, TraceJobs)
+    assert from_parquet.jobs == from_csv.jobs and from_parquet.jobs[1].tenant == "row3"  # in arrival order
