@@ -138,3 +138,11 @@ def job_tenant_names(instance: Instance) -> list[str]:
     """Every job's tenant name (the job's own name when it names none), without making a trace's jobs."""
     names = getattr(instance.jobs, "tenant_names", None)
     return names() if callable(names) else [job.tenant or job.name for job in instance.jobs]
+
+
+def job_tenants(instance: Instance) -> tuple[list[str], IntArray]:
+    """Tenant names in order of first appearance and the tenant of every job (:func:`job_tenant_names`)."""
+    index: dict[str, int] = {}
+    names = job_tenant_names(instance)
+    codes = np.fromiter((index.setdefault(name, len(index)) for name in names), dtype=np.int64, count=len(names))
+    return list(index), codes

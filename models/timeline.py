@@ -26,12 +26,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from fairpack.models.dag import longest_paths
 from fairpack.models.metrics import jain_index
 from fairpack.models.result import Schedule, job_completion
-from fairpack.models.stages import job_tenant_names, stage_table
+from fairpack.models.stages import job_tenants as stage_job_tenants
+from fairpack.models.stages import stage_table
 from fairpack.models.tolerance import settled_all
 from fairpack.models.types import FloatArray, Instance, IntArray
 
@@ -44,11 +44,7 @@ def task_demand(instance: Instance, schedule: Schedule) -> FloatArray:
 
 def job_tenants(instance: Instance) -> tuple[list[str], IntArray]:
     """Tenant names (a job is its own tenant when it names none) and the tenant of every job."""
-    names = job_tenant_names(instance)
-    if not names:
-        return [], np.zeros(0, dtype=np.int64)
-    codes, uniques = pd.factorize(pd.Series(names, dtype=object), sort=False)  # in order of first appearance
-    return [str(name) for name in uniques], np.asarray(codes, dtype=np.int64)
+    return stage_job_tenants(instance)
 
 
 def utilisation_series(instance: Instance, schedule: Schedule, points: int = 2000) -> dict[str, Any]:

@@ -19,11 +19,10 @@ from functools import cached_property
 from typing import Any, overload
 
 import numpy as np
-import pandas as pd
 
 from fairpack.models.dag import longest_paths
 from fairpack.models.diagnose import placement_fits
-from fairpack.models.stages import job_tenant_names, stage_table
+from fairpack.models.stages import job_tenants, stage_table
 from fairpack.models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
 from fairpack.solver.registry import OptionError, policies
 
@@ -194,9 +193,8 @@ class Workload:
         else:  # no edge at all (a trace of one-stage jobs): every path is its own stage
             parents = child_tuples = ((),) * groups
             tail, depth = table.duration.copy(), np.zeros(groups, dtype=np.int64)
-        names = job_tenant_names(instance)
-        codes, uniques = pd.factorize(pd.Series(names, dtype=object), sort=False)  # first-appearance order
-        tenants = tuple(str(name) for name in uniques)
+        names, codes = job_tenants(instance)  # in order of first appearance
+        tenants = tuple(names)
         # Queues the instance also declares as tenants take their weight and running-task cap from there
         # (a trace replayed on a flat instance); any other queue has weight 1 and no cap.
         declared = {tenant.name: tenant for tenant in instance.tenants}
