@@ -50,11 +50,20 @@ trace = read_trace(sys.argv[2], instance.resources)
 read = time.perf_counter()
 result = simulate(instance, "fifo", trace)
 done = time.perf_counter()
-print(json.dumps({"wall_s": done - started, "cpu_s": time.process_time() - cpu, "import_s": imported - started,
+cpu = time.process_time() - cpu
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # the run's, before the extra check below
+# The checker alone, once more, on the same schedule (simulate ran it too): its own time.
+from fairpack.models.check import verify_schedule
+workload = trace.on(instance)
+checked = time.perf_counter()
+report = verify_schedule(workload, result.schedule, require_placement=True)
+verify_s = time.perf_counter() - checked
+print(json.dumps({"wall_s": done - started, "cpu_s": cpu, "import_s": imported - started, "verify_s": verify_s,
+                  "verify_ok": bool(report.ok),
                   "read_s": read - imported, "simulate_s": done - read, "verified": bool(result.verified),
                   "mean_delay": result.extra["summary"]["mean_queueing_delay"],
                   "events": result.extra.get("events"),
-                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "peak_rss_mb": peak}))
 """
 
 SIMPY = r"""
@@ -168,23 +177,24 @@ def _fmt(value: Any, digits: int = 2) -> str:
 
 
 def _table(rows: list[dict[str, Any]]) -> list[str]:
-    lines = ["| jobs | side | code | wall (s) | CPU (s) | read (s) | peak RSS (MB) | mean queueing delay | verified "
-             "| load |", "|---:|---|---|---:|---:|---:|---:|---:|---|---:|"]  # fmt: skip
+    lines = ["| jobs | side | code | wall (s) | CPU (s) | read (s) | check (s) | peak RSS (MB) | mean queueing delay "
+             "| verified | load |", "|---:|---|---|---:|---:|---:|---:|---:|---:|---|---:|"]  # fmt: skip
     for row in rows:
         if "error" in row:
-            lines.append(f"| {row['jobs']:,} | {row['kind']} | {row['code']} | {row['error']} |  |  |  |  |  | "
+            lines.append(f"| {row['jobs']:,} | {row['kind']} | {row['code']} | {row['error']} |  |  |  |  |  |  | "
                          f"{row['load']} |")  # fmt: skip
             continue
         lines.append(f"| {row['jobs']:,} | {row['kind']} | {row['code']} | {_fmt(row['wall_s'])} | "
-                     f"{_fmt(row.get('cpu_s'))} | {_fmt(row.get('read_s'))} | {_fmt(row.get('peak_rss_mb'), 0)} | "
+                     f"{_fmt(row.get('cpu_s'))} | {_fmt(row.get('read_s'))} | {_fmt(row.get('verify_s'))} | "
+                     f"{_fmt(row.get('peak_rss_mb'), 0)} | "
                      f"{row['mean_delay']:.6g} | {_fmt(row.get('verified'))} | {row['load']} |")  # fmt: skip
     return lines
 
 
 def _ratios(rows: list[dict[str, Any]]) -> list[str]:
     """Per size: SimPy's median wall time over each fairpack side's (above 1: fairpack faster)."""
-    lines = ["| jobs | side | code | median wall (s) | SimPy median (s) | SimPy / fairpack | delays agree |",
-             "|---:|---|---|---:|---:|---:|---|"]  # fmt: skip
+    lines = ["| jobs | side | code | median wall (s) | SimPy median (s) | SimPy / fairpack (wall) | "
+             "SimPy / fairpack (CPU) | delays agree |", "|---:|---|---|---:|---:|---:|---:|---|"]  # fmt: skip
     for size in sorted({row["jobs"] for row in rows}):
         good = [r for r in rows if r["jobs"] == size and "error" not in r]
         simpy = [r for r in good if r["kind"] == "simpy"]
@@ -195,9 +205,48 @@ def _ratios(rows: list[dict[str, Any]]) -> list[str]:
         for kind, code in sorted({(r["kind"], r["code"]) for r in good if r["kind"] != "simpy"}):
             mine = [r for r in good if r["kind"] == kind and r["code"] == code]
             wall = float(np.median([r["wall_s"] for r in mine]))
+            cpu = float(np.median([r["cpu_s"] for r in mine])) / float(np.median([r["cpu_s"] for r in simpy]))
             agree = all(abs(r["mean_delay"] - delay) <= 1e-3 * max(abs(delay), 1e-9) for r in mine)
             lines.append(f"| {size:,} | {kind} | {code} | {wall:.2f} | {base:.2f} | {base / wall:.2f}x | "
-                         f"{'yes' if agree else 'NO'} |")  # fmt: skip
+                         f"{1 / cpu:.2f}x | {'yes' if agree else 'NO'} |")  # fmt: skip
+    return lines
+
+
+def _targets(rows: list[dict[str, Any]], google: list[dict[str, Any]]) -> list[str]:
+    """The speed targets, each with what was measured now (worst row) and whether it is met."""
+    good = [r for r in rows if "error" not in r and r["code"] == "now"]
+    lines = ["| target | measured (worst row) | met |", "|---|---|---|"]
+
+    def add(target: str, values: list[float], limit: float, unit: str, above: bool = False) -> None:
+        if not values:
+            return
+        worst = min(values) if above else max(values)
+        met = worst >= limit if above else worst <= limit
+        lines.append(f"| {target} | {worst:.2f}{unit} | {'yes' if met else 'no'} |")
+
+    for size in sorted({r["jobs"] for r in good}):
+        simpy = [r for r in good if r["jobs"] == size and r["kind"] == "simpy"]
+        if not simpy:
+            continue
+        base_wall = float(np.median([r["wall_s"] for r in simpy]))
+        base_cpu = float(np.median([r["cpu_s"] for r in simpy]))
+        for kind in ("inproc", "inproc-parquet", "cli"):
+            mine = [r for r in good if r["jobs"] == size and r["kind"] == kind]
+            add(f"{size:,} jobs, {kind}: at least 2x faster than SimPy (wall, medians)",
+                [base_wall / float(np.median([r["wall_s"] for r in mine]))] if mine else [], 2.0, "x", above=True)
+            add(f"{size:,} jobs, {kind}: at least 2x faster than SimPy (CPU, medians)",
+                [base_cpu / float(np.median([r["cpu_s"] for r in mine]))] if mine else [], 2.0, "x", above=True)
+    million = [r for r in good if r["jobs"] >= 1_000_000 and r["kind"] != "simpy"]
+    add("1,000,000 jobs end to end <= 15 s (wall)", [r["wall_s"] for r in million], 15.0, " s")
+    add("1,000,000 jobs end to end <= 15 s (CPU)", [r["cpu_s"] for r in million], 15.0, " s")
+    add("1,000,000 jobs end to end <= 1 GB (peak RSS, GiB)", [r["peak_rss_mb"] / 1024 for r in million], 1.0,
+        " GiB")  # fmt: skip
+    add("1,000,000-row CSV trace read <= 2 s", [r["read_s"] for r in million if r["kind"] == "inproc"], 2.0, " s")
+    add("1,000,000-row Parquet trace read <= 2 s", [r["read_s"] for r in million if r["kind"] == "inproc-parquet"],
+        2.0, " s")  # fmt: skip
+    add("checking a 1,000,000-task schedule <= 5 s", [r["verify_s"] for r in million if "verify_s" in r], 5.0, " s")
+    add("10,000,000 tasks in task groups (Google-like day x 10) <= 300 s (wall)",
+        [g["wall_s"] for g in google if "error" not in g and g["tasks_asked"] >= 10_000_000], 300.0, " s")
     return lines
 
 
@@ -238,7 +287,7 @@ def main() -> None:
     lines = [f"# fairpack against SimPy: FIFO, single-task jobs, {MACHINES} one-slot machines, load {LOAD}", "",
              load_line(machine_state()) + f" Total {time.perf_counter() - started:.0f} s; the load column is the "
              "1-minute load when the row started.", "", *_table(rows), "", "Ratios (medians over the repeats):", "",
-             *_ratios(rows)]  # fmt: skip
+             *_ratios(rows), "", "Targets (rows of this code):", "", *_targets(rows, google)]  # fmt: skip
     if google:
         lines += ["", "Google-like day (synthetic task stream on the real 2011 machines), fifo, in-process:", "",
                   "| tasks | groups | machines | wall (s) | CPU (s) | peak RSS (MB) | verified | load |",
