@@ -35,8 +35,9 @@ ROOT = Path(__file__).resolve().parents[1]
 class Case:
     method: str
     label: str
-    generate: tuple[str, ...]  # fairpack generate arguments
+    generate: tuple[str, ...]  # fairpack generate arguments (empty: ``repro`` names the file)
     options: tuple[str, ...] = ()  # extra fairpack solve arguments
+    repro: str = ""  # a file of the shared reproductions folder (--repro-dir) instead of a generated instance
 
 
 #: The largest generated instances of each exact method's family, one per exact method.
@@ -49,6 +50,20 @@ CASES = (
          ("--no-fair-cap",)),
     Case("drfh", "Google table, 12,583 distinct machines x 1,000 tenants",
          ("google", "--tenants", "1000", "--distinct")),
+    # The overruns found by the reliability audit (each had run 3x to 25x its limit, or without end).
+    Case("drfh-int", "Google table, 12,583 distinct machines x 1,000 tenants",
+         ("google", "--tenants", "1000", "--distinct")),
+    Case("locality-cp", "HDFS-like mix of 300 jobs (25,256 tasks reading blocks, 40 machines)",
+         ("hdfs", "--jobs", "300")),
+    Case("spacetime-cp", "HDFS-like mix of 300 jobs, --placement servers --no-fair-cap", ("hdfs", "--jobs", "300"),
+         ("--placement", "servers", "--no-fair-cap")),
+    *(Case(method, "10^7 machines (server_count_1e7.yaml)", (), (), "sim_and_traces/server_count_1e7.yaml")
+      for method in ("drfh-int", "first-fit", "best-fit", "per-server-drf")),
+    Case("locality-cp", "10^6 machines (locality_cp_1e6_machines.yaml)", (), (),
+         "sim_and_traces/locality_cp_1e6_machines.yaml"),
+    Case("spacetime", "deadline_1e-9.yaml, --objective utility --no-fair-cap", (),
+         ("--objective", "utility", "--no-fair-cap"), "sim_and_traces/deadline_1e-9.yaml"),
+    Case("spacetime", "features_all.yaml", (), (), "sim_and_traces/features_all.yaml"),
 )  # fmt: skip
 LIMITS = (5.0, 30.0)
 
@@ -57,7 +72,10 @@ def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "fairpack", *args]
 
 
-def _generate(case: Case, folder: Path, data_dir: Path | None) -> Path:
+def _generate(case: Case, folder: Path, data_dir: Path | None, repro_dir: Path | None = None) -> Path | None:
+    """The case's instance file (None: a reproduction whose folder is not there)."""
+    if case.repro:
+        return None if repro_dir is None or not (repro_dir / case.repro).exists() else repro_dir / case.repro
     path = folder / f"{'-'.join(case.generate)}.yaml"
     if not path.exists():
         command = _cli("generate", *case.generate, "--seed", "0")
@@ -83,8 +101,8 @@ def parse_times(path: Path) -> dict[str, float]:
 
 def run_once(path: Path, case: Case, limit: float, memory_gb: float, grace_s: float) -> dict[str, Any]:
     """One ``fairpack solve`` process: wall time, peak memory, status, verified, exit code."""
-    command = _cli("solve", str(path), "--method", case.method, "--time-limit", f"{limit:g}", "--json",
-                   *case.options)  # fmt: skip
+    command = _cli("solve", os.path.relpath(path, ROOT), "--method", case.method, "--time-limit", f"{limit:g}",
+                   "--json", *case.options)  # fmt: skip
     cap = int(memory_gb * 2**30)
 
     def limit_memory() -> None:
@@ -162,8 +180,11 @@ def main(argv: list[str] | None = None) -> None:
     parse = parser(__doc__.splitlines()[0])
     parse.add_argument("--limits", type=float, nargs="+", default=list(LIMITS), help="time limits S to run")
     parse.add_argument("--only", nargs="*", help="run only the cases of these methods")
+    parse.add_argument("--match", help="run only the cases whose instance label contains this text")
     parse.add_argument("--memory-gb", type=float, default=8.0, help="address-space cap of every run")
     parse.add_argument("--grace-s", type=float, default=300.0, help="kill a run this long after its limit")
+    parse.add_argument("--repro-dir", type=Path, default=ROOT.parent / "shared" / "repro",
+                       help="the shared reproductions (cases on their files are skipped without it)")
     args = parse.parse_args(argv)
     data_dir = data_dir_or_none(args.data_dir)
     if data_dir is None:
@@ -171,9 +192,12 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         for case in CASES:
-            if args.only and case.method not in args.only:
+            if (args.only and case.method not in args.only) or (args.match and args.match not in case.label):
                 continue
-            path = _generate(case, Path(folder), data_dir)
+            path = _generate(case, Path(folder), data_dir, args.repro_dir)
+            if path is None:
+                print(f"skipped (no {case.repro} under {args.repro_dir}): {case.method} on {case.label}")
+                continue
             parsing = parse_times(path)
             for limit in args.limits:
                 row = {**run_once(path, case, limit, args.memory_gb, args.grace_s), **parsing}

@@ -97,6 +97,14 @@ def placement_fits(instance: Instance, placement: str = "pooled") -> BoolArray:
     table = stage_table(instance)
     capacity = instance.total_capacity[None, :] if placement == "pooled" else instance.capacity
     fits: BoolArray = np.all(table.demand[:, None, :] <= capacity[None, :, :] * (1 + FIT_EPS), axis=2)
+    if placement == "servers" and instance.has_option_demands:
+        # A task of a stage with placement options runs under one of them, at that option's demand (the
+        # loader checked each fits a machine its selector matches): the stage's own demand may fit nowhere.
+        stages = [stage for job in instance.jobs for stage in job.stages]
+        for g, stage in enumerate(stages):
+            for o in range(len(stage.options)):
+                under = stage.demand_under(o)
+                fits[g] |= np.all(under[None, :] <= capacity * (1 + FIT_EPS), axis=1)
     bad = np.flatnonzero(~fits.any(axis=1))
     if bad.size:
         k, s = int(table.job[bad[0]]), int(table.local[bad[0]])

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from fairpack.models.check.hierarchy import guaranteed_nodes
-from fairpack.models.result import Allocation, Schedule, job_completion
+from fairpack.models.result import Allocation, Schedule, job_completion, task_demand
 from fairpack.models.tolerance import CHECK_RTOL, settled_all
 from fairpack.models.types import FloatArray, Instance
 
@@ -141,12 +141,6 @@ def makespan(instance: Instance, schedule: Schedule) -> float:
     return float(job_completion(instance, schedule).max())
 
 
-def _task_demand(instance: Instance, schedule: Schedule) -> FloatArray:
-    table = {(k, s): stage.demand for k, job in enumerate(instance.jobs) for s, stage in enumerate(job.stages)}
-    rows = [table[(int(k), int(s))] for k, s in zip(schedule.job.tolist(), schedule.stage.tolist(), strict=True)]
-    return np.array(rows, dtype=np.float64).reshape(-1, len(instance.resources))
-
-
 def windowed_jain(instance: Instance, schedule: Schedule, window: float) -> float:
     """Mean over windows of Jain's index of the active jobs' weighted, window-averaged dominant shares."""
     if window <= 0:
@@ -158,7 +152,7 @@ def windowed_jain(instance: Instance, schedule: Schedule, window: float) -> floa
     edges = np.arange(0.0, end_time, window)
     lo, hi = edges, np.minimum(edges + window, end_time)
     capacity = instance.total_capacity
-    normalised = np.divide(_task_demand(instance, schedule), capacity, out=np.zeros((len(schedule), capacity.size)),
+    normalised = np.divide(task_demand(instance, schedule), capacity, out=np.zeros((len(schedule), capacity.size)),
                            where=capacity > 0)  # fmt: skip
     # overlap[t, w] = time task t runs inside window w
     overlap = np.clip(np.minimum(schedule.end[:, None], hi[None, :]) - np.maximum(schedule.start[:, None], lo[None, :]),

@@ -167,6 +167,27 @@ def job_completion(instance: Instance, schedule: Schedule) -> FloatArray:
     return completion
 
 
+def task_demand(instance: Instance, schedule: Schedule) -> FloatArray:
+    """Demand of every task of the schedule, ``(tasks, resources)``: its stage's, or, for a task that names a
+    placement option with a demand of its own (``Schedule.option``), that option's (what it held while it ran)."""
+    arrays = stage_table(instance)
+    demand = arrays.demand
+    g = arrays.offset[schedule.job] + schedule.stage
+    out = demand[g]
+    if schedule.option is not None and instance.has_option_demands:
+        stages = [stage for job in instance.jobs for stage in job.stages]
+        widest = max(len(s.options) for s in stages)
+        table = np.repeat(demand[:, None, :], widest, axis=1)  # (stages, options, resources)
+        for i, stage in enumerate(stages):
+            for o, option in enumerate(stage.options):
+                if option.demand is not None:
+                    table[i, o] = option.demand
+        count = np.array([len(s.options) for s in stages], dtype=np.int64)
+        named = (schedule.option >= 0) & (schedule.option < count[g])  # an option the stage has
+        out[named] = table[g[named], schedule.option[named]]
+    return out
+
+
 def schedule_objectives(instance: Instance, completion: FloatArray) -> dict[str, float]:
     """Makespan and weighted average JCT from job completion times.
 

@@ -29,17 +29,11 @@ import numpy as np
 
 from fairpack.models.dag import longest_paths
 from fairpack.models.metrics import jain_index
-from fairpack.models.result import Schedule, job_completion
+from fairpack.models.result import Schedule, job_completion, task_demand
 from fairpack.models.stages import job_tenants as stage_job_tenants
 from fairpack.models.stages import stage_table
 from fairpack.models.tolerance import settled_all
 from fairpack.models.types import FloatArray, Instance, IntArray
-
-
-def task_demand(instance: Instance, schedule: Schedule) -> FloatArray:
-    """Demand of every task of the schedule, (tasks, resources)."""
-    table = stage_table(instance)
-    return table.demand[table.offset[schedule.job] + schedule.stage]
 
 
 def job_tenants(instance: Instance) -> tuple[list[str], IntArray]:

@@ -270,15 +270,15 @@ def _separators(fields: list[str], resources: list[str], after: str = "") -> lis
 def _tables(instance: Instance, allocation: Allocation) -> dict[str, str] | None:
     """The JSON texts of ``tenants`` and (for a hierarchy) ``nodes``; None to leave them to ``json.dumps``."""
     tenants = _keys([tenant.name for tenant in instance.tenants])
-    units = _keys(allocation.unit_names(instance))
     resources = list(instance.resources)
-    if tenants is None or units is None or _keys(resources) is None:
+    rows, columns = np.nonzero(allocation.tasks > 0)  # row-major: grouped by tenant, units ascending
+    cells = allocation.tasks[rows, columns]
+    per_server = _per_server_texts(instance, allocation.kind, rows, columns, cells, len(instance.tenants))
+    if tenants is None or per_server is None or _keys(resources) is None:
         return None
     totals = allocation.tenant_tasks
     shares = dominant_shares(instance, allocation)
-    rows, columns = np.nonzero(allocation.tasks > 0)  # row-major: grouped by tenant, units ascending
-    cells = allocation.tasks[rows, columns]
-    floats: list[FloatArray] = [totals, shares, shares / instance.weights, totals[:, None] * instance.demand, cells]
+    floats: list[FloatArray] = [totals, shares, shares / instance.weights, totals[:, None] * instance.demand]
     if instance.hierarchy is not None:
         tree = tree_of(instance)
         order = np.array(tree.preorder(), dtype=np.int64)
@@ -297,14 +297,8 @@ def _tables(instance: Instance, allocation: Allocation) -> dict[str, str] | None
         start += size
     width = len(resources)
     tasks, share_texts, weighted, *amounts = columns_of[: 3 + width]
-    cell_texts = columns_of[3 + width]
     counts = [str(count) if type(count) is int else text for count, text in zip(_json_counts(totals), tasks,
                                                                                  strict=True)]  # fmt: skip
-    whole = [str(count) if type(count) is int else text for count, text in zip(_json_counts(cells), cell_texts,
-                                                                                strict=True)]  # fmt: skip
-    labelled = [units[unit] + count for unit, count in zip(columns.tolist(), whole, strict=True)]
-    bounds = np.searchsorted(rows, np.arange(len(tenants) + 1)).tolist()
-    per_server = ["{" + ", ".join(labelled[a:b]) + "}" for a, b in pairwise(bounds)]
     separators = _separators(["tasks", "dominant_share", "weighted_share"], resources)
     separators[-1:] = ["}, " + encode_basestring_ascii("per_server") + ": ", "}, "]
     tables = {"tenants": _fill(separators, [tenants, counts, share_texts, weighted, *amounts, per_server])}
@@ -313,7 +307,7 @@ def _tables(instance: Instance, allocation: Allocation) -> dict[str, str] | None
             return None
         quoted = [encode_basestring_ascii(name) for name in tree.names]
         names = [quoted[index] + ": " for index in order.tolist()]
-        node_weight, node_guarantee, node_share, *node_amounts = columns_of[4 + width :]
+        node_weight, node_guarantee, node_share, *node_amounts = columns_of[3 + width :]
         parents = [quoted[parent] if parent >= 0 else "null" for parent in tree.parent[order].tolist()]
         depth = list(map(str, tree.depth[order].tolist()))
         leaf = ["true" if value else "false" for value in tree.is_leaf[order].tolist()]
@@ -321,6 +315,50 @@ def _tables(instance: Instance, allocation: Allocation) -> dict[str, str] | None
         tables["nodes"] = _fill(separators, [names, parents, depth, leaf, node_weight, node_guarantee, node_share,
                                              *node_amounts])  # fmt: skip
     return tables
+
+
+def _per_server_texts(instance: Instance, kind: str, rows: IntArray, units: IntArray, cells: FloatArray,
+                      tenants: int) -> list[str] | None:  # fmt: skip
+    """Per tenant, the JSON text of ``{"unit name": tasks, ...}`` over its cells (row-major ``rows``/``units``),
+    or None when two units have the same name.
+
+    A cluster of ten million machines has as many cells, so nothing here is made per cell in Python: counts are
+    written once per distinct value, machine names ``name[k]`` are unique by construction when no server name
+    ends in ``]`` (server names are), and a run of consecutive machines of one class holding the same count is
+    one ``join`` over their numbers."""
+    distinct, inverse = np.unique(cells, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    texts = [str(count) if type(count) is int else json.dumps(count) for count in _json_counts(distinct)]
+    bounds = np.searchsorted(rows, np.arange(tenants + 1)).tolist()
+    if kind != "machine" or any(server.name.endswith("]") for server in instance.servers):
+        keys = _keys(unit_names(instance, kind))  # type: ignore[arg-type]
+        if keys is None:
+            return None
+        count_texts = np.array(texts, dtype=object)[inverse].tolist()
+        labelled = [keys[u] + c for u, c in zip(units.tolist(), count_texts, strict=True)]
+        return ["{" + ", ".join(labelled[a:b]) + "}" for a, b in pairwise(bounds)]
+    counts = instance.counts
+    ends = np.cumsum(counts)
+    server = np.searchsorted(ends, units, side="right")
+    number = units - (ends - counts)[server]
+    # Runs: same tenant, same class, consecutive numbers, same count.
+    starts = np.ones(len(units), dtype=bool)
+    starts[1:] = ((rows[1:] != rows[:-1]) | (server[1:] != server[:-1]) | (number[1:] != number[:-1] + 1)
+                  | (inverse[1:] != inverse[:-1]))  # fmt: skip
+    first = np.flatnonzero(starts)
+    last = np.append(first[1:], len(units))[: len(first)]  # no cells: no runs
+    names = [encode_basestring_ascii(s.name) for s in instance.servers]
+    pieces: list[str] = []
+    for a, b in zip(first.tolist(), last.tolist(), strict=True):
+        c, value = int(server[a]), texts[int(inverse[a])]
+        if counts[c] == 1:
+            pieces.append(f"{names[c]}: {value}")
+            continue
+        head = names[c][:-1] + "["
+        between = f']": {value}, {head}'
+        pieces.append(head + between.join(map(str, range(int(number[a]), int(number[a]) + b - a))) + f']": {value}')
+    run_bounds = np.searchsorted(first, bounds).tolist()
+    return ["{" + ", ".join(pieces[a:b]) + "}" for a, b in pairwise(run_bounds)]
 
 
 def _json_counts(values: FloatArray) -> list[float | int]:

@@ -113,11 +113,14 @@ def _with_optional_fields(seed: Seed) -> Seed | None:
         job["utility"] = [[10.0 * (k + 1), 5], [20.0 * (k + 1), 0]]
         for stage in job["stages"]:
             stage["input"] = [f"blk{t % 2}" for t in range(stage.get("tasks", 1))]
-    # Placement options on the first stage (unless it has some): the second rack preferred, anywhere twice as slow.
+    # Placement options on the first stage (unless it has some): the second rack preferred, anywhere twice as slow
+    # on half the first resource (an option's own demand; the other resources the stage's).
     first_stage = data["jobs"][0]["stages"][0]
     if "options" not in first_stage:
         duration = first_stage.pop("duration")
-        first_stage["options"] = [{"on": {"rack": "r2"}, "duration": duration}, {"duration": 2 * duration}]
+        resource, amount = next(iter(first_stage["demand"].items()))
+        first_stage["options"] = [{"on": {"rack": "r2"}, "duration": duration},
+                                  {"duration": 2 * duration, "demand": {resource: amount / 2}}]  # fmt: skip
     return Seed(seed.name.replace(".yaml", "+fields.yaml"), ".yaml", yaml.dump(data, Dumper=_DUMPER, sort_keys=False))
 
 
@@ -219,7 +222,7 @@ def _repeat_item(data: Any, choose: Choose) -> None:
 def _unknown_key(data: Any, choose: Choose) -> None:
     mappings = [data] + [c[k] for c, k in _nodes(data) if isinstance(c[k], dict)]
     keys = ["colour", "tasks", "parent", "children", "count", "<<", "weight", "tenant", "deadline", "labels", "input",
-            "blocks", "locality", "options", "utility", "on", "same"]  # fmt: skip
+            "blocks", "locality", "options", "utility", "on", "same", "demand"]  # fmt: skip
     _pick(choose, mappings)[_pick(choose, keys)] = 2
 
 

@@ -33,7 +33,7 @@ from fairpack.models.metrics import guarantee_ratio, guarantee_shortfall, min_we
 from fairpack.models.result import Allocation, job_completion, objective_value, schedule_objectives, unit_names
 from fairpack.models.timeline import timeline_summary, utilisation_series
 from fairpack.models.types import Instance
-from fairpack.models.view import allocation_json, result_json, schedule_from_json, schedule_json
+from fairpack.models.view import allocation_from_json, allocation_json, result_json, schedule_from_json, schedule_json
 from fairpack.solver.api import solve
 from fairpack.solver.registry import get_method
 from tests.check_cases import cli, instance_files
@@ -676,3 +676,49 @@ def test_infeasible_is_confirmed_only_where_the_instance_shows_it(saved: dict[st
     assert checked.verified and checked.notes and "past its given time" in checked.notes[0]
     unstated = check_saved(case.instance, data, get_method("spacetime-cp").saved_rules())
     assert not unstated.verified and any("cannot be confirmed" in v for v in unstated.violations)
+
+
+# ------------------------------------------------------------------------------------------ whole forgeries
+
+
+def test_an_exact_schedule_forged_whole_as_a_heuristics_is_caught_by_a_rerun(saved: dict[str, Saved],
+                                                                            tmp_path: Path) -> None:  # fmt: skip
+    """The uncapped optimum (a job past its T_k) put in a carbyne result, every number made to agree: a valid
+    schedule, and every key carbyne's -- but not carbyne's answer, which check runs again (no --method)."""
+    forged = json.loads(json.dumps(saved["carbyne"].data))
+    forged["tasks"] = saved["no-fair-cap"].data["tasks"]
+    forge(saved["carbyne"], forged)
+    forged["late_jobs"] = sorted(name for name, job in forged["jobs"].items()
+                                 if job["completion"] > job["fair_completion"])  # fmt: skip
+    assert forged["late_jobs"]
+    path = tmp_path / "forged.json"
+    path.write_text(json.dumps(forged))
+    code, out, err = cli("check", saved["carbyne"].path, path)
+    assert code == 1 and "not the answer carbyne gives" in out, out + err
+    code, out, err = cli("check", saved["carbyne"].path, path, "--no-rerun")
+    assert code == 0, out + err  # what only the re-run catches
+
+
+def test_a_heuristic_allocation_forged_as_another_heuristics_is_caught(saved: dict[str, Saved],
+                                                                       tmp_path: Path) -> None:  # fmt: skip
+    """first-fit's allocation relabelled best-fit (both whole tasks per machine, same keys): check runs best-fit."""
+    case = saved["first-fit"]
+    best = solve(case.instance, "best-fit")
+    assert best.allocation is not None
+    if np.array_equal(best.allocation.tasks, allocation_from_json(case.instance, case.data).tasks):
+        pytest.skip("best-fit and first-fit agree on this instance")
+    forged = json.loads(json.dumps(case.data))
+    forged["method"] = "best-fit"
+    path = tmp_path / "forged.json"
+    path.write_text(json.dumps(forged))
+    code, out, err = cli("check", case.path, path)
+    assert code == 1 and "not the answer best-fit gives" in out, out + err
+
+
+def test_every_heuristic_family_untampered_is_its_methods_answer_run_again(saved: dict[str, Saved]) -> None:
+    for name in (family for family in HEURISTICS if family != "tetrisched"):
+        case = saved[name]
+        code, out, err = cli("check", case.path, case.result, *case.flags)
+        assert code == 0 and "re-run:" in out, (name, out + err)
+    code, out, _ = cli("check", saved["tetrisched"].path, saved["tetrisched"].result)
+    assert code == 0 and "wall-clock limit" in out, out  # not re-run: its cycles ran under the wall clock

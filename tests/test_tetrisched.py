@@ -539,3 +539,22 @@ def test_warm_starts_keep_the_machines_that_hold_input_blocks() -> None:
     moved = translate(loose, *listed, problem)
     assert moved is not None and problem.feasible(*moved)
     assert problem.value(*moved) == pytest.approx(loose.value(*listed))
+
+
+def test_alsched_starts_what_fits_of_a_stage_wider_than_the_free_room() -> None:
+    """One stage of 3 tasks of 3 CPUs on two 4-CPU machines: two start now, the third when one ends (at 2, ending
+    at 4). alsched (no plan-ahead) had left the job out of every plan -- starting only part of the stage now
+    seemed to gain nothing -- and with nothing running no event came: the job never ran."""
+    from fairpack.models.io import parse_instance
+    from fairpack.solver.api import simulate
+
+    instance = parse_instance("""
+resources: [cpu]
+servers: [{name: m, capacity: {cpu: 4}, count: 2}]
+jobs: [{name: j, stages: [{name: s, tasks: 3, duration: 2, demand: {cpu: 3}}]}]
+""")
+    for units in ("class", "machine"):
+        result = simulate(instance, "alsched", extra={"units": units, "deterministic": True})
+        assert result.verified and not result.extra.get("unfinished_jobs"), (units, result.message)
+        assert result.schedule is not None
+        assert sorted(result.schedule.start.tolist()) == [0.0, 0.0, 2.0] and result.schedule.end.max() == 4.0

@@ -193,3 +193,88 @@ def test_spacetime_cp_keeps_a_limit_its_workers_spend_loading(data_dir: Path, mo
     assert told, "no CP-SAT solve"
     for level, subsolvers, limit in told:
         assert level == 0 and "no_lp" in subsolvers and 0 < limit <= 6.0, (level, subsolvers, limit)
+
+
+# ------------------------------------------------------------------ work before the solver watches the clock
+
+#: Two map tasks reading blocks on three one-slot machines of two racks, then a reduce: a choice model (one
+#: alternative per task and machine) with ``placement: servers``.
+BLOCKS = """
+resources: [slot]
+servers:
+  - {name: a, capacity: {slot: 1}, labels: {rack: r1}}
+  - {name: b, capacity: {slot: 1}, labels: {rack: r1}}
+  - {name: c, capacity: {slot: 1}, labels: {rack: r2}}
+blocks: {b0: [a], b1: [c]}
+locality: {node: 1, rack: 1.5, remote: 2}
+jobs:
+  - name: mr
+    stages:
+      - {name: map, tasks: 2, duration: 2, demand: {slot: 1}, input: [b0, b1]}
+      - {name: reduce, duration: 1, demand: {slot: 1}, after: [map]}
+"""
+
+
+def test_a_cp_model_not_built_by_the_deadline_returns_the_best_warm_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Building the CP-SAT model (a Python call per variable) is watched: past the deadline it stops, and the
+    answer is the best feasible warm start, ``time_limit``, verified (a model of a million alternatives took
+    11 s to build under a 5 s limit before)."""
+    from fairpack.models.io import parse_instance
+    from fairpack.solver.spacetime import choice_cp
+
+    instance = parse_instance(BLOCKS)
+    built: list[bool] = []
+
+    def out_of_time(self: Any) -> Any:
+        built.append(True)
+        raise choice_cp.ModelOutOfTime
+
+    monkeypatch.setattr(choice_cp.ChoiceCp, "build", out_of_time)
+    result = solve(instance, "spacetime-cp", time_limit=60, placement="servers", fair_cap=False)
+    assert built and result.status == "time_limit" and result.verified, (result.status, result.message)
+    assert "was not built in the time left; returning the best warm start" in result.message
+
+
+def test_the_model_build_stops_at_its_deadline() -> None:
+    """``build_until`` in the past: no model, no plan without hints, status ``MODEL_NOT_BUILT``."""
+    import time
+
+    from fairpack.models.io import parse_instance
+    from fairpack.solver.spacetime import choice_cp
+    from fairpack.solver.spacetime.choices import Units
+
+    instance = parse_instance(BLOCKS)
+    problem = choice_cp.build_problem(instance, Units.of(instance, "machine"), None, 0.5, None)
+    plan, status, bound, _ = choice_cp.solve_plan(problem, [], 60.0, build_until=time.perf_counter() - 1)
+    assert (plan, status, bound) == (None, "MODEL_NOT_BUILT", None)
+    plan, status, _, _ = choice_cp.solve_plan(problem, [], 60.0, build_until=time.perf_counter() + 600)
+    assert status == "OPTIMAL" and plan is not None
+
+
+def test_with_no_warm_start_an_event_driven_heuristic_gives_the_first_answer(
+        monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """No list schedule (too large to profile) and no fair-share witness (``--no-fair-cap``): a heuristic's
+    schedule is the answer should the model not be built in time (before: no answer, status ``error``)."""
+    from fairpack.models.io import parse_instance
+    from fairpack.solver.spacetime import choice_cp
+
+    monkeypatch.setattr(choice_cp, "list_schedule", lambda problem: None)
+    monkeypatch.setattr(choice_cp.ChoiceCp, "build", lambda self: (_ for _ in ()).throw(choice_cp.ModelOutOfTime))
+    result = solve(parse_instance(BLOCKS), "spacetime-cp", time_limit=60, placement="servers", fair_cap=False)
+    assert result.status == "time_limit" and result.verified and result.schedule is not None, result.message
+
+
+def test_drfh_int_does_not_start_a_level_relaxation_it_cannot_build_in_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """The level LP relaxation costs about a microsecond per tenant x machine pair to build (12.6 million pairs
+    took 16 s on the Google table under a 10 s limit); with less time left than that it is not started."""
+    from fairpack.solver.drfh import int_search
+
+    built: list[float] = []
+    monkeypatch.setattr(int_search, "LEVEL_RELAXATION_S_PER_PAIR", 1e6)  # any relaxation: longer than the limit
+    monkeypatch.setattr(int_search.LevelSearch, "_level_relaxation", lambda self, level: built.append(level))
+    instance = google_instance(None, tenants=40, seed=3, machines=60, distinct=True)
+    result = solve(instance, "drfh-int", time_limit=60)
+    assert not built
+    assert result.status == "time_limit" and result.verified, (result.status, result.message)
+    assert "the LP relaxations that bound the levels were not started" in result.message

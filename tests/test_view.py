@@ -167,3 +167,14 @@ def test_result_json_text_writes_every_number_as_json_dumps(case: tuple[Instance
     for view in (instance, renamed):
         result = Result(status="optimal", method="m", backend="none", allocation=Allocation(tasks, allocation.kind))
         assert result_json_text(view, result) == json.dumps(result_json(view, result))
+
+
+def test_result_json_text_of_machine_names_that_collide_or_end_in_a_bracket() -> None:
+    """Machine names are made per class (``name[k]``) without a uniqueness check unless a server name ends in
+    ``]``: a class ``s`` of two machines beside a server named ``s[1]`` collides, ``t]`` does not."""
+    for servers in ([("s", [4.0, 4.0], 2), ("s[1]", [2.0, 2.0], 1)], [("t]", [4.0, 4.0], 2), ("u", [2.0, 2.0], 3)]):
+        instance = make(servers, [("a", [1.0, 1.0], 1.0, math.inf), ("b", [0.5, 1.0], 2.0, math.inf)])
+        machines = sum(count for _, _, count in servers)
+        tasks = np.arange(2 * machines, dtype=np.float64).reshape(2, machines) % 3 + np.array([0.5, 0.0])[:, None]
+        result = Result("feasible", "first-fit", "", allocation=Allocation(tasks, "machine", integral=False))
+        assert result_json_text(instance, result) == json.dumps(result_json(instance, result))

@@ -9,7 +9,10 @@ DAG level first; a stage starts once every task of its parents has ended; tasks 
 best (the least room left, summed over resources as fractions of the cluster) on ``placement='servers'``, on
 the cluster as one pool otherwise; with input blocks a machine runs the job's most local pending task for the
 locality factor of its level; a stage with placement options runs each task under the first task-by-task
-option its machine matches.
+option its machine matches. When options carry demands of their own, a task holds its option's demand, fits a
+machine when some task-by-task option that may use it fits its free room under its own demand, lands under the
+first such option, and machines are scored for best fit under the option a task would land under there; such
+a stage launches one task at a time (its share test cannot know the option it lands under).
 
 This is the checker's own simulation of that definition, written for it and importing nothing from
 ``solver`` (``tests/test_architecture.py``): ``fairpack check`` recomputes every ``T_k`` a saved result relies
@@ -106,19 +109,39 @@ class _Options:
     def __init__(self, instance: Instance, stage: object, classes: np.ndarray) -> None:
         options = stage.options  # type: ignore[attr-defined]
         demand = np.asarray(stage.demand, dtype=np.float64)  # type: ignore[attr-defined]
-        fits = np.all(demand[None, :] <= instance.capacity * (1 + OPTION_FIT), axis=1)
+        # One task's demand under each option: its own, else the stage's.
+        self.demand = np.array([demand if o.demand is None else o.demand for o in options], dtype=np.float64)
+        self.demand = self.demand.reshape(len(options), -1)
+        self.own_demand = bool(np.any(self.demand != demand[None, :]))
+        fits = np.all(self.demand[:, None, :] <= instance.capacity[None, :, :] * (1 + OPTION_FIT), axis=2)
         usable = np.array([[option.matches(s.labels) for s in instance.servers] for option in options])
-        self.machines = (usable & fits[None, :])[:, classes]
+        self.machines = (usable & fits)[:, classes]
         self.gang = [bool(option.same) for option in options]
         self.duration = [float(option.duration) for option in options]
         plain = self.machines[[not g for g in self.gang]]
         self.landing = plain.any(axis=0) if plain.size else np.zeros(classes.size, dtype=bool)
 
-    def landed(self, machine: int) -> int:
+    def landed(self, machine: int, room: FloatArray) -> int:
+        """The first task-by-task option that may use ``machine`` (with own demands: whose demand fits its
+        ``room`` now)."""
         for option, gang in enumerate(self.gang):
-            if not gang and self.machines[option, machine]:
+            if gang or not self.machines[option, machine]:
+                continue
+            need = self.demand[option]
+            if not self.own_demand or all(room[r] >= need[r] for r in np.flatnonzero(need > 0).tolist()):
                 return option
         return -1
+
+    def landing_now(self, room: FloatArray) -> np.ndarray:
+        """Per machine, the option a task landing there now runs under (-1: none), given every machine's room."""
+        chosen = np.full(self.machines.shape[1], -1, dtype=np.int64)
+        for option, gang in enumerate(self.gang):
+            if gang:
+                continue
+            need = self.demand[option]
+            fits = np.all((need <= 0)[None, :] | (need[None, :] <= room), axis=1)
+            chosen[(chosen < 0) & self.machines[option] & fits] = option
+        return chosen
 
 
 class _Blocks:
@@ -230,7 +253,8 @@ class _FairShareRun:
         self.usage = np.zeros((len(jobs), n_res))
         self.completion = np.full(len(jobs), np.inf)
         self.machine_tasks = [0] * self.machine_capacity.shape[0]
-        self.heap: list[tuple[float, int, int, int, tuple[int, ...], tuple[int, ...]]] = []
+        # (end, sequence, stage, tasks, machines, tasks per machine, option)
+        self.heap: list[tuple[float, int, int, int, tuple[int, ...], tuple[int, ...], int]] = []
         self.sequence = 0
         self.releases = sorted(range(len(jobs)), key=lambda k: (self.release[k], k))
         self.next_release = 0
@@ -248,9 +272,37 @@ class _FairShareRun:
         else:
             fitting = np.all(self.room[:, need] >= demand[need][None, :], axis=1)
         entry = self.options[g]
+        if entry is not None and entry.own_demand:
+            return bool(np.any(entry.landing_now(self.room) >= 0))
         if entry is not None:
             fitting &= entry.landing
         return bool(fitting.any())
+
+    def _demand_of(self, g: int, option: int) -> FloatArray:
+        """One task's demand of stage ``g`` under ``option`` (its own when the stage's options have their own)."""
+        entry = self.options[g]
+        if option >= 0 and entry is not None and entry.own_demand:
+            return np.asarray(entry.demand[option])
+        return np.asarray(self.demand[g])
+
+    def _best_fit_landing(self, entry: _Options, most: int) -> list[tuple[int, int]]:
+        """Best fit with every machine scored under the option a task would land under there now."""
+        landing = entry.landing_now(self.room)
+        usable = np.flatnonzero(landing >= 0)
+        if usable.size == 0:
+            return []
+        demand = entry.demand[landing[usable]]
+        score = ((self.free[usable] - demand) * self.inverse_total[None, :]).sum(axis=1)
+        chunks: list[tuple[int, int]] = []
+        left = most
+        for i in np.lexsort((usable, score)).tolist():
+            n = int(min(left, self._fit_count(self.room[usable[i]].tolist(), demand[i].tolist())))
+            if n > 0:
+                chunks.append((int(usable[i]), n))
+                left -= n
+            if left <= 0:
+                break
+        return chunks
 
     @staticmethod
     def _fit_count(room: list[float], demand: list[float]) -> float:
@@ -263,6 +315,8 @@ class _FairShareRun:
     def _best_fit(self, g: int, most: int) -> list[tuple[int, int]]:
         demand = self.demand[g]
         entry = self.options[g]
+        if entry is not None and entry.own_demand:
+            return self._best_fit_landing(entry, most)
         if self.room.shape[0] == 1 and entry is None:
             n = int(min(most, self._fit_count(self.room[0].tolist(), self.demands[g])))
             return [(0, n)] if n > 0 else []
@@ -280,22 +334,23 @@ class _FairShareRun:
             fitting[machine] = False
         return chunks
 
-    def _take(self, machine: int, g: int, n: int, sign: float) -> None:
-        for r, d in enumerate(self.demands[g]):
+    def _take(self, machine: int, demand: list[float], n: int, sign: float) -> None:
+        for r, d in enumerate(demand):
             value = self.free[machine, r] - n * d if sign < 0 else self.free[machine, r] + n * d
             self.free[machine, r] = value
             self.room[machine, r] = value + self.slack[machine, r]
 
     # --- the run
 
-    def _push(self, g: int, end: float, n: int, machines: tuple[int, ...], counts: tuple[int, ...]) -> None:
-        heapq.heappush(self.heap, (end, self.sequence, g, n, machines, counts))
+    def _push(self, g: int, end: float, n: int, machines: tuple[int, ...], counts: tuple[int, ...],
+              option: int = -1) -> None:  # fmt: skip
+        heapq.heappush(self.heap, (end, self.sequence, g, n, machines, counts, option))
         self.sequence += 1
 
     def _launch(self, g: int, chunks: list[tuple[int, int]], t: float) -> None:
         k = self.job_of[g]
         entry = self.options[g]
-        chosen = [-1] * len(chunks) if entry is None else [entry.landed(m) for m, _ in chunks]
+        chosen = [-1] * len(chunks) if entry is None else [entry.landed(m, self.room[m]) for m, _ in chunks]
         if self.blocks is not None and self.blocks.has_input[g]:
             for (machine, count), option in zip(chunks, chosen, strict=True):
                 base = self.duration[g] if entry is None else entry.duration[option]
@@ -304,12 +359,12 @@ class _FairShareRun:
                     level = self.blocks.take(g, machine)
                     by_level[level] = by_level.get(level, 0) + 1
                 for level, n in sorted(by_level.items()):
-                    self._push(g, t + base * self.blocks.factors[level], n, (machine,), (n,))
+                    self._push(g, t + base * self.blocks.factors[level], n, (machine,), (n,), option)
         elif entry is not None:
             for option in sorted(set(chosen)):
                 mine = [chunk for chunk, c in zip(chunks, chosen, strict=True) if c == option]
                 self._push(g, t + entry.duration[option], sum(c for _, c in mine), tuple(m for m, _ in mine),
-                           tuple(c for _, c in mine))  # fmt: skip
+                           tuple(c for _, c in mine), option)  # fmt: skip
         else:
             self._push(g, t + self.duration[g], sum(c for _, c in chunks), tuple(m for m, _ in chunks),
                        tuple(c for _, c in chunks))  # fmt: skip
@@ -317,21 +372,28 @@ class _FairShareRun:
         for machine, count in chunks:
             self.machine_tasks[machine] += count
             total += count
-        for machine, count in chunks:
-            self._take(machine, g, count, -1.0)
+        if entry is not None and entry.own_demand:  # each chunk holds its option's own demand
+            for (machine, count), option in zip(chunks, chosen, strict=True):
+                self._take(machine, entry.demand[option].tolist(), count, -1.0)
+                self.usage[k] += count * entry.demand[option]
+        else:
+            for machine, count in chunks:
+                self._take(machine, self.demands[g], count, -1.0)
+            self.usage[k] += total * self.demand[g]
         self.unlaunched[g] -= total
         self.running[g] += total
-        self.usage[k] += total * self.demand[g]
 
     def _end_tasks(self, t: float) -> None:
         while self.heap and settled(self.heap[0][0]) <= t:
-            end, _, g, n, machines, counts = heapq.heappop(self.heap)
+            end, _, g, n, machines, counts, option = heapq.heappop(self.heap)
             k = self.job_of[g]
+            demand = self._demand_of(g, option)  # what the tasks took at launch
             self.running[g] -= n
-            self.usage[k] -= n * self.demand[g]
+            self.usage[k] -= n * demand
             self.tasks_left[k] -= n
+            listed = demand.tolist()
             for machine, count in zip(machines, counts, strict=True):
-                self._take(machine, g, count, 1.0)
+                self._take(machine, listed, count, 1.0)
             for machine, count in zip(machines, counts, strict=True):
                 self.machine_tasks[machine] -= count
                 if self.machine_tasks[machine] == 0:
@@ -386,6 +448,9 @@ class _FairShareRun:
             left = [self.shares[k] / unit - u for unit, u in zip(self.units, usage, strict=True)]
             need = [room / d for room, d in zip(left, self.demands[chosen], strict=True) if d > 0]
             within = max(1, math.floor(min(need) + EPS) if need else 1)
+            entry = self.options[chosen]
+            if entry is not None and entry.own_demand:
+                within = 1  # the share test above knew the stage's demand, not the option it lands under
             most = int(min(within, self.unlaunched[chosen]))
             chunks = self._best_fit(chosen, most)
             if sum(count for _, count in chunks) <= 0:
@@ -420,7 +485,10 @@ def fair_times(instance: Instance, placement: str = "pooled", shares: bool = Fal
     capacity = instance.total_capacity[None, :] if placement != "servers" else instance.capacity
     for job in instance.jobs:
         for stage in job.stages:
-            if not np.any(np.all(np.asarray(stage.demand)[None, :] <= capacity * (1 + FIT_EPS), axis=1)):
+            # With placement options on machines a task runs at its option's demand (the stage's, or its own).
+            under = [stage.demand_under(o) for o in range(len(stage.options))] if placement == "servers" else []
+            if not any(np.any(np.all(np.asarray(d)[None, :] <= capacity * (1 + FIT_EPS), axis=1))
+                       for d in [stage.demand, *under]):  # fmt: skip
                 return None
     run = _FairShareRun(instance, placement)
     if any(entry is not None and not (~np.array(entry.gang)).any() for entry in run.options):

@@ -503,21 +503,29 @@ def command_check(args: argparse.Namespace) -> int:
         checked = check_saved(instance, data, rules)
     except InstanceError as error:
         raise error.located(args.result) from None
-    summary = {"verified": checked.verified, "violations": checked.violations, "rules": checked.rules,
-               "notes": checked.notes, **checked.numbers}  # fmt: skip
+    violations, notes = list(checked.violations), list(checked.notes)
+    if checked.verified and not args.no_rerun:
+        from fairpack.solver.rerun import rerun_and_compare
+
+        again = rerun_and_compare(instance, data, method)
+        violations += [again.violation] if again.violation else []
+        notes += [again.note] if again.note else []
+    verified = checked.verified and not violations
+    summary = {"verified": verified, "violations": violations, "rules": checked.rules, "notes": notes,
+               **checked.numbers}  # fmt: skip
     if args.json:
         print(json.dumps(summary))
     else:
-        print(f"{args.result}: {'verified' if checked.verified else 'NOT verified'}")
+        print(f"{args.result}: {'verified' if verified else 'NOT verified'}")
         print("  rules: " + "; ".join(checked.rules))
         numbers = {k: v for k, v in checked.numbers.items() if isinstance(v, int | float)}
         if numbers:
             print("  " + "   ".join(f"{k} {v:.6g}" for k, v in numbers.items()))
-        for note in checked.notes:
+        for note in notes:
             print(f"  {note}")
-        for problem in checked.violations:
+        for problem in violations:
             print(f"  VIOLATION: {problem}")
-    return EXIT_OK if checked.verified else EXIT_SOLVER
+    return EXIT_OK if verified else EXIT_SOLVER
 
 
 # --- validate, export, generate, methods -----------------------------------------------------------------
@@ -807,6 +815,8 @@ def add_commands(subcommands: Any) -> None:
     check.add_argument("result", help="a JSON result saved by fairpack solve -o or fairpack simulate -o")
     check.add_argument("--trace", help="the trace the result was simulated on (fairpack simulate --trace)")
     check.add_argument("--json", action="store_true", help="print one JSON object")
+    check.add_argument("--no-rerun", action="store_true",
+                       help="do not run a heuristic or policy again to compare its answer with the file's")
     rules = check.add_argument_group(
         "the run's options", "How the result was made, as you gave it to solve or simulate: the file must agree, "
         "and an option that loosens the rules (--no-fair-cap, --placement pooled where the method places on "

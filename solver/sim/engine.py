@@ -27,6 +27,15 @@ when they launch (:meth:`Simulation.launch`, a gang's tasks all at once on one l
 policy sees only the machines some task-by-task option may use (:meth:`Simulation.fits`, the placements) and
 each task runs under the first such option its machine matches ("where it lands").
 
+An option may carry its own demand (``Option.demand``, e.g. 1 GPU + 1 CPU on a GPU machine, or 4 CPUs
+anywhere): a task then holds its option's demand, not the stage's, from launch to end -- the machine's room,
+the cluster's free total, the job's and tenant's usage all move by it. For such a group a task fits a machine
+when some task-by-task option that may use the machine fits its free room with its own demand, and a task
+placed by an option-unaware policy lands under the first such option that fits the machine's room *now*; the
+default placement scores every machine by best fit under the option a task would land under there. So when
+an option with a bigger demand fits nowhere now but another one does, the task runs under the one that fits
+rather than wait. Groups without options of their own demand take none of this (their runs are unchanged).
+
 With a ``horizon`` the run stops there (backlogs never drain); tasks still running are reported with their
 ends beyond it.
 
@@ -48,9 +57,9 @@ from fairpack.models.result import Schedule
 from fairpack.models.tolerance import settled
 from fairpack.models.types import BoolArray, FloatArray, Instance, IntArray
 from fairpack.solver import interrupt
-from fairpack.solver.sim.cluster import Cluster
+from fairpack.solver.sim.cluster import Cluster, fit_count
 from fairpack.solver.sim.locality import TaskData
-from fairpack.solver.sim.workload import Workload
+from fairpack.solver.sim.workload import GroupOptions, Workload
 
 #: Standard exponential draws taken from the generator at once (one numpy call per batch, not per task).
 DRAW_BATCH = 4096
@@ -159,8 +168,8 @@ class Simulation:
         self.arrived: list[int] = []  # the jobs released at the current event time
         self.placed: FloatArray | None = np.zeros((jobs.num_stages, self.cluster.machines)) if snapshot else None
         self.machine_tasks = np.zeros(self.cluster.machines, dtype=np.int64)  # tasks running on every machine
-        # (end, sequence, group, tasks, machines, tasks per machine): one entry per launch
-        self._heap: list[tuple[float, int, int, int, tuple[int, ...], tuple[int, ...]]] = []
+        # (end, sequence, group, tasks, machines, tasks per machine, option): one entry per launch and option
+        self._heap: list[tuple[float, int, int, int, tuple[int, ...], tuple[int, ...], int]] = []
         self._timers: list[float] = []
         self._sequence = 0
         self._next_index = np.zeros(jobs.num_stages, dtype=np.int64)
@@ -190,14 +199,16 @@ class Simulation:
 
     def fits(self, groups: IntArray | None = None) -> BoolArray:
         """Whether one more task of each group (default all) fits the free room of some machine (for a group
-        with placement options, a machine a task-by-task option may use)."""
+        with placement options, a machine a task-by-task option may use, under that option's demand)."""
         demand = self.jobs.demand if groups is None else self.jobs.demand[groups]
         found = self.cluster.fits_any(demand)
         if self.jobs.has_options:
             chosen = np.arange(self.jobs.num_stages) if groups is None else np.asarray(groups)
             for i, g in enumerate(chosen.tolist()):
                 entry = self.jobs.options[g]
-                if entry is not None and found[i]:
+                if entry is not None and entry.own_demand:  # the stage's demand says nothing: test each option's
+                    found[i] = bool(np.any(entry.landing_now(self.cluster.room) >= 0))
+                elif entry is not None and found[i]:
                     found[i] = bool(np.any(self.cluster.fits(demand[i]) & entry.landing()))
         return found
 
@@ -209,7 +220,40 @@ class Simulation:
     def place(self, group: int, most: int) -> list[tuple[int, int]]:
         """Best fit (the default placement), on the machines a task-by-task option may use if it has options."""
         entry = self.jobs.options[group] if self.jobs.has_options else None
+        if entry is not None and entry.own_demand:
+            return self._best_fit_landing(entry, most)
         return self.cluster.best_fit(self.jobs.demand[group], most, None if entry is None else entry.landing())
+
+    def _best_fit_landing(self, entry: GroupOptions, most: int) -> list[tuple[int, int]]:
+        """Best fit for a group whose options carry their own demands: every machine scored (as
+        :meth:`Cluster.best_fit` scores) under the option a task would land under there now, then filled, in
+        score order (ties to the lower machine), with as many tasks of that option as fit its room."""
+        cluster = self.cluster
+        landing = entry.landing_now(cluster.room)
+        usable = np.flatnonzero(landing >= 0)
+        if usable.size == 0:
+            return []
+        demand = entry.demand[landing[usable]]
+        score = ((cluster.free[usable] - demand) * cluster.inverse_total[None, :]).sum(axis=1)
+        chunks: list[tuple[int, int]] = []
+        left = most
+        for i in np.lexsort((usable, score)).tolist():
+            n = int(min(left, fit_count(cluster.room[usable[i]], demand[i])))
+            if n > 0:
+                chunks.append((int(usable[i]), n))
+                left -= n
+            if left <= 0:
+                break
+        return chunks
+
+    def task_demand(self, g: int, option: int) -> FloatArray:
+        """One task's demand of group ``g`` run under ``option`` (``-1``: none): the option's own demand when the
+        group's options carry their own, else the group's (the very array, so plain runs are unchanged)."""
+        if option >= 0 and self.jobs.has_option_demands:
+            entry = self.jobs.options[g]
+            if entry is not None and entry.own_demand:
+                return entry.demand[option]
+        return self.jobs.demand[g]
 
     def wake_at(self, time: float) -> None:
         """Call the policy's :meth:`Policy.on_timer` at ``time`` (an event of its own)."""
@@ -271,11 +315,11 @@ class Simulation:
         jobs, heap = self.jobs, self._heap
         while heap and settled(heap[0][0]) <= t:
             # One entry per launch: its tasks end together on one or more machines (group totals once).
-            end, _, g, n, machines, counts = heapq.heappop(heap)
+            end, _, g, n, machines, counts, option = heapq.heappop(heap)
             self.completions += len(machines)
             k = int(jobs.stage_job[g])
             tenant = int(jobs.job_tenant[k])
-            demand = jobs.demand[g]
+            demand = self.task_demand(g, option)  # what the tasks took at launch
             amount = n * demand
             self.running_ends[g].remove((end, n))
             self.running[g] -= n
@@ -339,8 +383,9 @@ class Simulation:
         self._drawn += 1
         return value
 
-    def _push(self, g: int, end: float, n: int, machines: tuple[int, ...], counts: tuple[int, ...]) -> None:
-        heapq.heappush(self._heap, (end, self._sequence, g, n, machines, counts))
+    def _push(self, g: int, end: float, n: int, machines: tuple[int, ...], counts: tuple[int, ...],
+              option: int = -1) -> None:  # fmt: skip
+        heapq.heappush(self._heap, (end, self._sequence, g, n, machines, counts, option))
         self._sequence += 1
         self.running_ends[g].append((end, n))
         if self.jobs.exponential:
@@ -354,7 +399,12 @@ class Simulation:
             if option is not None and option >= 0:
                 raise RuntimeError(f"policy {self.policy.name} named option {option} of group {g}, which has none")
             return [-1] * len(chunks)
-        chosen = [option] * len(chunks) if option is not None else [entry.landed(m) for m, _ in chunks]
+        if option is not None:
+            chosen = [option] * len(chunks)
+        elif entry.own_demand:  # where it lands, under the first option whose own demand fits the room now
+            chosen = [entry.landed(m, self.cluster.room[m]) for m, _ in chunks]
+        else:
+            chosen = [entry.landed(m) for m, _ in chunks]
         for (machine, _), o in zip(chunks, chosen, strict=True):
             if not (0 <= o < entry.count and entry.machines[o, machine]):
                 raise RuntimeError(f"policy {self.policy.name} put group {g} on machine {machine}, which option "
@@ -394,8 +444,14 @@ class Simulation:
             if self.placed is not None:
                 self.placed[g, machine] += count
             total += count
-        self.cluster.take_many([m for m, _ in chunks], demand, [c for _, c in chunks])
-        amount = total * demand
+        if entry is not None and entry.own_demand:  # every chunk takes its option's own demand
+            amount = np.zeros_like(demand)
+            for (machine, count), o in zip(chunks, chosen, strict=True):
+                self.cluster.take(machine, entry.demand[o], count)
+                amount += count * entry.demand[o]
+        else:
+            self.cluster.take_many([m for m, _ in chunks], demand, [c for _, c in chunks])
+            amount = total * demand
         self.unlaunched[g] -= total
         self.running[g] += total
         self.free -= amount
@@ -410,7 +466,7 @@ class Simulation:
         t = self.t
         machines = tuple(machine for machine, _ in chunks)
         counts = tuple(count for _, count in chunks)
-        self._push(g, t + length, sum(counts), machines, counts)
+        self._push(g, t + length, sum(counts), machines, counts, option)
         for machine, count in chunks:
             self._rows.append((g, int(self._next_index[g]), count, t, t + length, machine, option))
             self._next_index[g] += count
@@ -430,7 +486,7 @@ class Simulation:
                 by_level[level] = by_level.get(level, 0) + 1
                 self.level_counts[level] += 1
             for level, n in sorted(by_level.items()):
-                self._push(g, t + base * self.data.factors[level], n, (machine,), (n,))
+                self._push(g, t + base * self.data.factors[level], n, (machine,), (n,), option)
 
     # --- results ----------------------------------------------------------------------------------
 

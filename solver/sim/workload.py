@@ -24,7 +24,7 @@ from fairpack.models.dag import longest_paths
 from fairpack.models.diagnose import placement_fits
 from fairpack.models.stages import job_tenants, stage_table
 from fairpack.models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
-from fairpack.solver.registry import OptionError, policies
+from fairpack.solver.registry import policies
 
 
 @dataclass(frozen=True)
@@ -37,12 +37,17 @@ class GroupOptions:
     machines : (options, machines) the machines each option may use (its selector matches, one task fits)
     group : (options, machines) a gang option's label group of every machine (``-1``: no gang, or unusable)
     gang : (options,) whether the option is a gang
+    demand : (options, resources) one task's demand under each option (its own ``demand``, else the stage's)
+    own_demand : whether some option's demand differs from the stage's (then the engine sizes every launch,
+        fit test and placement of the group by the option a task runs under)
     """
 
     duration: FloatArray
     machines: BoolArray
     group: IntArray
     gang: BoolArray
+    demand: FloatArray
+    own_demand: bool = False
 
     @property
     def count(self) -> int:
@@ -53,20 +58,39 @@ class GroupOptions:
         plain = self.machines[~self.gang]
         return np.asarray(plain.any(axis=0), dtype=bool) if plain.size else np.zeros(self.machines.shape[1], bool)
 
-    def landed(self, machine: int) -> int:
+    def landed(self, machine: int, room: FloatArray | None = None) -> int:
         """The option a task placed on ``machine`` by an option-unaware policy runs under: the first non-gang
-        option whose machines include it (``-1``: none)."""
+        option whose machines include it (``-1``: none). With options of their own demand, ``room`` (the
+        machine's free room plus the fit slack) is given and the option is the first such one whose demand
+        fits it now: a task lands under what fits where it lands."""
         for option in range(self.count):
-            if not self.gang[option] and self.machines[option, machine]:
+            usable = not self.gang[option] and self.machines[option, machine]
+            if usable and (room is None or not self.own_demand or _fits_room(self.demand[option], room)):
                 return option
         return -1
+
+    def landing_now(self, room: FloatArray) -> IntArray:
+        """Per machine, the option a task landing there now runs under (``room``: every machine's free room plus
+        the fit slack, ``(machines, resources)``): the first non-gang option that may use the machine and whose
+        own demand fits its room (``-1``: none)."""
+        chosen = np.full(self.machines.shape[1], -1, dtype=np.int64)
+        for option in range(self.count):
+            if self.gang[option]:
+                continue
+            need = self.demand[option]
+            fits = np.all((need <= 0)[None, :] | (need[None, :] <= room), axis=1)
+            chosen[(chosen < 0) & self.machines[option] & fits] = option
+        return chosen
 
     @staticmethod
     def of(instance: Instance, stage: Any) -> GroupOptions:
         classes = instance.machine_class()
-        fits = np.all(stage.demand[None, :] <= instance.capacity * (1 + 1e-12), axis=1)
+        demand = np.array([stage.demand_under(o) for o in range(len(stage.options))], dtype=np.float64)
+        demand = demand.reshape(len(stage.options), -1)
+        # Each option's machines hold one task under its own demand (the stage's, unless the option has one).
+        fits = np.all(demand[:, None, :] <= instance.capacity[None, :, :] * (1 + 1e-12), axis=2)
         machines = np.array([[option.matches(s.labels) for s in instance.servers] for option in stage.options])
-        machines = (machines & fits[None, :])[:, classes]
+        machines = (machines & fits)[:, classes]
         group = np.full(machines.shape, -1, dtype=np.int64)
         for o, option in enumerate(stage.options):
             if option.same:
@@ -75,23 +99,13 @@ class GroupOptions:
                 per_class = np.array([names.index(v) if v is not None else -1 for v in values], dtype=np.int64)
                 group[o] = np.where(machines[o], per_class[classes], -1)
         return GroupOptions(np.array([o.duration for o in stage.options], dtype=np.float64), machines, group,
-                            np.array([bool(o.same) for o in stage.options], dtype=bool))  # fmt: skip
+                            np.array([bool(o.same) for o in stage.options], dtype=bool), demand,
+                            bool(np.any(demand != np.asarray(stage.demand, dtype=np.float64)[None, :])))  # fmt: skip
 
 
-def refuse_option_demands(instance: Instance) -> None:
-    """Refuse options with their own ``demand``: the simulator (online policies, the DAG heuristics and the
-    drf-strict fair-share schedule behind ``T_k``) sizes every task of a stage by the stage's demand, so it would
-    run such an option's tasks at the wrong size. Raises ``OptionError`` naming the first such option."""
-    if not instance.has_options:  # (found without a walk over the jobs)
-        return
-    for k, job in enumerate(instance.jobs):
-        for s, stage in enumerate(job.stages):
-            for o, option in enumerate(stage.options):
-                if option.demand is not None:
-                    raise OptionError(f"jobs[{k}].stages[{s}].options[{o}] has its own demand, which the simulator "
-                                      "(online policies, DAG heuristics, the drf-strict fair share behind T_k) "
-                                      "does not model; use spacetime-cp or spacetime with --no-fair-cap or "
-                                      "given fair completion times", "options[].demand")  # fmt: skip
+def _fits_room(demand: FloatArray, room: FloatArray) -> bool:
+    """One task of ``demand`` fits ``room`` (free room plus slack), checked on the resources it needs."""
+    return all(d <= r for d, r in zip(demand.tolist(), room.tolist(), strict=True) if d > 0)
 
 
 class JobStages(Sequence[IntArray]):
@@ -174,7 +188,6 @@ class Workload:
         """
         if not instance.jobs:
             raise InstanceError("a job simulation needs jobs", "jobs")
-        refuse_option_demands(instance)
         placement_fits(instance, placement)
         # The stages as arrays (``models.stages``: one walk over the jobs, or none for a trace read in bulk), shared
         # read-only with the instance.
@@ -260,6 +273,16 @@ class Workload:
     def has_options(self) -> bool:
         # Cached: the engine asks at every launch, and the scan is over every group (a million on a Google day).
         return any(entry is not None for entry in self.options)
+
+    @cached_property
+    def has_option_demands(self) -> bool:
+        """Whether some group's options carry demands of their own (the engine then sizes by option)."""
+        return any(entry is not None and entry.own_demand for entry in self.options)
+
+    def demand_of(self, g: int, option: int) -> FloatArray:
+        """One task's demand of group ``g`` under ``option`` (``-1``: none; the group's demand)."""
+        entry = self.options[g] if option >= 0 and self.has_options else None
+        return self.demand[g] if entry is None else entry.demand[option]
 
     def gang_only(self) -> list[int]:
         """Groups whose every option is a gang: an option-unaware policy cannot run them."""

@@ -108,7 +108,8 @@ class Tetrisched(SoftPolicy):
         self.seed = int(extra.get("seed", 0))
         times = np.concatenate([jobs.duration, jobs.release, *[e.duration for e in jobs.options if e is not None]])
         self.tick, _ = time_unit(times, max(float(times.max(initial=1.0)), 1.0) * 10, instance.time_slot)
-        self.records: list[list[list[float]]] = [[] for _ in range(jobs.num_stages)]  # [believed end, machine, n]
+        # [believed end, machine, n, option]
+        self.records: list[list[list[float]]] = [[] for _ in range(jobs.num_stages)]
         self.previous: dict[int, list[tuple[float, int, int]]] = {}  # group -> [(start, unit, option)] not launched
         self.kept: dict[int, list[int]] = {}  # group -> the original options its planned stage keeps, in order
         self.armed = -math.inf
@@ -197,7 +198,13 @@ class Tetrisched(SoftPolicy):
                 ready = all(sim.stage_done[p] for p in jobs.parents[g])
                 built.append(self.stage(sim, g, tuple(local[p] for p in parents)))
                 earliest.append(np.full(int(sim.unlaunched[g]), _ticks(waits, tick)))
-                window.append(np.full(int(sim.unlaunched[g]), w_ticks if ready else NO_WINDOW))
+                bound = np.full(int(sim.unlaunched[g]), w_ticks if ready else NO_WINDOW)
+                if w_ticks == 0:
+                    # alsched: a stage starts now or not at all, but a stage wider than the free room starts
+                    # what fits now (its first task in start order); the rest are planned later and placed at a
+                    # later cycle. Binding every task to now left such a job out of every plan: it never ran.
+                    bound[1:] = NO_WINDOW
+                window.append(bound)
                 stage_floor.append(_ticks(believed_end[g], tick))
             original = self.instance.jobs[k]
             sub_jobs.append(Job(original.name, tuple(built), original.weight, 0.0,
@@ -205,6 +212,10 @@ class Tetrisched(SoftPolicy):
             job_floor = max([0.0] + [believed_end[g] for g in jobs.job_stages[k].tolist()])
             floor.append(_ticks(job_floor, tick))
             slowest = sum(max(self.believed_options(sim, g)) for g in stages)
+            if w_ticks == 0:
+                # alsched plans a wide stage's later tasks past now: left out, the job must count as finishing
+                # after its tasks run one after another, or a plan leaving it out always looks better.
+                slowest = sum(float(sim.unlaunched[g]) * max(self.believed_options(sim, g)) for g in stages)
             absent.append(int(max(floor[-1], earliest[-1].max(initial=0))) + w_ticks + _ticks(slowest, tick) + 1)
         sub = Instance(self.instance.resources, self.instance.servers, jobs=tuple(sub_jobs), time_slot=tick,
                        name="cycle")  # fmt: skip
@@ -242,7 +253,7 @@ class Tetrisched(SoftPolicy):
         """Per group, the believed end of its running tasks, from now (0: none; one tick when overrun)."""
         ends = np.zeros(sim.jobs.num_stages)
         for g, records in enumerate(self.records):
-            for end, _, _ in records:
+            for end, _, _, _ in records:
                 ends[g] = max(ends[g], max(end - sim.t, self.tick))
         for g in np.flatnonzero((sim.running > 0) & (ends == 0)).tolist():  # launched before this policy saw it
             ends[g] = max(max(end for end, _ in sim.running_ends[g]) - sim.t, self.tick)
@@ -253,10 +264,10 @@ class Tetrisched(SoftPolicy):
         classes = sim.cluster.machine_class
         assert classes is not None
         for g, records in enumerate(self.records):
-            for believed, machine, n in records:
+            for believed, machine, n, option in records:
                 unit.append(int(machine) if units.kind == "machine" else int(classes[int(machine)]))
                 end.append(_ticks(max(believed - sim.t, self.tick), self.tick))
-                demand.append(sim.jobs.demand[g] * n)
+                demand.append(sim.task_demand(g, int(option)) * n)  # what the tasks hold: their option's demand
         resources = sim.jobs.demand.shape[1]
         return Running(np.array(unit, dtype=np.int64), np.array(end, dtype=np.int64),
                        np.array(demand, dtype=np.float64).reshape(-1, resources))  # fmt: skip
@@ -312,7 +323,8 @@ class Tetrisched(SoftPolicy):
                 continue
             machines = self.unit_machines(sim, units, unit)
             mask = machines if entry is None or option < 0 else machines & entry.machines[option]
-            chunks = sim.cluster.best_fit(sim.jobs.demand[g], min(n, int(sim.unlaunched[g])), mask)
+            demand = sim.task_demand(g, option if entry is not None else -1)  # sized by the planned option
+            chunks = sim.cluster.best_fit(demand, min(n, int(sim.unlaunched[g])), mask)
             placed = self.start_tasks(sim, g, chunks, option if entry is not None else None)
             self.stats["committed"] += placed
             self.stats["deferred"] += n - placed
@@ -331,8 +343,9 @@ class Tetrisched(SoftPolicy):
     def start_tasks(self, sim: Simulation, g: int, chunks: list[tuple[int, int]], option: int | None) -> int:
         placed = self.launch(sim, g, chunks, option)
         believed = self.beliefs.duration(g, option if option is not None else -1)
+        named = float(-1 if option is None else option)
         for machine, n in chunks:
-            self.records[g].append([sim.t + believed, float(machine), float(n)])
+            self.records[g].append([sim.t + believed, float(machine), float(n), named])
         return placed
 
     def start_gang(self, sim: Simulation, units: Units, g: int, option: int, parts: list[tuple[int, int]]) -> None:
@@ -343,7 +356,7 @@ class Tetrisched(SoftPolicy):
             return
         entry = self.entry(sim, g)
         assert entry is not None
-        demand = sim.jobs.demand[g]
+        demand = sim.task_demand(g, option)
         chunks: list[tuple[int, int]] = []
         for unit, n in parts:
             left = n

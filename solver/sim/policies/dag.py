@@ -4,7 +4,9 @@ Every policy is a work-conserving list scheduler: at every event it launches run
 order, while they fit the free capacity (:mod:`fairpack.solver.sim.engine`), except ``drf-strict``. Policies
 decide on pooled quantities (shares, alignment with the cluster's free capacity); with
 ``placement='servers'`` the engine puts each launched task on a machine it fits (best fit), so a task
-that fits no machine's free room waits.
+that fits no machine's free room waits. A stage whose placement options carry their own demands is ranked
+and held to shares by the stage's declared demand (what the job states up front), while each launched task
+takes, and counts in its job's usage, the demand of the option it lands under (the engine's rule).
 
 * ``drf-dag`` -- DRF between jobs: the job with the lowest weighted dominant share of its *current*
   usage launches next (one task at a time); within the job breadth-first (the runnable stage of
@@ -616,6 +618,11 @@ class DrfStrict(BasePolicy):
         if g < 0:
             return None
         k = self.last = job_of[g]
+        entry = sim.jobs.options[g] if sim.jobs.has_option_demands else None
+        if entry is not None and entry.own_demand:
+            # Its tasks hold the demand of the option they land under, which the share test above cannot
+            # know: one task at a time, so the next test sees the usage it really took.
+            return g, 1
         share, usage = self.shares[k], sim.usage[k].tolist()
         demand = demands[g]
         room_left = [share / unit - u for unit, u in zip(self.units, usage, strict=True)]  # share left, in units

@@ -5,15 +5,17 @@ cycle) launch from :meth:`SoftPolicy.on_event`, naming the placement option of e
 records it and the checker verifies it (selector, duration, gang). They decide with *believed* durations: with
 ``estimate_error=e`` every (stage, option) duration a policy believes is the true one times ``1 + e u``, ``u``
 uniform in ``[-1, 1]`` (drawn once per run from ``seed``; at least a tenth of the true one). The engine runs
-the true durations.
+the true durations. A launch under an option is sized by that option's own demand when it has one
+(placement, room, usage).
 
 Jobs are served by urgency: due time first (the deadline, or the first utility point), then release.
 
 * ``hard-only`` -- preferences as hard constraints: a stage runs only under its first option (a gang in one
   group, or task by task on that option's machines); it waits for them, however long.
 * ``oblivious`` -- preferences ignored: every task is placed on any machine some task-by-task option allows
-  (best fit) and runs for the duration of the first option its machine matches, wherever that is. A stage
-  that runs only as a gang starts when all its tasks fit one group.
+  (best fit) and runs for the duration of the first option its machine matches, wherever that is (with
+  options of their own demand, the first whose demand fits the machine's room then). A stage that runs only
+  as a gang starts when all its tasks fit one group.
 * ``jockey`` (Ferguson et al., EuroSys'12) -- every job with a deadline gets the smallest *allocation* (tasks
   running at once) whose predicted completion meets it: the prediction simulates the job alone, from its
   current state (running tasks included), at every allocation (:func:`fairpack.solver.sim.pack.pack` with one slot
@@ -111,7 +113,7 @@ class SoftPolicy(BasePolicy):
         """Up to ``most`` tasks of ``g`` under task-by-task ``option`` (``-1``: no options), best fit now."""
         entry = self.entry(sim, g)
         mask = None if entry is None else entry.machines[option]
-        chunks = sim.cluster.best_fit(sim.jobs.demand[g], most, mask)
+        chunks = sim.cluster.best_fit(sim.task_demand(g, option), most, mask)  # sized by the option it names
         return self.launch(sim, g, chunks, option if entry is not None else None)
 
     def gang(self, sim: Simulation, g: int, option: int) -> int:
@@ -130,8 +132,15 @@ class SoftPolicy(BasePolicy):
                 if self.gang(sim, g, option):
                     return int(sim.jobs.count[g])
             return 0
-        chunks = sim.cluster.best_fit(sim.jobs.demand[g], most, None if entry is None else entry.landing())
-        return self.launch(sim, g, chunks, None)
+        placed = self.launch(sim, g, sim.place(g, most), None)  # the engine's best fit, where each task lands
+        while entry is not None and entry.own_demand and 0 < placed < most:
+            # A machine filled under one option may still hold tasks under another (its own demand fits the
+            # rest of the room): place again, as the engine's dispatch loop does for the other policies.
+            more = self.launch(sim, g, sim.place(g, most - placed), None)
+            if not more:
+                break
+            placed += more
+        return placed
 
     def counters(self) -> dict[str, Any]:
         return {"policy_launches": self.launched}
@@ -141,7 +150,7 @@ def gang_chunks(sim: Simulation, g: int, entry: GroupOptions, option: int) -> li
     """Chunks placing every unlaunched task of ``g`` in one label group of gang ``option`` now (the group
     with the least room left over; None when no group holds them)."""
     need = int(sim.unlaunched[g])
-    demand = sim.jobs.demand[g]
+    demand = sim.task_demand(g, option)
     best: tuple[float, list[tuple[int, int]]] | None = None
     groups = entry.group[option]
     for value in np.unique(groups[groups >= 0]).tolist():
