@@ -78,6 +78,8 @@ class StageTable:
     def concat(first: StageTable, second: StageTable) -> StageTable:
         """``first``'s jobs, then ``second``'s (renumbered after them)."""
         jobs, stages = first.release.size, first.job.size
+        if jobs == 0:  # (a trace on a cluster without jobs of its own: its arrays as they are, not a copy)
+            return second
         return StageTable(np.concatenate([first.job, second.job + jobs]), np.concatenate([first.local, second.local]),
                           np.concatenate([first.tasks, second.tasks]),
                           np.concatenate([first.duration, second.duration]),
