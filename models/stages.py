@@ -143,8 +143,17 @@ def job_tenant_names(instance: Instance) -> list[str]:
 
 
 def job_tenants(instance: Instance) -> tuple[list[str], IntArray]:
-    """Tenant names in order of first appearance and the tenant of every job (:func:`job_tenant_names`)."""
-    index: dict[str, int] = {}
-    names = job_tenant_names(instance)
-    codes = np.fromiter((index.setdefault(name, len(index)) for name in names), dtype=np.int64, count=len(names))
-    return list(index), codes
+    """Tenant names in order of first appearance and the tenant of every job (:func:`job_tenant_names`), cached
+    in the instance."""
+    if "tenants.codes" not in instance._arrays:
+        numbered = getattr(instance.jobs, "tenant_codes", None)
+        found = numbered() if callable(numbered) else None
+        if found is None:
+            index: dict[str, int] = {}
+            names = job_tenant_names(instance)
+            codes = np.fromiter((index.setdefault(name, len(index)) for name in names), dtype=np.int64,
+                                count=len(names))  # fmt: skip
+            found = (list(index), codes)
+        instance._cached("tenants.names", np.array(found[0], dtype=object))
+        instance._cached("tenants.codes", found[1])
+    return list(instance._arrays["tenants.names"]), instance._arrays["tenants.codes"]

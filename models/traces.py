@@ -110,6 +110,17 @@ class TraceJobs(Sequence[Job]):
         """Every job's name (``row`` and its trace row), without making the jobs."""
         return [f"row{r}" for r in self.rows.tolist()]
 
+    def tenant_codes(self) -> tuple[list[str], IntArray] | None:
+        """Tenants in order of first appearance and every job's, as ``models.stages.job_tenants`` numbers them;
+        None when some row names no tenant or two names are one after stripping (then it walks the names)."""
+        if not all(self.tenants) or len(set(self.tenants)) < len(self.tenants) or not len(self):
+            return None
+        used, first = np.unique(self.codes, return_index=True)
+        order = used[np.argsort(first)]
+        rank = np.zeros(len(self.tenants), dtype=np.int64)
+        rank[order] = np.arange(order.size)
+        return [self.tenants[int(c)] for c in order], rank[self.codes]
+
     def tenant_names(self) -> list[str]:
         """Every job's tenant (its own name when the row names none), without making the jobs."""
         return [self.tenants[c] or f"row{r}" for c, r in zip(self.codes.tolist(), self.rows.tolist(), strict=True)]

@@ -168,3 +168,16 @@ def test_a_parquet_trace_written_by_pandas_reads_in_columns_as_its_csv(tmp_path)
     from_csv, from_parquet = read_trace(csv, ("cpu", "mem")), read_trace(parquet, ("cpu", "mem"))
     assert isinstance(from_parquet.jobs, TraceJobs) and isinstance(from_csv.jobs, TraceJobs)
     assert from_parquet.jobs == from_csv.jobs and from_parquet.jobs[1].tenant == "row3"  # in arrival order
+
+
+def test_a_bulk_trace_numbers_its_tenants_as_a_walk_over_its_jobs_does(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from fairpack.models.stages import job_tenant_names, job_tenants
+    from fairpack.models.traces import read_trace
+
+    path = tmp_path / "t.csv"
+    path.write_text("arrival,duration,tenant,cpu\n5,1,z,1\n0,1,b,1\n1,1,z,1\n2,1,a,1\n3,1,b,1\n")
+    instance = read_trace(path, ("cpu",)).on(Instance(("cpu",), (ServerClass("m", np.array([1.0]), 2),)))
+    names = job_tenant_names(instance)
+    walked = list(dict.fromkeys(names))
+    assert job_tenants(instance)[0] == walked == ["b", "z", "a"]
+    assert job_tenants(instance)[1].tolist() == [walked.index(n) for n in names]
