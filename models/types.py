@@ -619,6 +619,38 @@ class DataPlacement(_ValueEquality):
 
 
 @dataclass(frozen=True, eq=False)
+class Queues:
+    """The queues of an instance's DAG jobs (:meth:`Instance.queues`).
+
+    Attributes
+    ----------
+    names : queue names, in order of first use by the jobs
+    of_job : (jobs,) every job's queue
+    weight : (queues,) the declared tenant's weight (1 when not declared)
+    cap : (queues,) the declared tenant's running-task cap ``tasks`` (``inf``: none)
+    """
+
+    names: tuple[str, ...]
+    of_job: IntArray
+    weight: FloatArray
+    cap: FloatArray
+
+    def totals(self, jobs: Sequence[Job]) -> FloatArray:
+        """Every queue's tasks over all its jobs' stages."""
+        total = np.zeros(len(self.names))
+        np.add.at(total, self.of_job, np.array([sum(s.tasks for s in job.stages) for job in jobs], dtype=np.float64))
+        return total
+
+    def cap_field(self, q: int, tenants: Sequence[Tenant]) -> str:
+        """Where queue ``q``'s cap is declared, for messages: ``tenants[i].tasks``."""
+        return next(f"tenants[{i}].tasks" for i, tenant in enumerate(tenants) if tenant.name == self.names[q])
+
+    def binding(self, jobs: Sequence[Job]) -> BoolArray:
+        """Queues whose cap is below their tasks: the only ones a cap can ever hold back."""
+        return np.asarray(self.cap < self.totals(jobs), dtype=bool)
+
+
+@dataclass(frozen=True, eq=False)
 class Instance(_ValueEquality):
     """A whole problem: resources, server classes, tenants and optionally a hierarchy and DAG jobs."""
 
@@ -754,6 +786,27 @@ class Instance(_ValueEquality):
     def task_caps(self) -> FloatArray:
         """Maximum task count per tenant; ``inf`` when unbounded."""
         return self._cached("caps", lambda: np.array([t.tasks for t in self.tenants], dtype=np.float64))
+
+    def queues(self) -> Queues:
+        """The queues of the DAG jobs (a job's ``tenant``, or the job alone when empty), in order of first use.
+
+        A queue the instance also declares under ``tenants`` keeps that tenant's weight and running-task cap
+        (``tasks``): the simulator launches no task of a queue running its cap, and the schedule checker
+        counts every queue's running tasks at every instant against it. Any other queue has weight 1 and no cap.
+        """
+        numbered = getattr(self.jobs, "tenant_codes", None)  # a trace's columns (models.traces.TraceJobs)
+        found = numbered() if callable(numbered) else None
+        if found is not None:
+            order, of_job = tuple(found[0]), found[1]
+        else:
+            names = [job.tenant or job.name for job in self.jobs]
+            order = tuple(dict.fromkeys(names))
+            index = {name: q for q, name in enumerate(order)}
+            of_job = np.array([index[n] for n in names], dtype=np.int64)
+        declared = {tenant.name: tenant for tenant in self.tenants}
+        weight = np.array([declared[n].weight if n in declared else 1.0 for n in order], dtype=np.float64)
+        cap = np.array([declared[n].tasks if n in declared else math.inf for n in order], dtype=np.float64)
+        return Queues(order, of_job, weight, cap)
 
     @property
     def dominant_demand(self) -> FloatArray:

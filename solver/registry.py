@@ -73,7 +73,7 @@ class SolveOptions:
     backend: str | None = None
     time_limit: float | None = None
     algorithm: str | None = None
-    strategy: str = "auto"  # drfh: plain | colgen | aggregate | auto
+    strategy: str = "auto"  # drfh: plain | decompose | colgen | aggregate | auto
     slots: int = 10  # slots per largest server, for the slot scheduler
     gap: float = 0.0  # drfh-int: stop once f is within this fraction of its proven upper bound
     placement: str = "auto"  # hdrf, collapsed: pooled | servers | auto; DAG jobs: pooled (auto) | servers
@@ -101,6 +101,16 @@ class SolveOptions:
 
 #: Options every method honours.
 COMMON_OPTIONS = frozenset({"time_limit", "verbose"})
+
+
+def option_flag(name: str) -> str:
+    """The command-line flag of ``SolveOptions`` field ``name`` (``time_limit``: ``--time-limit``): what
+    ``fairpack methods`` lists, since such an option is no ``--option key=value`` setting."""
+    return "--no-fair-cap" if name == "fair_cap" else "--" + name.replace("_", "-")
+
+
+#: ``SolveOptions`` fields given on the command line by flags of their own (never as ``--option`` settings).
+_FIELDS = frozenset(f.name for f in fields(SolveOptions)) - {"extra"}
 #: Exact DAG methods whose ``T_k`` come from the instance rounded up to their time unit (``fairpack check``
 #: recomputes them so): the instance's ``time.slot`` (the time-indexed MILP) or the recorded CP-SAT ``tick``.
 _TIME_UNITS = {"spacetime": "slot", "spacetime-cp": "tick"}
@@ -259,6 +269,7 @@ class Method:
             "backends": {b: list(self.algorithms(b)) for b in self.backends} if self.uses_backend else {},
             "default_backend": self.default_backend,
             "options": sorted(self.options | COMMON_OPTIONS),
+            "flags": [option_flag(name) for name in sorted(self.options | COMMON_OPTIONS)],
             "extra": sorted(self.extra_keys),
             "summary": self.summary,
         }
@@ -428,6 +439,11 @@ def _check_options(method: Method, options: SolveOptions) -> None:
             raise OptionError(f"{method.name} does not use this option (it applies to {', '.join(users) or 'none'})",
                               name.replace("_", "-"))  # fmt: skip
     unknown = sorted(set(options.extra) - method.extra_keys)
+    fields_given = [key for key in unknown if key in _FIELDS]
+    if fields_given:  # an option given as a setting (--option time_limit=5): say where it goes
+        key = fields_given[0]
+        raise OptionError(f"{key} is an option, not a setting: give it as {option_flag(key)} (in Python, "
+                          f"{key}=...)", "extra")  # fmt: skip
     if unknown:
         accepted = ", ".join(sorted(method.extra_keys)) or "none"
         raise OptionError(f"{method.name} does not use {', '.join(unknown)} (it accepts: {accepted})", "extra")

@@ -11,6 +11,7 @@ import pytest
 
 from fairpack.models.generators.families import FAMILIES, SENSE
 from fairpack.models.io import instance_to_dict
+from fairpack.solver.bench import runner, warm
 from fairpack.solver.bench.figures import BEGIN, END, carbyne_headline
 from fairpack.solver.bench.figures import FILES as FIGURE_FILES
 from fairpack.solver.bench.report import write_report
@@ -259,7 +260,19 @@ methods = ["drfh"]
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="memory is watched through /proc (Linux)")
-def test_task_limits_are_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None:
+@pytest.mark.parametrize("start", ["forkserver", "warm"])
+def test_task_limits_are_recorded_and_the_sweep_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        start: str) -> None:  # fmt: skip
+    # "warm": tasks forked by a warm interpreter, as on a daemonic Dask worker, under the same limits.
+    if start == "warm":
+        forked: list[int] = []
+
+        def from_warm(args: tuple[str, str, str]) -> warm.WarmChild:
+            child = warm.WarmChild(args)
+            forked.append(child.pid or 0)
+            return child
+
+        monkeypatch.setattr(runner, "_start", from_warm)
     out = tmp_path / "limits.parquet"
     summary = run_sweep(load_sweep(write(tmp_path, LIMITS)), out, workers=2, progress=False)
     assert summary.executed == 3 and summary.failed == 2
@@ -269,6 +282,9 @@ def test_task_limits_are_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None:
     assert slow["status"] == STATUS_TIMEOUT and "killed after the task timeout of 0.5 s" in slow["message"]
     assert rows.loc["greedy", "status"] == STATUS_MEMORY
     assert rows.loc["fine", "status"] == "optimal" and rows.loc["fine", "verified"]
+    if start == "warm":  # three tasks, three forks of one warm process, none of them left behind
+        assert len(set(forked)) == 3 and all(pid > 0 for pid in forked)
+        assert not any(Path(f"/proc/{pid}").exists() and warm._start_time(pid) is not None for pid in forked)
     assert not rows.loc["slow", "verified"] and np.isnan(rows.loc["slow", "gap"])
 
 

@@ -503,3 +503,30 @@ def test_large_allocations_check_in_work_independent_of_the_machines():
     half, full = _large_integral(2500), _large_integral(5000)
     assert lines_run(_check_all, *full)[1] < 1.5 * lines_run(_check_all, *half)[1]
     assert peak_bytes(_check_all, *full)[1] < 2.5 * peak_bytes(_check_all, *half)[1]
+
+
+def test_a_mostly_zero_allocation_is_judged_as_the_whole_matrix_would_be(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Per-machine allocations are mostly zeros, and the checks read only the non-zero cells there; every
+    # violation kind must come out exactly as the whole-matrix reading finds it.
+    from fairpack.models.check import verify as verify_module
+
+    instance = Instance(
+        ("cpu", "mem"),
+        (ServerClass("big", np.array([4.0, 8.0]), count=30), ServerClass("nomem", np.array([4.0, 0.0]), count=10)),
+        (Tenant("a", np.array([1.0, 1.0]), tasks=5.0), Tenant("b", np.array([2.0, 1.0])),
+         Tenant("c", np.array([1.0, 0.0]))),
+    )  # fmt: skip
+    tasks = np.zeros((3, 40))
+    tasks[0, 0] = 5.0  # over capacity: 5 cpu on a 4-cpu machine, and 2 more tasks than its cap below
+    tasks[0, 1] = 2.0
+    tasks[1, 2] = math.nan
+    tasks[1, 3] = -1.0
+    tasks[2, 4] = 0.5  # half a task on a machine
+    tasks[0, 35] = 1.0  # needs memory on a machine without any
+    allocation = Allocation(tasks, "machine")
+    sparse = verify_allocation(instance, allocation)
+    monkeypatch.setattr(verify_module._Audit, "entries", lambda self: None)
+    dense = verify_allocation(instance, allocation)
+    assert not sparse.ok and len(sparse.violations) >= 6
+    assert sparse.violations == dense.violations
+    assert sparse.min_weighted_share == dense.min_weighted_share

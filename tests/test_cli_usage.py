@@ -69,7 +69,7 @@ def test_dash_reads_the_instance_from_stdin(capsys: pytest.CaptureFixture[str], 
     if command[0] == "solve":
         assert {name: t["tasks"] for name, t in json.loads(out)["tenants"].items()} == {"user1": 10, "user2": 10}
     elif command[0] == "validate":
-        assert out.startswith("-: valid: 2 resources, 2 server classes")
+        assert out.startswith("<stdin>: valid: 2 resources, 2 server classes")
     else:
         assert "ROWS" in out
 
@@ -124,8 +124,9 @@ def test_top_limits_the_rows_and_says_how_many_are_left(capsys: pytest.CaptureFi
     assert code == 0
     assert "analytics" in one and "training" not in one and "... and 3 more rows" in one
     assert all(name in full for name in ("analytics", "training", "cache", "batch"))
-    _, none, _ = run(capsys, "solve", WEIGHTED, "--top", "0")
-    assert "analytics" not in none and "... and 4 more rows" in none
+    _, none, _ = run(capsys, "solve", WEIGHTED, "--top", "0")  # no rows, and no header over none
+    assert "analytics" not in none and "tenant  weight" not in none and "more rows" not in none
+    assert "  tenants: 4, none listed (--top N lists them, --format csv lists all)" in none
     assert "must be 0 or more" in usage_error(capsys, "solve", WEIGHTED, "--top", "-1")
 
 

@@ -332,10 +332,37 @@ def test_strategies_agree(instance: Instance) -> None:
     # Expanded classes give column generation more than one column per tenant to choose from.
     for target in (instance, expanded(instance)):
         plain = alloc(solve(target, "drfh", strategy="plain")).tenant_tasks
-        for strategy in ("colgen", "aggregate"):
+        for strategy in ("decompose", "colgen", "aggregate"):
             other = solve(target, "drfh", strategy=strategy)
             assert other.verified, (strategy, other.violations)
             np.testing.assert_allclose(alloc(other).tenant_tasks, plain, atol=TOL, rtol=0, err_msg=strategy)
+
+
+@st.composite
+def crowded(draw: st.DrawFn) -> Instance:
+    """Up to 35 tenants on few classes: the decomposition's masters mix several maps and freeze in rounds."""
+    base = draw(instances(caps=ANY_CAPS))
+    tenants = tuple(
+        Tenant(f"v{i}", np.array(draw(st.lists(st.integers(0, 8), min_size=len(base.resources),
+                                                max_size=len(base.resources)).filter(any)), dtype=float) / 4,
+               float(draw(st.integers(1, 4))), draw(ANY_CAPS))
+        for i in range(draw(st.integers(0, 30)))
+    )  # fmt: skip
+    return base.with_tenants(base.tenants + tenants)
+
+
+@settings(derandomize=True, max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(crowded())
+def test_decomposition_matches_the_plain_lp_with_many_tenants(instance: Instance) -> None:
+    # The decomposed rounds (the default below 200 units) must reach the plain LP's leximin shares:
+    # the leximin vector is unique, so any difference is a wrong level, a wrong freeze or a lost tenant.
+    plain = solve(instance, "drfh", strategy="plain")
+    decomposed = solve(instance, "drfh", strategy="decompose")
+    assert decomposed.status == plain.status == "optimal", decomposed.message
+    assert decomposed.verified, decomposed.violations
+    np.testing.assert_allclose(alloc(decomposed).tenant_tasks, alloc(plain).tenant_tasks, rtol=1e-6, atol=TOL)
+    np.testing.assert_allclose(list(decomposed.extra["levels"].values()), list(plain.extra["levels"].values()),
+                               rtol=1e-6, atol=TOL)  # fmt: skip
 
 
 def drfh_allocation(instance: Instance) -> Allocation:

@@ -4,7 +4,11 @@ Each case is a random small cluster (a few classes of identical machines, one re
 tenants with weights and running-task caps, and DAG jobs arriving over time with ties in releases and
 durations (simultaneous events). The fingerprint of every schedule (every task's job, stage, index, start,
 end, server class and machine, exactly) was recorded with the simulator as it was before the speed work
-(main at d71c5bf); the check is that today's simulator reproduces it bit for bit.
+(main at d71c5bf); the check is that today's simulator reproduces it bit for bit. The exception: ``fifo`` ignored
+the tenants' running-task caps until the engine made them its one rule, and on the nine seeds (1, 6, 7, 8, 9, 11,
+12, 14, 15) where its old schedule ran more tasks of a tenant than its cap (the schedule checker now rejects each
+of them) its fingerprint is the one recorded with the rule; every other schedule, including fifo's on the seeds
+where no cap held it back, is the old one.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ PINNED: dict[tuple[int, str], str] = {
     (0, "first-fit"): "2d83a630cb748811", (0, "best-fit"): "bb68ecca8f5155c2", (0, "slots"): "f07a676df9395ea1",
     (0, "per-server-drf"): "2d83a630cb748811", (0, "fifo"): "e17bcf40d1527007",
     (1, "first-fit"): "4bc80802a4d80fa8", (1, "best-fit"): "054baba30603fb72", (1, "slots"): "a60c36c52a5cd199",
-    (1, "per-server-drf"): "4bc80802a4d80fa8", (1, "fifo"): "b80feb998ce94960",
+    (1, "per-server-drf"): "4bc80802a4d80fa8", (1, "fifo"): "95bf02f2c7dd03a0",
     (2, "first-fit"): "b6df3c8401ede94e", (2, "best-fit"): "4a8c48e85ba7099c", (2, "slots"): "6d1da235def3e980",
     (2, "per-server-drf"): "d261ceb7e764181c", (2, "fifo"): "041592f42aebf9d6",
     (3, "first-fit"): "25eb4d9bdee7988e", (3, "best-fit"): "23095290accf76a2", (3, "slots"): "fe5794bf7b87c540",
@@ -37,25 +41,25 @@ PINNED: dict[tuple[int, str], str] = {
     (5, "first-fit"): "ad69a3bf6af4d21c", (5, "best-fit"): "9a1d162d64cd4902", (5, "slots"): "81670f53c8a82843",
     (5, "per-server-drf"): "d5e7885519c50351", (5, "fifo"): "37ad5ae650f30155",
     (6, "first-fit"): "b484793fa910712e", (6, "best-fit"): "ae5bf405fdad1eea", (6, "slots"): "05017f62a54d580e",
-    (6, "per-server-drf"): "d181b90f603c234d", (6, "fifo"): "6d68bf589d698897",
+    (6, "per-server-drf"): "d181b90f603c234d", (6, "fifo"): "c16072cf0f2ed99e",
     (7, "first-fit"): "d6528eab5dcfebe4", (7, "best-fit"): "554bcab3662d9215", (7, "slots"): "173894b7b4af0d37",
-    (7, "per-server-drf"): "a07331872e256f98", (7, "fifo"): "153230980ce41d07",
+    (7, "per-server-drf"): "a07331872e256f98", (7, "fifo"): "72de0f3ba9161288",
     (8, "first-fit"): "8839a3d6f7566dcf", (8, "best-fit"): "fcbb5d0a55b3e477", (8, "slots"): "a3b0383f04be1d8a",
-    (8, "per-server-drf"): "11e0fdfa8f0c6f86", (8, "fifo"): "ea7070912f9390d6",
+    (8, "per-server-drf"): "11e0fdfa8f0c6f86", (8, "fifo"): "0202e2dd77491edf",
     (9, "first-fit"): "772c7f436cc1264a", (9, "best-fit"): "503adbdd803aa2dc", (9, "slots"): "21e25456b4a2e2d3",
-    (9, "per-server-drf"): "64738925e6e8c5b2", (9, "fifo"): "39c5f01762d6f6e4",
+    (9, "per-server-drf"): "64738925e6e8c5b2", (9, "fifo"): "c1bc5fb21e2c9c82",
     (10, "first-fit"): "f46d02a320707267", (10, "best-fit"): "9ab3a6737d83129c", (10, "slots"): "e3b0c44298fc1c14",
     (10, "per-server-drf"): "c861f85db9930fe4", (10, "fifo"): "9f4ead219309f57e",
     (11, "first-fit"): "e6f456608d040f46", (11, "best-fit"): "e6f456608d040f46", (11, "slots"): "22f469733c6a1f22",
-    (11, "per-server-drf"): "736c7013df7f041f", (11, "fifo"): "50881fa15eab8cba",
+    (11, "per-server-drf"): "736c7013df7f041f", (11, "fifo"): "cc9a87d4a19f3d62",
     (12, "first-fit"): "1c27bb8e307b1f45", (12, "best-fit"): "1c27bb8e307b1f45", (12, "slots"): "e3b0c44298fc1c14",
-    (12, "per-server-drf"): "4c9e7b6451246680", (12, "fifo"): "bec4764981d6d32a",
+    (12, "per-server-drf"): "4c9e7b6451246680", (12, "fifo"): "119635703fb8cf6d",
     (13, "first-fit"): "16b30fd1afaeb75e", (13, "best-fit"): "3f5bd9ab72babb19", (13, "slots"): "3034500ea3df28e3",
     (13, "per-server-drf"): "51d813e7942342a7", (13, "fifo"): "ec1bcc9d7cd2eb65",
     (14, "first-fit"): "88a7b1b7e5620ba7", (14, "best-fit"): "ac15f3060edf9348", (14, "slots"): "6ff36dcbe5275115",
-    (14, "per-server-drf"): "c7b834b11fdccce1", (14, "fifo"): "0955c3cd38df9e00",
+    (14, "per-server-drf"): "c7b834b11fdccce1", (14, "fifo"): "4141617d9022efc1",
     (15, "first-fit"): "66db51545b0a9e6d", (15, "best-fit"): "3c74f2dcccba0eb9", (15, "slots"): "936167513d233507",
-    (15, "per-server-drf"): "f3d0ca2f1c52078e", (15, "fifo"): "18952be63477a5a7",
+    (15, "per-server-drf"): "f3d0ca2f1c52078e", (15, "fifo"): "8daf7cab473c8b03",
 }
 
 

@@ -12,7 +12,8 @@ locality factor of its level; a stage with placement options runs each task unde
 option its machine matches. When options carry demands of their own, a task holds its option's demand, fits a
 machine when some task-by-task option that may use it fits its free room under its own demand, lands under the
 first such option, and machines are scored for best fit under the option a task would land under there; such
-a stage launches one task at a time (its share test cannot know the option it lands under).
+a stage launches one task at a time (its share test cannot know the option it lands under). A job whose queue
+runs its running-task cap (``Instance.queues``, whole tasks) launches nothing until a task of that queue ends.
 
 This is the checker's own simulation of that definition, written for it and importing nothing from
 ``solver`` (``tests/test_architecture.py``): ``fairpack check`` recomputes every ``T_k`` a saved result relies
@@ -214,6 +215,10 @@ class _FairShareRun:
         self.demand = np.array([stage.demand for stage in stages], dtype=np.float64).reshape(-1, n_res)
         self.demands = self.demand.tolist()
         self.release = [float(job.release) for job in jobs]
+        queues = instance.queues()
+        self.queue_of = [int(queues.of_job[k]) for k in self.job_of]  # every stage's queue
+        self.queue_cap = [math.floor(c) if math.isfinite(c) else math.inf for c in queues.cap.tolist()]
+        self.queue_running = [0] * len(queues.names)
         self.weight = np.array([job.weight for job in jobs], dtype=np.float64)
         self.weights = self.weight.tolist()
         capacity = np.asarray(instance.total_capacity, dtype=np.float64)
@@ -382,6 +387,7 @@ class _FairShareRun:
             self.usage[k] += total * self.demand[g]
         self.unlaunched[g] -= total
         self.running[g] += total
+        self.queue_running[self.queue_of[g]] += total
 
     def _end_tasks(self, t: float) -> None:
         while self.heap and settled(self.heap[0][0]) <= t:
@@ -389,6 +395,7 @@ class _FairShareRun:
             k = self.job_of[g]
             demand = self._demand_of(g, option)  # what the tasks took at launch
             self.running[g] -= n
+            self.queue_running[self.queue_of[g]] -= n
             self.usage[k] -= n * demand
             self.tasks_left[k] -= n
             listed = demand.tolist()
@@ -419,13 +426,18 @@ class _FairShareRun:
         return max([u / c if c > 0 else 0.0 for u, c in zip(usage, self.capacity, strict=True)]) / self.weights[k]
 
     def _allowed(self, g: int) -> bool:
-        if self.unlaunched[g] <= 0 or not self._fits(g):
+        if self.unlaunched[g] <= 0 or self._cap_room(g) <= 0 or not self._fits(g):
             return False
         usage = self.usage[self.job_of[g]].tolist()
         if not any(u > 0 for u in usage):
             return True  # a job running nothing may launch one task beyond its share
         after = max([(u + d) * v for u, d, v in zip(usage, self.demands[g], self.inverse, strict=True)])
         return after <= self.shares[self.job_of[g]] * (1 + EPS) + EPS
+
+    def _cap_room(self, g: int) -> float:
+        """More tasks stage ``g``'s queue may run now under its cap (``inf``: none)."""
+        q = self.queue_of[g]
+        return self.queue_cap[q] - self.queue_running[q]
 
     def _dispatch(self, t: float) -> None:
         runnable = [g for g in range(len(self.count))
@@ -451,7 +463,7 @@ class _FairShareRun:
             entry = self.options[chosen]
             if entry is not None and entry.own_demand:
                 within = 1  # the share test above knew the stage's demand, not the option it lands under
-            most = int(min(within, self.unlaunched[chosen]))
+            most = int(min(within, self.unlaunched[chosen], self._cap_room(chosen)))
             chunks = self._best_fit(chosen, most)
             if sum(count for _, count in chunks) <= 0:
                 raise RuntimeError(f"the fair-share schedule picked stage {chosen}, which cannot launch a task")
@@ -490,6 +502,8 @@ def fair_times(instance: Instance, placement: str = "pooled", shares: bool = Fal
             if not any(np.any(np.all(np.asarray(d)[None, :] <= capacity * (1 + FIT_EPS), axis=1))
                        for d in [stage.demand, *under]):  # fmt: skip
                 return None
+    if np.any(instance.queues().cap < 1):
+        return None  # a queue capped below one task never runs its jobs
     run = _FairShareRun(instance, placement)
     if any(entry is not None and not (~np.array(entry.gang)).any() for entry in run.options):
         return None

@@ -3,8 +3,9 @@
 A schedule is feasible when every task of every stage of every job appears exactly once, runs for exactly
 its stage's duration, starts no earlier than its job's release, starts no earlier than the end of every
 task of every parent stage (a barrier), the tasks running at any instant together use no more of any
-resource than the whole cluster has (pooled capacity), and, when fair completion times ``T_k`` are
-given, every job completes by its ``T_k``.
+resource than the whole cluster has (pooled capacity), the tasks of one queue running at any instant are
+never more than its running-task cap (a queue also declared under ``tenants`` with ``tasks``:
+:meth:`Instance.queues`), and, when fair completion times ``T_k`` are given, every job completes by its ``T_k``.
 
 With input blocks (``Instance.data``) and a placement, a task's duration is its stage's times the factor
 of its locality level on its machine (node, rack or remote: ``models.locality``); a schedule without a
@@ -38,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from fairpack.models.check.report import ABS_TOL, fmt, truncate
+from fairpack.models.check.report import ABS_TOL, fmt, task_slack, truncate
 from fairpack.models.locality import factors as locality_factors
 from fairpack.models.locality import global_machines, task_blocks
 from fairpack.models.locality import levels as locality_levels
@@ -301,6 +302,9 @@ def verify_schedule(
          for _, res, used, at, cap in _overloads(*sweep[:3], instance.total_capacity[None, :], tol)],
     )  # fmt: skip
 
+    # 5a. Queues' running-task caps, at every instant (the same event sweep, one unit per queue).
+    violations += _queue_cap_violations(instance, stage_job[g], b, e, tol)
+
     # 5b. Per-machine placement and capacity.
     if schedule.server is not None and schedule.machine is not None:
         violations += _machine_violations(
@@ -383,6 +387,29 @@ def _overloads(
         reported.add(key)
         found.append((key[0], res, float(usage[event, res]), key[2], float(capacity[key[0], res])))
     return found
+
+
+def _queue_cap_violations(instance: Instance, job_of_row: IntArray, start: FloatArray, end: FloatArray,
+                          tol: float) -> list[str]:  # fmt: skip
+    """Queues running more tasks at once than their cap (``tasks`` of the tenant of that name): the first
+    instant of each, with its count there and its peak. Only queues with a finite cap are swept."""
+    queues = instance.queues()
+    capped = np.isfinite(queues.cap)
+    if not capped.any() or job_of_row.size == 0:
+        return []
+    queue = queues.of_job[job_of_row]
+    rows = np.flatnonzero(capped[queue])
+    usage, times, units, peak = _sweep(start[rows], end[rows], np.ones((rows.size, 1)), queue[rows])
+    cap = queues.cap
+    limit = cap + task_slack(np.where(capped, cap, 0.0), tol)
+    over = np.flatnonzero(usage[:, 0] > limit[units])
+    found = []
+    for q in np.unique(units[over]).tolist():
+        first = int(over[np.argmax(units[over] == q)])  # events are sorted by queue, then time
+        at = (units == q) & (times == times[first])  # every start at that instant counted
+        found.append(f"queue {queues.names[q]!r}: {fmt(usage[at, 0].max())} tasks run at time {fmt(times[first])}, "
+                     f"over its cap of {fmt(cap[q])} running tasks (most at once: {fmt(peak[q, 0])})")  # fmt: skip
+    return truncate("queue-cap", found)
 
 
 def _machine_violations(

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from fairpack.models.check.report import (
     ABS_TOL,
@@ -97,6 +98,7 @@ class _Audit:
     clean: FloatArray  # the task matrix with non-finite entries as 0
     tol: float
     _names: list[str] | None = None
+    _entries: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], FloatArray] | None = None
 
     def unit(self, u: int) -> str:
         if self._names is None:
@@ -106,8 +108,28 @@ class _Audit:
     def tenant(self, i: int) -> str:
         return self.instance.tenants[i].name
 
+    def entries(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], FloatArray] | None:
+        """(tenant, unit, count) of every non-zero cell (NaN included), row-major; None when a quarter or more
+        of the cells are non-zero (three arrays of that length would outweigh the matrix).
+
+        An allocation per machine is mostly zeros (1,000 tenants x 12,583 machines: 1% of cells), and a zero
+        passes every per-cell check, so the checks read these instead of the whole matrix.
+        """
+        tasks = self.allocation.tasks
+        if self._entries is None and 4 * np.count_nonzero(tasks) < tasks.size:
+            tenants, units = np.nonzero(tasks)
+            tenants, units = tenants.astype(np.int64), units.astype(np.int64)
+            self._entries = (tenants, units, np.asarray(tasks[tenants, units], dtype=np.float64))
+        return self._entries
+
     def cells(self, flags_of: Callable[[FloatArray], BoolArray]) -> Iterator[tuple[int, int, float]]:
-        """(tenant, unit, block) for every cell the row-chunked ``flags_of(block)`` marks."""
+        """(tenant, unit, count) for every cell ``flags_of`` marks: an elementwise test that passes 0."""
+        entries = self.entries()
+        if entries is not None:
+            tenants, units, values = entries
+            for k in np.flatnonzero(flags_of(values)).tolist():
+                yield int(tenants[k]), int(units[k]), float(values[k])
+            return
         tasks = self.allocation.tasks
         for rows in row_chunks(tasks.shape[0], tasks.shape[1]):
             block = tasks[rows]
@@ -147,7 +169,15 @@ def _fractional(audit: _Audit) -> Findings:
 def _over_capacity(audit: _Audit) -> Findings:
     """Per unit and resource: use may exceed capacity C by at most ``max(tol * C, ABS_TOL)``."""
     capacity = audit.capacity
-    usage = np.asarray(audit.clean.T @ audit.instance.demand)  # (units, resources)
+    entries = audit.entries()
+    if entries is not None:  # mostly zeros (per machine): sum over the non-zero cells only
+        tenants, units, values = entries
+        values = np.where(np.isfinite(values), values, 0.0)
+        demand = audit.instance.demand
+        usage = np.stack([np.bincount(units, weights=values * demand[tenants, r], minlength=capacity.shape[0])
+                          for r in range(demand.shape[1])], axis=1).reshape(capacity.shape)  # fmt: skip
+    else:
+        usage = np.asarray(audit.clean.T @ audit.instance.demand)  # (units, resources)
     over_u, over_r = np.nonzero(usage > capacity + np.maximum(audit.tol * capacity, ABS_TOL))
     findings = []
     for u, r in zip(over_u.tolist(), over_r.tolist(), strict=True):

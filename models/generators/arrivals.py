@@ -26,6 +26,12 @@ from fairpack.models.generators.clusters import google_servers
 from fairpack.models.generators.jobs import tpch_jobs
 from fairpack.models.types import Instance, InstanceError, Job, ServerClass, Stage
 
+#: The most task groups :func:`tenant_arrivals` makes (expected: its rate times the horizon). A group is one job
+#: of about 170 bytes of YAML, so this many fill some 50 MiB, within what the loader reads back (64 MiB by
+#: default, ``models.io.Limits.max_bytes``); a larger request is refused before anything is drawn (a horizon of
+#: 3e6 once grew to 16.5 GB).
+MAX_ARRIVAL_GROUPS = 300_000
+
 
 def _shapes(rng: np.random.Generator, tenants: int, machine: np.ndarray, max_fraction: float) -> np.ndarray:
     """One task shape per tenant: every resource a little, one resource (its dominant one) more."""
@@ -88,6 +94,12 @@ def tenant_arrivals(
     # from each tenant with probability 1/tenants, so one group per time unit offers the *mean* shape.
     offered_per_rate = (shapes * tasks_per_group * mean_duration).mean(axis=0) / np.where(total > 0, total, np.inf)
     rate = load / float(offered_per_rate.max())  # groups per time unit, over all tenants
+    expected = rate * horizon
+    if not expected <= MAX_ARRIVAL_GROUPS:
+        raise InstanceError(f"about {expected:,.0f} task groups ({rate:.4g} per time unit at load {load:g} over "
+                            f"horizon {horizon:g}), more than the {MAX_ARRIVAL_GROUPS:,} an arrivals file holds "
+                            "(what fairpack reads back); lower the horizon or the load, or raise mean_duration or "
+                            "tasks_per_group", "horizon")  # fmt: skip
     jobs = []
     for t in range(tenants):
         times = _arrival_times(rng, rate / tenants, horizon, bursty, burst_period)

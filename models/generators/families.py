@@ -78,19 +78,21 @@ class ParamError(ValueError):
 
 @dataclass(frozen=True)
 class Param:
-    """One size parameter of a family: its default and the Python types a sweep may give it.
+    """One size parameter of a family: its default, the Python types a sweep may give it, and the least value a
+    number may take (``least``; every number must be finite and at least it: no size is negative).
 
     ``int`` values are accepted where ``float`` is allowed; ``bool`` is never taken for a number.
     """
 
     default: Any
     types: tuple[type, ...]
+    least: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.types:
             raise ValueError("a parameter needs at least one accepted type")
-        if not self.accepts(self.default):
-            raise ValueError(f"default {self.default!r} is not one of {self.type_names}")
+        if not self.accepts(self.default) or self.out_of_range(self.default):
+            raise ValueError(f"default {self.default!r} is not one of {self.type_names} of at least {self.least:g}")
 
     @property
     def type_names(self) -> str:
@@ -102,6 +104,17 @@ class Param:
         if isinstance(value, int) and float in self.types:
             return True
         return isinstance(value, self.types)
+
+    def out_of_range(self, value: Any) -> str:
+        """Why a value of an accepted type is refused (empty: it is not): a number below ``least`` or not finite."""
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return ""
+        if not math.isfinite(value):
+            return f"must be a finite number, got {value!r}"
+        if value < self.least:
+            what = "a whole number" if float not in self.types else "a number"
+            return f"must be {what} of at least {self.least:g}, got {value!r}"
+        return ""
 
 
 @dataclass(frozen=True)
@@ -164,6 +177,9 @@ class Family:
                 raise ParamError(name, f"family {self.name!r} has no size parameter {name!r} (it has: {known})")
             if not self.params[name].accepts(value):
                 raise ParamError(name, f"expected {self.params[name].type_names}, got {value!r}")
+            reason = self.params[name].out_of_range(value)
+            if reason:
+                raise ParamError(name, reason)
         return {name: given.get(name, param.default) for name, param in self.params.items()}
 
     def data_folder(self, data_dir: Path | None) -> Path | None:
@@ -387,56 +403,61 @@ def _omega(p: Mapping[str, Any], seed: int, data_dir: Path | None) -> Instance:
 _INT, _FLOAT, _BOOL, _STR = (int,), (float,), (bool,), (str,)
 _OPTIONAL_INT = (int, type(None))
 
+
+def _count(default: int | None) -> Param:
+    """A count of things (tenants, machines, jobs, ...): a whole number of at least 1 (``None``: the family's own)."""
+    return Param(default, _INT if default is not None else _OPTIONAL_INT, least=1)
+
 FAMILIES: dict[str, Family] = {
     f.name: f
     for f in (
         Family("google-like", "flat", "synthetic Google-shaped cluster, random tenants",
-               {"tenants": Param(20, _INT), "machines": Param(1000, _INT), "distinct": Param(False, _BOOL)},
+               {"tenants": _count(20), "machines": _count(1000), "distinct": Param(False, _BOOL)},
                _google_like, "tenants x server classes", _pairs),
         Family("google", "flat", "Google 2011 machine configurations, random tenants",
-               {"tenants": Param(20, _INT), "machines": Param(None, _OPTIONAL_INT), "distinct": Param(False, _BOOL)},
+               {"tenants": _count(20), "machines": _count(None), "distinct": Param(False, _BOOL)},
                _google, "tenants x server classes", _pairs, data="google"),
         Family("alibaba", "flat", "real Alibaba GPU nodes, tenants from real pod requests",
-               {"tenants": Param(20, _INT), "task_scale": Param(1.0, _FLOAT)},
+               {"tenants": _count(20), "task_scale": Param(1.0, _FLOAT)},
                _alibaba, "tenants x server classes", _pairs, data="alibaba"),
         Family("random-flat", "flat", "small random heterogeneous cluster and tenants",
-               {"tenants": Param(4, _INT), "servers": Param(3, _INT), "resources": Param(2, _INT)},
+               {"tenants": _count(4), "servers": _count(3), "resources": _count(2)},
                _random_flat, "tenants x server classes", _pairs),
         Family("random-tree", "hierarchy", "random weighted organisation tree",
-               {"leaves": Param(20, _INT), "depth": Param(3, _INT), "resources": Param(3, _INT),
-                "servers": Param(None, _OPTIONAL_INT)},
+               {"leaves": _count(20), "depth": Param(3, _INT), "resources": _count(3),
+                "servers": _count(None)},
                _random_tree, "leaves", _leaves),
         Family("hdrf-fig10", "hierarchy", "H-DRF paper Fig. 10 (naive H-DRF starves a leaf)", {},
                _hdrf_fig10, "leaves", _leaves),
         Family("dag-random", "jobs", "random DAG jobs on one pool (barrier-rich by default)",
-               {"jobs": Param(4, _INT), "min_stages": Param(2, _INT), "max_stages": Param(4, _INT),
-                "resources": Param(2, _INT), "barrier_rich": Param(True, _BOOL), "capacity": Param(100.0, _FLOAT),
+               {"jobs": _count(4), "min_stages": _count(2), "max_stages": _count(4),
+                "resources": _count(2), "barrier_rich": Param(True, _BOOL), "capacity": Param(100.0, _FLOAT),
                 "release_spread": Param(0.0, _FLOAT)},
                _dag_random, "tasks", _tasks),
         Family("tpch", "jobs", "a mix of Spark TPC-H query DAGs",
-               {"queries": Param(4, _INT), "data_size": Param("2g", _STR), "executors": Param(50, _INT),
+               {"queries": _count(4), "data_size": Param("2g", _STR), "executors": _count(50),
                 "memory_per_executor": Param(2.0, _FLOAT), "release_spread": Param(0.0, _FLOAT)},
                _tpch, "tasks", _tasks, data="tpch"),
         Family("arrivals", "jobs", "flat tenants' task groups arriving over time (Poisson or bursty), "
                "one task shape per tenant, on a synthetic Google-like cluster",
-               {"tenants": Param(10, _INT), "machines": Param(50, _INT), "load": Param(0.9, _FLOAT),
+               {"tenants": _count(10), "machines": _count(50), "load": Param(0.9, _FLOAT),
                 "horizon": Param(1000.0, _FLOAT), "mean_duration": Param(10.0, _FLOAT),
-                "tasks_per_group": Param(1, _INT), "bursty": Param(False, _BOOL)},
+                "tasks_per_group": _count(1), "bursty": Param(False, _BOOL)},
                _arrivals, "tasks", _tasks),
         Family("tpch-arrivals", "jobs", "Spark TPC-H query DAGs arriving as a Poisson process on identical "
                "machines (Carbyne's set-up)",
-               {"queries": Param(50, _INT), "mean_interarrival": Param(30.0, _FLOAT), "machines": Param(100, _INT),
+               {"queries": _count(50), "mean_interarrival": Param(30.0, _FLOAT), "machines": _count(100),
                 "cores": Param(20.0, _FLOAT), "memory": Param(128.0, _FLOAT), "data_size": Param("2g", _STR)},
                _tpch_arrivals, "tasks", _tasks, data="tpch"),
         Family("google-day", "jobs", "a SYNTHETIC day of tasks (the real task events are not available) on "
                "machines drawn from the real Google 2011 table",
-               {"machines": Param(2000, _INT), "users": Param(100, _INT), "tasks": Param(100_000, _INT),
+               {"machines": _count(2000), "users": _count(100), "tasks": Param(100_000, _INT),
                 "load": Param(0.95, _FLOAT), "horizon": Param(86_400.0, _FLOAT)},
                _google_day, "tasks", _tasks, data="google"),
         Family("hdfs", "jobs", "MapReduce jobs (Facebook-shaped sizes, Poisson arrivals, several users) reading "
                "blocks placed HDFS-style (3 replicas: one rack, two on another) on a racked cluster",
-               {"jobs": Param(50, _INT), "machines": Param(40, _INT), "racks": Param(4, _INT), "slots": Param(4, _INT),
-                "users": Param(4, _INT), "interarrival": Param(2.0, _FLOAT), "map_duration": Param(10.0, _FLOAT),
+               {"jobs": _count(50), "machines": _count(40), "racks": Param(4, _INT), "slots": Param(4, _INT),
+                "users": _count(4), "interarrival": Param(2.0, _FLOAT), "map_duration": Param(10.0, _FLOAT),
                 "reduce_tasks": Param(0, _INT), "reduce_duration": Param(10.0, _FLOAT), "max_tasks": Param(400, _INT),
                 "rack_factor": Param(1.3, _FLOAT), "remote_factor": Param(2.0, _FLOAT)},
                _hdfs, "tasks", _tasks),
@@ -444,13 +465,13 @@ FAMILIES: dict[str, Family] = {
                {"set": Param("j30", _STR)},
                _psplib, "tasks", _tasks, data="psplib", best_known=_psplib_best),
         Family("sparrow", "jobs", "short parallel jobs on slotted workers at an offered load (Sparrow)",
-               {"machines": Param(100, _INT), "slots": Param(4, _INT), "tasks": Param(10, _INT),
-                "load": Param(0.8, _FLOAT), "jobs": Param(500, _INT), "mean_duration": Param(0.1, _FLOAT),
+               {"machines": _count(100), "slots": Param(4, _INT), "tasks": Param(10, _INT),
+                "load": Param(0.8, _FLOAT), "jobs": _count(500), "mean_duration": Param(0.1, _FLOAT),
                 "durations": Param("exponential", _STR)},
                _sparrow, "tasks", _tasks),
         Family("soft", "jobs", "GPU-preferring, MPI rack-preferring and unconstrained jobs, SLO (deadline, utility) "
                "and best-effort, on a labelled racked cluster at an offered load (Tetrisched)",
-               {"jobs": Param(30, _INT), "racks": Param(4, _INT), "per_rack": Param(4, _INT),
+               {"jobs": _count(30), "racks": Param(4, _INT), "per_rack": _count(4),
                 "gpu_racks": Param(2, _INT), "gpus_per_rack": Param(2, _INT), "load": Param(0.9, _FLOAT),
                 "gpu_share": Param(1 / 3, _FLOAT), "mpi_share": Param(1 / 3, _FLOAT), "slo_share": Param(0.7, _FLOAT),
                 "min_duration": Param(2, _INT), "max_duration": Param(6, _INT), "gpu_slowdown": Param(2.5, _FLOAT),
@@ -458,7 +479,7 @@ FAMILIES: dict[str, Family] = {
                 "value": Param(100.0, _FLOAT)},
                _soft, "tasks", _tasks),
         Family("omega", "jobs", "batch and service job streams on a cell (Omega)",
-               {"machines": Param(100, _INT), "load": Param(0.6, _FLOAT), "span": Param(1800.0, _FLOAT),
+               {"machines": _count(100), "load": Param(0.6, _FLOAT), "span": Param(1800.0, _FLOAT),
                 "service_share": Param(0.5, _FLOAT), "batch_tasks": Param(20.0, _FLOAT),
                 "batch_duration": Param(60.0, _FLOAT), "service_tasks": Param(5.0, _FLOAT),
                 "service_duration": Param(600.0, _FLOAT)},

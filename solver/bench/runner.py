@@ -13,10 +13,12 @@ Locally the children are forks of a forkserver that has the solver stack preload
 milliseconds instead of the ~1.5 s an interpreter needs to import it); ``workers`` threads each supervise
 one child at a time. On a Dask cluster (``dask.distributed``) every task is the same :func:`execute`
 call on a worker; daemonic worker processes (Dask's default) may not fork children of their own
-through ``multiprocessing``, so there the child is a fresh ``python -m solver.bench.child`` interpreter,
-which costs every task 1-3 s of imports. Workers started with ``DASK_DISTRIBUTED__WORKER__DAEMON=False``
-fork their tasks from a preloaded forkserver as a local run does. Workers need fairpack installed, and
-the data folder at the same path.
+through ``multiprocessing``, so there each worker starts one warm interpreter with the solver stack
+preloaded (``solver.bench.warm``) that forks the worker's tasks, under the same limits; a fresh
+``python -m solver.bench.child`` interpreter per task (1-3 s of imports each) remains only where there
+is no ``fork``. Workers started with ``DASK_DISTRIBUTED__WORKER__DAEMON=False`` fork their tasks from a
+preloaded forkserver as a local run does. Workers need fairpack installed, and the data folder at the
+same path.
 Peak memory (``peak_rss_mb``) is the child's ``ru_maxrss`` (or its ``VmHWM`` when it was killed).
 """
 
@@ -39,7 +41,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from fairpack.solver import interrupt
-from fairpack.solver.bench import child
+from fairpack.solver.bench import child, warm
 from fairpack.solver.bench.sweep import Sweep, Task
 from fairpack.solver.bench.task import (
     HARNESS_STATUSES,
@@ -50,26 +52,6 @@ from fairpack.solver.bench.task import (
     task_row,
 )
 
-#: Modules the forkserver imports once, so that forked tasks start with them loaded.
-PRELOAD = (
-    "fairpack.solver.bench.child",
-    "fairpack.solver.bench.task",
-    "fairpack.models.generators",
-    "fairpack.models.io",
-    "fairpack.models.psplib",
-    "fairpack.solver.drfh.filling",
-    "fairpack.solver.drfh.int_search",
-    "fairpack.solver.hdrf.water_filling",
-    "fairpack.solver.drfh.heuristics",
-    "fairpack.solver.sim.backlog",
-    "fairpack.solver.sim.runs",
-    "fairpack.solver.spacetime.milp",
-    "fairpack.solver.spacetime.cp",
-    "fairpack.solver.backends.highs",
-    "fairpack.solver.backends.ortools",
-    "highspy",
-    "ortools.sat.python.cp_model",
-)
 LOG_TAIL_LINES = 5
 #: Set on Ctrl-C: supervisors kill their children instead of waiting for them.
 _STOP = threading.Event()
@@ -145,15 +127,19 @@ def _forkserver() -> Any:
                 context = multiprocessing.get_context("forkserver")
             except ValueError:
                 return None
-            context.set_forkserver_preload(list(PRELOAD))
+            context.set_forkserver_preload(list(warm.PRELOAD))
             _context = context
         return _context
 
 
 def _start(args: tuple[str, str, str]) -> _Child:
     context = _forkserver()
-    # multiprocessing refuses children of daemonic processes (Dask's worker processes are daemonic).
+    # multiprocessing refuses children of daemonic processes (Dask's worker processes are daemonic): there
+    # the worker's warm process forks the task (``solver.bench.warm``), else a fresh interpreter runs it.
     if context is None or multiprocessing.current_process().daemon:
+        if warm.available():
+            with contextlib.suppress(OSError):  # a warm process that cannot start: a fresh interpreter instead
+                return warm.WarmChild(args)
         return _Spawned(args)
     return _Forked(context, args)
 

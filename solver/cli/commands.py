@@ -532,12 +532,14 @@ def command_check(args: argparse.Namespace) -> int:
 
 
 def command_validate(args: argparse.Namespace) -> int:
+    from fairpack.models.io import STDIN
     from fairpack.solver.api import preflight
 
     instance = load(args.path, args)
     machines = int(instance.counts.sum())
+    where = "<stdin>" if args.path == STDIN else args.path
     print(
-        f"{args.path}: valid: {len(instance.resources)} resources, {len(instance.servers)} server classes "
+        f"{where}: valid: {len(instance.resources)} resources, {len(instance.servers)} server classes "
         f"({machines} machines), {len(instance.tenants)} tenants, {len(instance.jobs)} jobs"
         + (f", hierarchy of {len(instance.hierarchy.nodes)} nodes" if instance.hierarchy else "")
     )
@@ -690,8 +692,8 @@ def command_methods(args: argparse.Namespace) -> int:
             print(f"  {entry['name']:<{width}}  {entry['family']:<9}  {kind:<9}  {entry['summary']}")
             settings = ""
             if entry["extra"]:
-                settings = f"; settings (--option): {', '.join(entry['extra'])}"
-            print(f"  {'':<{width}}  backends: {backends}; options: {', '.join(entry['options'])}{settings}")
+                settings = f"; settings (--option key=value): {', '.join(entry['extra'])}"
+            print(f"  {'':<{width}}  backends: {backends}; flags: {', '.join(entry['flags'])}{settings}")
             if command == "simulate":
                 print(f"  {'':<{width}}  {_policy_facts(entry)}")
     return EXIT_OK
@@ -723,7 +725,7 @@ def _add_solve(subcommands: Any, formatter: type[argparse.HelpFormatter]) -> Non
                        help="seconds for the whole call (default: no limit)")  # fmt: skip
     solve.add_argument("--algorithm", help="backend variant: highs simplex|ipm|pdlp, ortools glop|pdlp|scip "
                        "(default: the backend's own)")  # fmt: skip
-    solve.add_argument("--strategy", choices=["auto", "plain", "colgen", "aggregate"],
+    solve.add_argument("--strategy", choices=["auto", "plain", "decompose", "colgen", "aggregate"],
                        help=f"drf/drfh LP strategy (default: {DEFAULTS.strategy})")  # fmt: skip
     solve.add_argument("--slots", type=positive_int, metavar="K",
                        help=f"slots per largest server (slots, hslots; default: {DEFAULTS.slots})")  # fmt: skip

@@ -28,6 +28,17 @@ def _aligned(header: list[str], rows: list[list[str]]) -> list[str]:
     return [f"  {cells}  {row[-1]}" for cells, row in zip(padded, [header, *rows], strict=True)]
 
 
+def _rows_table(header: list[str], rows: list[list[str]], total: int, what: str, kind: str) -> list[str]:
+    """A table of the first ``len(rows)`` of ``total`` rows (``what``: ``rows`` or ``jobs``), then how many are
+    left. With no rows (``--top 0``) no header either: one line saying how many ``kind`` there are."""
+    if not rows:
+        return [f"  {kind}: {total}, none listed (--top N lists them, --format csv lists all)"] if total else []
+    lines = _aligned(header, rows)
+    if total > len(rows):
+        lines.append(f"  ... and {total - len(rows)} more {what} (--top N shows more, --format csv lists all)")
+    return lines
+
+
 def _footer(result: Result) -> list[str]:
     lines = [f"  VIOLATION: {violation}" for violation in result.violations[:10]]
     return lines + ([f"  note: {result.message}"] if result.message else [])
@@ -95,9 +106,7 @@ def _format_schedule(instance: Instance, result: Result, data: dict[str, Any], t
                      _short(None if done is None else done - job.release), _short(fair)])  # fmt: skip
         if valued:
             rows[-1] += [_short(entry["deadline"]), _short(entry["utility"])]
-    lines += _aligned(header, rows)
-    if len(instance.jobs) > top:
-        lines.append(f"  ... and {len(instance.jobs) - top} more jobs (--top N shows more, --format csv lists all)")
+    lines += _rows_table(header, rows, len(instance.jobs), "jobs", "jobs")
     return "\n".join(lines + _footer(result))
 
 
@@ -144,10 +153,8 @@ def format_table(instance: Instance, result: Result, top: int = 20, data: dict[s
             )
         if hierarchical:
             header, rows = _tree_rows(instance, data, top)
-        lines += _aligned(header, rows)
         shown = len(instance.tenants) if not hierarchical else len(data["nodes"])
-        if shown > top:
-            lines.append(f"  ... and {shown - top} more rows (--top N shows more, --format csv lists all)")
+        lines += _rows_table(header, rows, shown, "rows", "nodes" if hierarchical else "tenants")
         used = ", ".join(f"{r} {100 * u:.1f}%" for r, u in data["utilisation"].items())
         lines.append(f"  utilisation: {used}")
     if "time_averaged_shares" in result.extra:  # simulated schedulers: the table above is the end state

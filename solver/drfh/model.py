@@ -92,6 +92,11 @@ class DrfhModel:
         # A tenant that can run nothing (share 0) gets cap 0, not inf * 0.
         return np.where(share > 0, self.instance.task_caps * np.where(share > 0, share, 1.0), 0.0)
 
+    @property
+    def capacity_rows(self) -> int:
+        """Rows of the capacity constraints: units x resources."""
+        return self.units.num_units * len(self.instance.resources)
+
     # Row indices of the fixed layout: the first num_tenants rows define each tenant's share.
     def level_rows(self) -> IntArray:
         return np.arange(self.num_tenants, 2 * self.num_tenants, dtype=np.int64)

@@ -2,9 +2,9 @@
 call per event.
 
 :class:`fairpack.solver.sim.engine.Simulation` running :class:`fairpack.solver.sim.policies.flat.Fifo` is the
-reference; :func:`compiled_run` runs the same event loop on arrays when the workload is in its domain (DAG jobs,
-no placement options, no input blocks, no finite tenant caps, no observers) and returns None otherwise, for the
-engine to run. The same rules, step by step:
+reference; :class:`CompiledRun` runs the same event loop on arrays when the workload is in its domain
+(:func:`in_domain`: DAG jobs, no placement options, no input blocks, no queue cap that can hold a queue back, no
+observers); ``solver.sim.run`` leaves every other workload to the engine. The same rules, step by step:
 
 * event times are the earliest task end (a heap of launches ordered by ``(end, launch number)``, as the
   engine's ``(end, sequence)``) or job release; at time ``t`` every launch with ``settled(end) <= t`` ends, in
@@ -375,7 +375,7 @@ def in_domain(instance: Instance, jobs: Workload, placement: str) -> bool:
     """Whether the compiled loop runs this workload exactly as the engine would (module docstring)."""
     return (jobs.kind == "jobs" and not jobs.exponential and not jobs.has_options and jobs.num_stages > 0
             and not (instance.data is not None and placement == "servers")
-            and bool(np.all(np.isinf(jobs.tenant_cap)))
+            and not jobs.capped  # no queue cap that can hold a queue back (the engine's cap rule is not here)
             and bool(np.all(np.isfinite(jobs.count))) and bool(np.all(jobs.count >= 1)))  # fmt: skip
 
 

@@ -36,6 +36,13 @@ default placement scores every machine by best fit under the option a task would
 an option with a bigger demand fits nowhere now but another one does, the task runs under the one that fits
 rather than wait. Groups without options of their own demand take none of this (their runs are unchanged).
 
+Queues' running-task caps (``Workload.tenant_cap``: a declared tenant's ``tasks``) are the engine's one rule,
+whatever the policy: a group whose queue runs its cap is not runnable (:meth:`Simulation.runnable`, hence not a
+candidate), a pick's ``most`` is clamped to the queue's room (:meth:`Simulation.cap_room`), and a launch past a cap
+is refused (a policy bug). Policies that keep their own queues (sampling, shared state, offers) ask
+:meth:`Simulation.cap_room` themselves. Workloads whose caps can never hold a queue back (every cap at least the
+queue's tasks) take none of that path.
+
 With a ``horizon`` the run stops there (backlogs never drain); tasks still running are reported with their
 ends beyond it.
 
@@ -186,6 +193,10 @@ class Simulation:
         if instance.data is not None and placement == "servers" and instance.jobs and not jobs.exponential:
             self.data = TaskData(instance, jobs)
         self.level_counts = [0, 0, 0]  # tasks launched node-local, rack-local, remote
+        # The cap rule runs only where a cap can hold a queue back, so a workload without such caps is simulated
+        # exactly as before the rule.
+        self.capped = jobs.capped
+        self.group_tenant = jobs.job_tenant[jobs.stage_job]
 
     # --- what policies read -----------------------------------------------------------------------
 
@@ -194,8 +205,26 @@ class Simulation:
         return np.flatnonzero(self.released & ~self.finished)
 
     def runnable(self) -> BoolArray:
-        """Groups with tasks left to launch whose job has arrived and whose parent groups are all done."""
-        return (self.unlaunched > 0) & (self.missing == 0) & self.released[self.jobs.stage_job]
+        """Groups with tasks left to launch whose job has arrived, whose parent groups are all done and whose
+        queue runs fewer tasks than its cap."""
+        ready = (self.unlaunched > 0) & (self.missing == 0) & self.released[self.jobs.stage_job]
+        return ready & self.below_cap() if self.capped else ready
+
+    def below_cap(self, groups: IntArray | None = None) -> BoolArray:
+        """Whether the queue of each group (default all) runs fewer tasks than its cap now."""
+        below = self.tenant_running < self.jobs.tenant_cap
+        return below[self.group_tenant if groups is None else self.group_tenant[groups]]
+
+    def cap_room(self, g: int) -> float:
+        """How many more tasks group ``g``'s queue may run now (``inf``: no cap can hold it back)."""
+        if not self.capped:
+            return math.inf
+        tenant = int(self.group_tenant[g])
+        return float(self.jobs.tenant_cap[tenant] - self.tenant_running[tenant])
+
+    def at_cap(self, g: int) -> bool:
+        """Whether group ``g``'s queue runs its cap now (no task of it may start)."""
+        return self.capped and self.cap_room(g) <= 0
 
     def fits(self, groups: IntArray | None = None) -> BoolArray:
         """Whether one more task of each group (default all) fits the free room of some machine (for a group
@@ -369,6 +398,11 @@ class Simulation:
                 return
             g, most = choice
             most = int(min(most, self.unlaunched[g]))
+            if self.capped:
+                most = int(min(most, self.cap_room(g)))
+            if most <= 0:
+                raise RuntimeError(f"policy {self.policy.name} picked group {g}, whose queue "
+                                   f"{self.jobs.tenants[int(self.group_tenant[g])]!r} runs its cap")  # fmt: skip
             chunks = self.policy.place(self, g, most)
             if sum(count for _, count in chunks) <= 0:
                 raise RuntimeError(f"policy {self.policy.name} picked group {g}, which cannot launch a task")
@@ -424,6 +458,10 @@ class Simulation:
         k = int(jobs.stage_job[g])
         tenant = int(jobs.job_tenant[k])
         demand = jobs.demand[g]
+        if self.capped and self.tenant_running[tenant] + sum(n for _, n in chunks) > jobs.tenant_cap[tenant]:
+            raise RuntimeError(f"policy {self.policy.name} launched tasks of group {g} past the cap of "
+                               f"{jobs.tenant_cap[tenant]:g} running tasks of queue "
+                               f"{jobs.tenants[tenant]!r}")  # fmt: skip
         total = 0
         chosen = self._options_of(g, chunks, option)
         entry = jobs.options[g] if jobs.has_options else None

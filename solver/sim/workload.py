@@ -22,7 +22,7 @@ import numpy as np
 
 from fairpack.models.dag import longest_paths
 from fairpack.models.diagnose import placement_fits
-from fairpack.models.stages import job_tenants, stage_table
+from fairpack.models.stages import stage_table
 from fairpack.models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
 from fairpack.solver.registry import policies
 
@@ -206,14 +206,15 @@ class Workload:
         else:  # no edge at all (a trace of one-stage jobs): every path is its own stage
             parents = child_tuples = ((),) * groups
             tail, depth = table.duration.copy(), np.zeros(groups, dtype=np.int64)
-        names, codes = job_tenants(instance)  # in order of first appearance
-        tenants = tuple(names)
         # Queues the instance also declares as tenants take their weight and running-task cap from there
         # (a trace replayed on a flat instance); any other queue has weight 1 and no cap.
-        declared = {tenant.name: tenant for tenant in instance.tenants}
-        tenant_weight = np.array([declared[n].weight if n in declared else 1.0 for n in tenants])
-        tenant_cap = np.array([math.floor(declared[n].tasks) if n in declared and math.isfinite(declared[n].tasks)
-                               else np.inf for n in tenants])  # fmt: skip
+        queues = instance.queues()
+        tenant_cap = np.array([math.floor(c) if math.isfinite(c) else np.inf for c in queues.cap.tolist()])
+        never = np.flatnonzero(tenant_cap < 1)
+        if never.size:  # its jobs could never start a task: refused, not left unfinished
+            q = int(never[0])
+            raise InstanceError(f"queue {queues.names[q]!r} has jobs but a cap of {queues.cap[q]:g} running tasks, "
+                                "below one whole task: they could never run", queues.cap_field(q, instance.tenants))
         if instance.has_options and placement == "servers":
             stages = [stage for job in instance.jobs for stage in job.stages]
             options = tuple(GroupOptions.of(instance, stage) if stage.options else None for stage in stages)
@@ -230,9 +231,9 @@ class Workload:
             job_stages=JobStages(table.offset),
             release=table.release,
             weight=table.weight,
-            job_tenant=np.asarray(codes, dtype=np.int64),
-            tenants=tenants,
-            tenant_weight=tenant_weight,
+            job_tenant=queues.of_job,
+            tenants=queues.names,
+            tenant_weight=queues.weight,
             tenant_cap=tenant_cap,
             capacity=np.asarray(instance.total_capacity, dtype=np.float64),
             tail=tail,
@@ -268,6 +269,15 @@ class Workload:
             exponential=exponential,
             kind="backlogs",
         )
+
+    @cached_property
+    def capped(self) -> bool:
+        """Whether some queue's running-task cap can hold it back: a cap below the queue's tasks (every finite
+        cap of a backlog). The simulator's cap rule runs only then; a path that does not model caps (a compiled
+        simulator) must leave such workloads to the engine."""
+        totals = np.zeros(self.num_tenants)
+        np.add.at(totals, self.job_tenant[self.stage_job], self.count)
+        return bool(np.any(self.tenant_cap < totals))
 
     @cached_property
     def has_options(self) -> bool:

@@ -6,6 +6,8 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
+import numpy as np
+
 from fairpack.models.result import Result
 from fairpack.models.types import Instance, InstanceError
 from fairpack.solver.budget import Budget
@@ -48,6 +50,21 @@ def given_fair_times(options: SolveOptions) -> dict[str, float] | None:
     return {} if fair is False else fair
 
 
+def refuse_queue_caps(instance: Instance, method: str) -> None:
+    """Refuse (``InstanceError`` naming the tenant's ``tasks``) a queue whose running-task cap can hold it back:
+    the exact models pack every job's tasks on the cluster alone, without the queues' caps, so their schedules
+    would break the cap the checker counts. A cap of at least the queue's tasks changes nothing and passes."""
+    queues = instance.queues()
+    binding = np.flatnonzero(queues.binding(instance.jobs))
+    if binding.size == 0:
+        return
+    q = int(binding[0])
+    raise InstanceError(f"{method} does not model queues' running-task caps, and queue {queues.names[q]!r} may run "
+                        f"{queues.cap[q]:g} of its {queues.totals(instance.jobs)[q]:g} tasks at once; drop the cap, "
+                        "or use a method that honours it: the simulated heuristics (carbyne, drf-dag, drf-strict, "
+                        "tetris, sjf) or fairpack simulate", queues.cap_field(q, instance.tenants))  # fmt: skip
+
+
 def run_spacetime_cp(instance: Instance, options: SolveOptions, budget: Budget) -> Result:
     """CP-SAT space-time packing, every job capped at its fair completion time ``T_k`` unless ``--no-fair-cap``
     (then ``T_k`` is only reported); ``extra['fair_completion']`` (job name -> T_k) sets explicit deadlines
@@ -58,6 +75,7 @@ def run_spacetime_cp(instance: Instance, options: SolveOptions, budget: Budget) 
     from fairpack.solver.spacetime.fair import fair_mode
 
     placement = job_placement(options, instance)
+    refuse_queue_caps(instance, "spacetime-cp")
     decompose = decompose_option(options)  # validated either way; the choice model below has no decomposition
     if uses_choices(instance, options.objective, placement):
         from fairpack.solver.spacetime.choice_cp import solve_choice_cp
@@ -85,6 +103,7 @@ def run_locality_cp(instance: Instance, options: SolveOptions, budget: Budget) -
     there (``solver.spacetime.locality_cp``); avg JCT or makespan, no fair caps (``T_k`` reported)."""
     from fairpack.solver.spacetime.locality_cp import solve_locality_cp
 
+    refuse_queue_caps(instance, "locality-cp")
     objective = options.objective or ("makespan" if len(instance.jobs) == 1 else "avg-jct")
     if objective not in ("avg-jct", "makespan"):
         raise OptionError(f"locality-cp minimises avg-jct or makespan, not {objective}; use spacetime-cp "
@@ -104,6 +123,7 @@ def run_spacetime(instance: Instance, options: SolveOptions, budget: Budget) -> 
     (``auto``/``class``/``machine``, with ``placement='servers'``)."""
     from fairpack.solver.spacetime.milp import solve_spacetime
 
+    refuse_queue_caps(instance, "spacetime")
     return solve_spacetime(
         instance,
         backend=options.backend or "highs",

@@ -188,6 +188,10 @@ class Tetrisched(SoftPolicy):
         believed_end = self.running_ends(sim)
         sub_jobs, earliest, stage_floor, floor, window, absent = [], [], [], [], [], []
         w_ticks = math.floor(self.window / tick + 1e-9)
+        # Queues' running-task caps: the model has none, so the tasks of a queue beyond the room its cap leaves now
+        # are planned from the next tick on (as tasks waiting for their parents), and the room of other queues'
+        # work is filled now; commits are cut to the cap in any case (``start_tasks``).
+        cap_left = (sim.jobs.tenant_cap - sim.tenant_running).tolist() if sim.capped else None
         for k in job_ids.tolist():
             stages = [int(g) for g in pending if jobs.stage_job[g] == k]
             local = {g: i for i, g in enumerate(stages)}
@@ -204,6 +208,12 @@ class Tetrisched(SoftPolicy):
                     # what fits now (its first task in start order); the rest are planned later and placed at a
                     # later cycle. Binding every task to now left such a job out of every plan: it never ran.
                     bound[1:] = NO_WINDOW
+                if cap_left is not None and ready:
+                    queue = int(sim.group_tenant[g])
+                    now = int(max(min(cap_left[queue], bound.size), 0))
+                    earliest[-1][now:] = np.maximum(earliest[-1][now:], 1)
+                    bound[now:] = NO_WINDOW
+                    cap_left[queue] -= now
                 window.append(bound)
                 stage_floor.append(_ticks(believed_end[g], tick))
             original = self.instance.jobs[k]
@@ -341,6 +351,7 @@ class Tetrisched(SoftPolicy):
         return mask
 
     def start_tasks(self, sim: Simulation, g: int, chunks: list[tuple[int, int]], option: int | None) -> int:
+        chunks = self.within_cap(sim, g, chunks, option)  # the plan does not model queues' caps
         placed = self.launch(sim, g, chunks, option)
         believed = self.beliefs.duration(g, option if option is not None else -1)
         named = float(-1 if option is None else option)

@@ -225,8 +225,8 @@ def _usage_if_fits(sim: Simulation, room: list[float] | None, demand: list[float
 
     ``usage_of`` caches the usage per job for one pick (nothing launches while a pick looks for its group).
     """
-    if sim.unlaunched[g] <= 0 or not _fits_now(sim, room, demand, g):
-        return None
+    if sim.unlaunched[g] <= 0 or not _fits_now(sim, room, demand, g) or sim.at_cap(g):
+        return None  # a job's queue at its cap stays there for the rest of the event (running only grows)
     usage = usage_of.get(k)
     if usage is None:
         usage = usage_of[k] = sim.usage[k].tolist()
@@ -542,7 +542,8 @@ class Carbyne(BasePolicy):
             if k in exhausted or work != remaining[k]:
                 heapq.heappop(heap)
                 continue
-            fitting = [g for g in self.pending.by_job[k] if unlaunched[g] > 0 and _fits_now(sim, room, demands[g], g)]
+            fitting = [g for g in self.pending.by_job[k]
+                       if unlaunched[g] > 0 and _fits_now(sim, room, demands[g], g) and not sim.at_cap(g)]
             if not fitting:
                 heapq.heappop(heap)
                 exhausted.add(k)  # nothing of it fits for the rest of the event
@@ -560,6 +561,8 @@ class Carbyne(BasePolicy):
         """``reverse_order``: the best-aligned fitting group of any job first, less remaining work breaking ties."""
         groups = self.pending.groups
         groups = groups[sim.unlaunched[groups] > 0]
+        if sim.capped:
+            groups = groups[sim.below_cap(groups)]
         candidates = groups[sim.fits(groups)]
         if candidates.size == 0:
             return -1

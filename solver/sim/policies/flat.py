@@ -18,8 +18,11 @@ until nothing more fits; a tenant whose head fits no machine now is passed over 
 * ``per-server-drf``: DRF inside every machine separately: each machine, in order, serves the tenant
   with the lowest weighted dominant share *of that machine* whose head fits there.
 * ``fifo``: groups in arrival order (release, then job and stage order) whatever their tenant; a group
-  that fits no machine now is passed over (as Kubernetes' scheduling queue does) and retried at the next
-  event; tasks go to the first machine they fit.
+  that fits no machine now, or whose tenant runs its task cap, is passed over (as Kubernetes' scheduling
+  queue does) and retried at the next event; tasks go to the first machine they fit.
+
+Every policy here launches no task of a tenant running its task cap (``tasks``; the engine clamps every
+pick to the cap's room).
 """
 
 from __future__ import annotations
@@ -446,7 +449,9 @@ class Fifo(BasePolicy):
             g = order[self.position]
             if not sim.released[jobs.stage_job[g]]:
                 return None
-            if sim.unlaunched[g] > 0 and sim.missing[g] == 0 and not self.rejected[g]:
+            # A group whose tenant runs its cap is passed over, not rejected: its room comes back with its
+            # tenant's task ends, on any machine.
+            if sim.unlaunched[g] > 0 and sim.missing[g] == 0 and not self.rejected[g] and not sim.at_cap(g):
                 self.mask = sim.cluster.fits(jobs.demand[g])
                 if self.mask.any():
                     return g, int(min(sim.unlaunched[g], 1 << 30))

@@ -81,7 +81,11 @@ class FairSlots(BasePolicy):
         """Jobs with tasks left, furthest below their share first."""
         self.waiting = [k for k in self.waiting if sim.tasks_left[k] > 0 and self._has_tasks(sim, k)]
         jobs = sim.jobs
-        return sorted(self.waiting, key=lambda k: (self.running[k] / jobs.weight[k], jobs.release[k], k))
+        waiting = self.waiting
+        if sim.capped:  # a job whose queue runs its cap takes no slot now (it stays waiting)
+            below = sim.tenant_running < jobs.tenant_cap
+            waiting = [k for k in waiting if below[jobs.job_tenant[k]]]
+        return sorted(waiting, key=lambda k: (self.running[k] / jobs.weight[k], jobs.release[k], k))
 
     def _has_tasks(self, sim: Simulation, job: int) -> bool:
         unlaunched = sim.unlaunched

@@ -18,6 +18,11 @@ or in hand otherwise (ties to the lower number); with one scheduler every job go
    transactions). Tasks not launched stay with the job, which the scheduler retries at once (it is still
    first in its queue).
 
+Queues' running-task caps are part of the shared state: a scheduler passes over a job whose queue runs its
+cap (counting tasks committed but not yet started), places no more of its tasks than the cap's room in its
+snapshot, and a commit that would take the queue past its cap (another scheduler committed first) is a conflict
+for the tasks beyond it.
+
 ``monolithic`` is the same with one scheduler: every decision serialised, whatever the job. With zero
 decision times it is the ideal centralised list scheduler: jobs in arrival order, every task started as
 soon as room frees anywhere (the reference of the Sparrow benchmark; for Omega, the zero-cost packing of
@@ -115,6 +120,7 @@ class Omega(BasePolicy):
         # Room taken by commits whose tasks the engine has not launched yet: several schedulers may commit at
         # one event time, and each must see the claims committed before it.
         self.committed = np.zeros_like(sim.cluster.free)
+        self.committed_tasks = np.zeros(jobs.num_tenants)  # per queue, tasks committed and not yet launched
         self.chunks: list[tuple[int, int]] = []
         self.busy = np.zeros(self.k)
         self.first_attempt = np.full(jobs.num_jobs, np.nan)
@@ -179,10 +185,18 @@ class Omega(BasePolicy):
         for machine, n in self.chunks:
             self.committed[machine] -= n * sim.jobs.demand[group]
         job = int(sim.jobs.stage_job[group])
+        self.committed_tasks[sim.jobs.job_tenant[job]] -= sum(n for _, n in self.chunks)
         groups = sim.jobs.job_stages[job]
         if sim.unlaunched[groups].sum() == sum(n for _, n in self.chunks):  # these are the job's last tasks
             self.last_start[job] = sim.t
         return self.chunks
+
+    def _cap_room(self, sim: Simulation, job: int) -> float:
+        """Tasks the job's queue may still start under its cap, counting commits not yet launched."""
+        if not sim.capped:
+            return np.inf
+        tenant = int(sim.jobs.job_tenant[job])
+        return float(sim.jobs.tenant_cap[tenant] - sim.tenant_running[tenant] - self.committed_tasks[tenant])
 
     def _groups(self, sim: Simulation, job: int) -> IntArray:
         groups = sim.jobs.job_stages[job]
@@ -199,14 +213,14 @@ class Omega(BasePolicy):
                 queue.pop(position)
                 self.queued[k] = False
                 continue
-            if sim.fits(groups).any():
+            if self._cap_room(sim, k) > 0 and sim.fits(groups).any():  # else retried when a task ends
                 job = k
                 break
             position += 1
         self.stale[s] = False
         if job < 0:
             return
-        claims = self._claims(sim, groups, np.array(sim.cluster.room))  # placed on a snapshot
+        claims = self._claims(sim, groups, np.array(sim.cluster.room), self._cap_room(sim, job))  # on a snapshot
         tasks = sum(n for _, _, n in claims)
         kind = int(self.service[job])
         duration = float(self.t_job[kind] + self.t_task[kind] * tasks)
@@ -219,9 +233,11 @@ class Omega(BasePolicy):
         else:
             self._commit(sim, s)
 
-    def _claims(self, sim: Simulation, groups: IntArray, room: FloatArray) -> list[tuple[int, int, int]]:
-        """Every task of ``groups`` that fits ``room`` on a random free place (module docstring), as
-        ``(group, machine, tasks)``; groups of equal demand are placed together, their tasks in group order."""
+    def _claims(self, sim: Simulation, groups: IntArray, room: FloatArray,
+                limit: float = np.inf) -> list[tuple[int, int, int]]:  # fmt: skip
+        """Every task of ``groups`` that fits ``room`` on a random free place (module docstring), at most
+        ``limit`` of them (the queue's cap room), as ``(group, machine, tasks)``; groups of equal demand are
+        placed together, their tasks in group order."""
         demand = sim.jobs.demand[groups]
         if np.all(demand == demand[0]):  # the usual case: one shape, no sort
             shapes, which = demand[:1], np.zeros(groups.size, dtype=np.int64)
@@ -234,7 +250,7 @@ class Omega(BasePolicy):
             tasks = np.repeat(mine, sim.unlaunched[mine].astype(np.int64))
             counts = np.minimum(fit_counts(room, shapes[shape]), tasks.size)  # no machine takes more than exist
             total = int(counts.sum())
-            take = min(tasks.size, total)
+            take = int(min(tasks.size, total, limit))
             if take == 0:
                 continue
             places = self.rng.choice(total, size=take, replace=False)
@@ -243,6 +259,7 @@ class Omega(BasePolicy):
             claims.extend(zip((keys // machines_total).tolist(), (keys % machines_total).tolist(), n.tolist(),
                               strict=True))  # fmt: skip
             room -= np.bincount(machines, minlength=machines_total)[:, None] * shapes[shape][None, :]
+            limit -= take
         return claims
 
     def _commit(self, sim: Simulation, s: int) -> None:
@@ -253,6 +270,7 @@ class Omega(BasePolicy):
         room: dict[int, FloatArray] = {}
         launched: dict[int, list[tuple[int, int]]] = {}
         rejected = 0
+        cap_room = self._cap_room(sim, transaction.job)  # what the queue's cap leaves now
         for g, machine, n in transaction.claims:
             demand = sim.jobs.demand[g]
             free = room.setdefault(machine, sim.cluster.room[machine] - self.committed[machine])
@@ -260,11 +278,18 @@ class Omega(BasePolicy):
             if changed or fit_counts(free[None, :], demand)[0] < n:
                 rejected += n
                 continue
+            if n > cap_room:  # another scheduler's commit took the queue's room first: a conflict beyond it
+                rejected += n - int(max(cap_room, 0))
+                n = int(max(cap_room, 0))
+                if n == 0:
+                    continue
+            cap_room -= n
             free -= n * demand
             launched.setdefault(g, []).append((machine, n))
         for g, chunks in launched.items():
             for machine, n in chunks:
                 self.committed[machine] += n * sim.jobs.demand[g]
+                self.committed_tasks[sim.jobs.job_tenant[transaction.job]] += n
                 self.version[machine] += 1  # the commit changes the shared state (what coarse detection sees)
         self.pending.extend(launched.items())
         self.counts["transactions"] += 1

@@ -8,7 +8,8 @@ uniform in ``[-1, 1]`` (drawn once per run from ``seed``; at least a tenth of th
 the true durations. A launch under an option is sized by that option's own demand when it has one
 (placement, room, usage).
 
-Jobs are served by urgency: due time first (the deadline, or the first utility point), then release.
+Jobs are served by urgency: due time first (the deadline, or the first utility point), then release. A launch
+is cut to what the job's queue may still start under its running-task cap (a gang starts whole or not at all).
 
 * ``hard-only`` -- preferences as hard constraints: a stage runs only under its first option (a gang in one
   group, or task by task on that option's machines); it waits for them, however long.
@@ -102,7 +103,26 @@ class SoftPolicy(BasePolicy):
     def entry(self, sim: Simulation, g: int) -> GroupOptions | None:
         return sim.jobs.options[g] if sim.jobs.has_options else None
 
+    def within_cap(self, sim: Simulation, g: int, chunks: list[tuple[int, int]],
+                   option: int | None) -> list[tuple[int, int]]:  # fmt: skip
+        """``chunks`` cut to the room of ``g``'s queue under its running-task cap, in order (none for a gang
+        ``option`` that does not fit whole)."""
+        room = sim.cap_room(g)
+        if sum(n for _, n in chunks) <= room:
+            return chunks
+        entry = self.entry(sim, g)
+        if option is not None and option >= 0 and entry is not None and bool(entry.gang[option]):
+            return []
+        cut, left = [], int(max(room, 0))
+        for machine, n in chunks:
+            take = min(n, left)
+            if take:
+                cut.append((machine, take))
+                left -= take
+        return cut
+
     def launch(self, sim: Simulation, g: int, chunks: list[tuple[int, int]], option: int | None) -> int:
+        chunks = self.within_cap(sim, g, chunks, option)
         if not chunks:
             return 0
         sim.launch(g, chunks, option)

@@ -22,6 +22,10 @@ take ``rtt / 2`` each way (``rtt`` in the instance's time unit, default ``DEFAUL
   handed out, its remaining reservations are cancelled (dropped without cost when they reach a head; the
   scheduler answers as the request is sent, so no request is ever answered with nothing).
 
+Queues' running-task caps hold a worker's queue head as room does: a worker whose head task (or, with late
+binding, the request's next task) belongs to a queue running its cap -- tasks handed out for asks count --
+waits until one of that queue's tasks ends (a queue with jobs capped below one task is refused before the run).
+
 With more probes than workers, probes cycle through random permutations of the workers. The counters in
 ``Result.extra``: ``probes`` (probe or reservation messages), ``requests`` (late binding asks),
 ``cancelled`` (reservations dropped), ``idle_slot_time`` (room held idle by asks: ``rtt`` per task), and
@@ -165,6 +169,8 @@ class Sparrow(BasePolicy):
         self.requests: list[list[int]] = []  # late binding: the groups of every request
         self.promised = np.zeros(sim.jobs.num_stages, dtype=np.int64)  # handed out, not yet launched
         self.launches: list[tuple[int, int]] = []  # (group, machine) answers due now
+        self.promised_queue = np.zeros(sim.jobs.num_tenants)  # per queue, tasks handed out, not yet launched
+        self.cap_waiting: dict[int, set[int]] = {}  # per queue at its cap, the machines whose head waits for it
         self.choice = -1
         self.counts = {"probes": 0, "requests": 0, "cancelled": 0}
         self.idle_slot_time = 0.0
@@ -177,6 +183,8 @@ class Sparrow(BasePolicy):
 
     def on_finish(self, sim: Simulation, group: int, tasks: int, machine: int) -> None:
         self._touch(machine)
+        for waiting in self.cap_waiting.pop(int(sim.group_tenant[group]), ()):
+            self._touch(waiting)  # its queue ran its cap; a task of it ended
         k = int(sim.jobs.stage_job[group])
         if sim.jobs.children[group]:
             self.submissions.waiting.add(k)
@@ -234,6 +242,16 @@ class Sparrow(BasePolicy):
         need = demand > 0
         return bool(np.all(demand[need] <= sim.cluster.room[machine, need] - self.held[machine, need]))
 
+    def _cap_held(self, sim: Simulation, machine: int, group: int) -> bool:
+        """Whether ``group``'s queue runs its cap (asks handed out count); the machine then waits for it."""
+        if not sim.capped:
+            return False
+        tenant = int(sim.group_tenant[group])
+        if sim.tenant_running[tenant] + self.promised_queue[tenant] < sim.jobs.tenant_cap[tenant]:
+            return False
+        self.cap_waiting.setdefault(tenant, set()).add(machine)
+        return True
+
     def _next_of(self, sim: Simulation, request: int) -> int:
         """The request's next task not yet handed out (its group), or -1 when all are."""
         for g in self.requests[request]:
@@ -245,6 +263,7 @@ class Sparrow(BasePolicy):
         if self.launches:
             g, self.choice = self.launches.pop(0)
             self.promised[g] -= 1
+            self.promised_queue[sim.group_tenant[g]] -= 1
             return g, 1
         while self.dirty:
             machine = self.dirty[-1]
@@ -254,7 +273,7 @@ class Sparrow(BasePolicy):
                 continue
             if not self.late_binding:
                 g = queue[0]
-                if not self._fits(sim, machine, g):
+                if not self._fits(sim, machine, g) or self._cap_held(sim, machine, g):
                     self._clean()
                     continue
                 queue.popleft()
@@ -265,11 +284,12 @@ class Sparrow(BasePolicy):
                 queue.popleft()
                 self.counts["cancelled"] += 1
                 continue
-            if not self._fits(sim, machine, g):
+            if not self._fits(sim, machine, g) or self._cap_held(sim, machine, g):
                 self._clean()
                 continue
             queue.popleft()
             self.promised[g] += 1
+            self.promised_queue[sim.group_tenant[g]] += 1
             self.held[machine] += sim.jobs.demand[g]
             self.counts["requests"] += 1
             self.idle_slot_time += self.rtt

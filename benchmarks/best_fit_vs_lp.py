@@ -1,0 +1,96 @@
+"""Best-Fit against the exact LP it approximates: the Google 2011 table x 1,000 tenants, same run.
+
+Target: ``best-fit`` no slower than ``drfh`` (CPU seconds, verification included). Each repeat runs
+``solve(instance, "drfh")`` and ``solve(instance, "best-fit")`` alternately, each in a fresh process
+(``multiprocessing`` spawn), as a CLI call would meet them: Best-Fit's compiled search loads numba in
+that call. Times cover ``solve`` (method, independent check, report), not building the instance; the
+check of Best-Fit's answer (a 1,000 x 12,583 per-machine matrix) is timed apart as well.
+
+The scheduler, this process and the children run the fairpack this process imports, so the same script
+measures another checkout, run as a file from outside this one: ``cd /tmp && PYTHONPATH=OTHER python
+CHECKOUT/benchmarks/best_fit_vs_lp.py --label before --out CHECKOUT/benchmarks/results``.
+
+Run: ``python -m benchmarks.best_fit_vs_lp --data-dir ../shared/data``
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks._common import data_dir_or_none, load_line, parser, save
+from fairpack.models.generators import google_instance
+
+
+def _child(data_dir: str, tenants: int, seed: int, method: str) -> dict[str, Any]:
+    from fairpack.models.check import verify_allocation
+    from fairpack.solver.api import solve
+
+    instance = google_instance(data_dir, tenants, seed)
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = solve(instance, method)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    assert result.allocation is not None
+    check = time.process_time()
+    verify_allocation(instance, result.allocation)
+    check = time.process_time() - check
+    return {"wall_s": wall, "cpu_s": cpu, "check_cpu_s": check, "status": result.status,
+            "verified": result.verified, "objective": result.objective}  # fmt: skip
+
+
+def _run(args: tuple[Any, ...]) -> dict[str, Any]:
+    return _child(*args)
+
+
+def main() -> None:
+    arguments = parser(__doc__.splitlines()[0])
+    arguments.add_argument("--tenants", type=int, default=1000)
+    arguments.add_argument("--seed", type=int, default=1)
+    arguments.add_argument("--repeats", type=int, default=3)
+    arguments.add_argument("--label", default="", help="appended to the results' name (e.g. before)")
+    args = arguments.parse_args()
+    data = data_dir_or_none(args.data_dir)
+    if data is None:
+        raise SystemExit(f"no data folder at {args.data_dir}: the Google table is needed")
+    import fairpack
+
+    source = Path(fairpack.__file__).resolve().parents[1].name
+    context = multiprocessing.get_context("spawn")
+    rows: list[dict[str, Any]] = []
+    for repeat in range(args.repeats):
+        for method in ("drfh", "best-fit"):
+            load = os.getloadavg()[0]
+            with context.Pool(1) as pool:
+                measured = pool.apply(_run, ((str(data), args.tenants, args.seed, method),))
+            row = {"repeat": repeat, "method": method, "load_1min": load, **measured}
+            rows.append(row)
+            print(row, flush=True)
+    median = {m: statistics.median(r["cpu_s"] for r in rows if r["method"] == m) for m in ("drfh", "best-fit")}
+    ratio = median["best-fit"] / median["drfh"]
+    lines = [
+        f"# Best-Fit against the exact LP: Google 2011 table x {args.tenants:,} tenants, seed {args.seed}",
+        "",
+        load_line(),
+        f"fairpack from the checkout `{source}`{' (' + args.label + ')' if args.label else ''}. Each row is one "
+        "fresh process; `solve` includes the independent check; `check` is that check alone, timed again.",
+        "",
+        "| repeat | method | wall s | cpu s | check cpu s | status | verified | f | load |",
+        "|---:|---|---:|---:|---:|---|---|---:|---:|",
+    ]
+    lines += [
+        f"| {r['repeat']} | {r['method']} | {r['wall_s']:.2f} | {r['cpu_s']:.2f} | {r['check_cpu_s']:.2f} | "
+        f"{r['status']} | {r['verified']} | {r['objective']:.6g} | {r['load_1min']:.2f} |"
+        for r in rows
+    ]
+    lines += ["", f"Median CPU: drfh {median['drfh']:.2f} s, best-fit {median['best-fit']:.2f} s; best-fit / drfh "
+              f"{ratio:.2f} (target <= 1: {'met' if ratio <= 1 else 'missed'})."]  # fmt: skip
+    name = f"best_fit_vs_lp{'_' + args.label if args.label else ''}"
+    save(name, {"rows": rows, "ratio": ratio}, "\n".join(lines), args.out)
+
+
+if __name__ == "__main__":
+    main()
