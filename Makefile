@@ -14,6 +14,8 @@ $(STAMP): pyproject.toml
 	# spacetime-cp's genetic algorithm runs inside short time limits (PSPLIB at 10 s): compile it now, once,
 	# so a fresh checkout's first solve does not spend its limit in numba's compiler.
 	$(BIN)/python -c "from fairpack.solver.spacetime.rcpsp_ga import warm_up; warm_up()"
+	# The FIFO policy's compiled event loop (large FIFO simulations), likewise.
+	$(BIN)/python -c "from fairpack.solver.sim.compiled_loop import warm_up; warm_up()"
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from fairpack.models.stages import stage_table
 from fairpack.models.tolerance import FIT_EPS, TIME_RTOL, time_tol
 from fairpack.models.types import BoolArray, Instance, InstanceError
 
@@ -35,13 +36,21 @@ def tenant_warnings(instance: Instance) -> list[str]:
     return warnings
 
 
+def _stage_names(instance: Instance, groups: np.ndarray) -> list[str]:
+    """``job/stage`` of global stages ``groups`` (``models.stages`` numbering)."""
+    table = stage_table(instance)
+    names = []
+    for g in groups.tolist():
+        job = instance.jobs[int(table.job[g])]
+        names.append(f"{job.name}/{job.stages[int(table.local[g])].name}")
+    return names
+
+
 def job_warnings(instance: Instance) -> list[str]:
     """DAG stages whose task fits on no single machine (``--placement servers`` refuses them)."""
-    stages = []
-    for job in instance.jobs:
-        for stage in job.stages:
-            if not np.any(np.all(stage.demand[None, :] <= instance.capacity * (1 + 1e-12), axis=1)):
-                stages.append(f"{job.name}/{stage.name}")
+    table = stage_table(instance)
+    fits = np.all(table.demand[:, None, :] <= instance.capacity[None, :, :] * (1 + 1e-12), axis=2).any(axis=1)
+    stages = _stage_names(instance, np.flatnonzero(~fits))
     if not stages:
         return []
     return [f"the task of stage(s) {_names(stages)} fits on no single machine: only the pooled placement can "
@@ -53,11 +62,13 @@ def time_warnings(instance: Instance) -> list[str]:
     schedule may reach (the last release plus every task's duration, at the slowest locality): there, an end
     and a start that close are one instant, so such a task's use of capacity is not resolved."""
     slowest, fastest = (max(instance.data.factors), min(instance.data.factors)) if instance.data else (1.0, 1.0)
-    stages = [(job.name, stage.name, stage.duration) for job in instance.jobs for stage in job.stages]
-    work = math.fsum(stage.tasks * stage.duration for job in instance.jobs for stage in job.stages)
-    span = max((job.release for job in instance.jobs), default=0.0) + slowest * work
+    table = stage_table(instance)
+    work = math.fsum((table.tasks * table.duration).tolist())
+    span = float(table.release.max()) if table.release.size else 0.0
+    span += slowest * work
     resolution = time_tol(span)
-    short = [f"{job}/{stage}" for job, stage, duration in stages if 0 < fastest * duration <= resolution]
+    short = _stage_names(instance, np.flatnonzero((fastest * table.duration > 0)
+                                                 & (fastest * table.duration <= resolution)))  # fmt: skip
     if not short:
         return []
     return [f"the tasks of stage(s) {_names(short)} are no longer than the time resolution near the latest time "
@@ -83,20 +94,21 @@ def placement_fits(instance: Instance, placement: str = "pooled") -> BoolArray:
     """
     if placement not in ("pooled", "servers"):
         raise ValueError(f"placement must be 'pooled' or 'servers', not {placement!r}")
-    stages = [(k, s, stage) for k, job in enumerate(instance.jobs) for s, stage in enumerate(job.stages)]
-    demand = np.array([stage.demand for _, _, stage in stages], dtype=np.float64).reshape(-1, len(instance.resources))
+    table = stage_table(instance)
     capacity = instance.total_capacity[None, :] if placement == "pooled" else instance.capacity
-    fits: BoolArray = np.all(demand[:, None, :] <= capacity[None, :, :] * (1 + FIT_EPS), axis=2)
+    fits: BoolArray = np.all(table.demand[:, None, :] <= capacity[None, :, :] * (1 + FIT_EPS), axis=2)
     if placement == "servers" and instance.has_option_demands:
         # A task of a stage with placement options runs under one of them, at that option's demand (the
         # loader checked each fits a machine its selector matches): the stage's own demand may fit nowhere.
-        for g, (_, _, stage) in enumerate(stages):
+        stages = [stage for job in instance.jobs for stage in job.stages]
+        for g, stage in enumerate(stages):
             for o in range(len(stage.options)):
                 under = stage.demand_under(o)
                 fits[g] |= np.all(under[None, :] <= capacity * (1 + FIT_EPS), axis=1)
     bad = np.flatnonzero(~fits.any(axis=1))
     if bad.size:
-        k, s, stage = stages[int(bad[0])]
+        k, s = int(table.job[bad[0]]), int(table.local[bad[0]])
+        stage = instance.jobs[k].stages[s]
         needs = ", ".join(f"{r} {v:g}" for r, v in zip(instance.resources, stage.demand, strict=True) if v > 0)
         where = (
             "more than the whole cluster has"

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from fairpack.models.stages import stage_table
 from fairpack.models.types import FloatArray, Instance, InstanceError, IntArray
 
 Status = Literal["optimal", "feasible", "infeasible", "unbounded", "time_limit", "interrupted", "error"]
@@ -156,11 +157,12 @@ def job_completion(instance: Instance, schedule: Schedule) -> FloatArray:
     Rows with a job index out of range or a non-finite end are ignored (the checker reports them).
     """
     jobs = len(instance.jobs)
-    completion = np.array([job.release for job in instance.jobs], dtype=np.float64)
+    table = stage_table(instance)
+    completion = table.release.copy()
     valid = (schedule.job >= 0) & (schedule.job < jobs) & np.isfinite(schedule.end)
     np.maximum.at(completion, schedule.job[valid], schedule.end[valid])
     listed = np.bincount(schedule.job[valid], minlength=jobs)[:jobs]
-    tasks = np.array([sum(stage.tasks for stage in job.stages) for job in instance.jobs], dtype=np.int64)
+    tasks = table.job_tasks
     completion[listed < tasks] = np.nan
     return completion
 
@@ -168,12 +170,12 @@ def job_completion(instance: Instance, schedule: Schedule) -> FloatArray:
 def task_demand(instance: Instance, schedule: Schedule) -> FloatArray:
     """Demand of every task of the schedule, ``(tasks, resources)``: its stage's, or, for a task that names a
     placement option with a demand of its own (``Schedule.option``), that option's (what it held while it ran)."""
-    stages = [stage for job in instance.jobs for stage in job.stages]
-    offsets = np.concatenate([[0], np.cumsum([len(job.stages) for job in instance.jobs])]).astype(np.int64)
-    demand = np.array([s.demand for s in stages], dtype=np.float64).reshape(-1, len(instance.resources))
-    g = offsets[schedule.job] + schedule.stage
+    arrays = stage_table(instance)
+    demand = arrays.demand
+    g = arrays.offset[schedule.job] + schedule.stage
     out = demand[g]
     if schedule.option is not None and instance.has_option_demands:
+        stages = [stage for job in instance.jobs for stage in job.stages]
         widest = max(len(s.options) for s in stages)
         table = np.repeat(demand[:, None, :], widest, axis=1)  # (stages, options, resources)
         for i, stage in enumerate(stages):
@@ -197,8 +199,8 @@ def schedule_objectives(instance: Instance, completion: FloatArray) -> dict[str,
     """
     if not instance.jobs:
         return {"makespan": 0.0, "avg_jct": 0.0, "avg_jct_finished": 0.0, "finished_jobs": 0.0}
-    weights = np.array([job.weight for job in instance.jobs], dtype=np.float64)
-    releases = np.array([job.release for job in instance.jobs], dtype=np.float64)
+    table = stage_table(instance)
+    weights, releases = table.weight, table.release
     done = ~np.isnan(completion)
     jct = np.where(done, completion - releases, 0.0)
     finished = float(weights[done] @ jct[done] / weights[done].sum()) if done.any() else math.nan
@@ -211,7 +213,12 @@ def schedule_objectives(instance: Instance, completion: FloatArray) -> dict[str,
 
 def job_utilities(instance: Instance, completion: FloatArray) -> FloatArray:
     """Every job's utility at its completion time (``Job.utility_at``: its points, else ``-weight * JCT``)."""
-    return np.array([float(job.utility_at(c)) for job, c in zip(instance.jobs, completion.tolist(), strict=True)])
+    table = stage_table(instance)
+    # Without points: -weight * (completion - release), the same floats as Job.utility_at, for every job at once.
+    values = -table.weight * (np.asarray(completion, dtype=np.float64) - table.release)
+    for k in np.flatnonzero(table.utility).tolist():
+        values[k] = float(instance.jobs[k].utility_at(completion[k]))
+    return values
 
 
 def relative_gap(objective: float, bound: float, maximised: bool) -> float:

@@ -30,16 +30,15 @@ import numpy as np
 from fairpack.models.dag import longest_paths
 from fairpack.models.metrics import jain_index
 from fairpack.models.result import Schedule, job_completion, task_demand
+from fairpack.models.stages import job_tenants as stage_job_tenants
+from fairpack.models.stages import stage_table
 from fairpack.models.tolerance import settled_all
 from fairpack.models.types import FloatArray, Instance, IntArray
 
 
 def job_tenants(instance: Instance) -> tuple[list[str], IntArray]:
     """Tenant names (a job is its own tenant when it names none) and the tenant of every job."""
-    names = [job.tenant or job.name for job in instance.jobs]
-    tenants = list(dict.fromkeys(names))
-    index = {name: t for t, name in enumerate(tenants)}
-    return tenants, np.array([index[name] for name in names], dtype=np.int64)
+    return stage_job_tenants(instance)
 
 
 def utilisation_series(instance: Instance, schedule: Schedule, points: int = 2000) -> dict[str, Any]:
@@ -110,16 +109,17 @@ def binned_usage(instance: Instance, schedule: Schedule, edges: FloatArray, by: 
 
 def job_table(instance: Instance, schedule: Schedule) -> dict[str, FloatArray]:
     """Per job: arrival, first start, completion, queueing delay, JCT, critical path and slowdown."""
-    release = np.array([job.release for job in instance.jobs], dtype=np.float64)
+    stages = stage_table(instance)
+    release = stages.release.copy()
     start = np.full(len(instance.jobs), np.inf)
     np.minimum.at(start, schedule.job, schedule.start)
     start = np.where(np.isfinite(start), start, release)
     completion = job_completion(instance, schedule)
-    critical = np.zeros(len(instance.jobs))
-    for k, job in enumerate(instance.jobs):
-        if len(job.stages) == 1:  # the common case of a long trace: no graph to walk (the same float)
-            critical[k] = job.stages[0].duration
-            continue
+    # A one-stage job (the common case of a long trace) has no graph to walk: its stage's duration.
+    single = np.diff(stages.offset) == 1
+    critical = np.where(single, stages.duration[stages.offset[:-1].clip(max=max(stages.stages - 1, 0))], 0.0)
+    for k in np.flatnonzero(~single).tolist():
+        job = instance.jobs[k]
         parents = [stage.after for stage in job.stages]
         children: list[list[int]] = [[] for _ in job.stages]
         for child, ps in enumerate(parents):

@@ -37,19 +37,93 @@ from __future__ import annotations
 import csv
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
 from fairpack.models.io import DEFAULT_LIMITS, Limits, _read_jobs
-from fairpack.models.types import FloatArray, Instance, InstanceError, Job, Stage, _new
+from fairpack.models.stages import StageTable, seed, stage_table
+from fairpack.models.types import FloatArray, Instance, InstanceError, IntArray, Job, Stage, _new
 
 ALIBABA_COLUMNS = ("creation_time", "deletion_time", "scheduled_time", "cpu_milli", "memory_mib", "num_gpu",
                    "gpu_milli")  # fmt: skip
 TRACE_COLUMNS = ("arrival", "duration", "tenant")
 OPTIONAL_COLUMNS = ("job", "stage", "after", "tasks", "deadline")
+
+
+class TraceJobs(Sequence[Job]):
+    """The one-stage jobs of a trace read in bulk, as columns; a :class:`Job` is made when one is asked for.
+
+    A million-row trace held as a million ``Job`` and ``Stage`` objects costs about a gigabyte and seconds to
+    make; the simulator, the checker and the views read the instance's stage table (``models.stages``) instead,
+    and look up the few jobs they name. Equal, as a sequence, to the tuple of its jobs.
+    """
+
+    plain = True  # no stage has placement options or input blocks (``Instance`` skips looking)
+    unique = True  # the names are ``row`` and distinct row numbers (``Instance`` skips comparing them)
+
+    def __init__(self, rows: IntArray, arrival: FloatArray, duration: FloatArray, tasks: IntArray,
+                 demand: FloatArray, deadline: FloatArray, codes: IntArray, tenants: list[str]) -> None:  # fmt: skip
+        self.rows, self.arrival, self.duration, self.tasks = rows, arrival, duration, tasks
+        self.demand, self.deadline, self.codes, self.tenants = demand, deadline, codes, tenants
+
+    def __len__(self) -> int:
+        return int(self.rows.size)
+
+    @overload
+    def __getitem__(self, k: int) -> Job: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> tuple[Job, ...]: ...
+
+    def __getitem__(self, k: int | slice) -> Job | tuple[Job, ...]:
+        if isinstance(k, slice):
+            return tuple(self[i] for i in range(*k.indices(len(self))))
+        if not -len(self) <= k < len(self):
+            raise IndexError(k)
+        k = int(k) % len(self)
+        name = f"row{int(self.rows[k])}"
+        stage = _new(Stage, name="s0", tasks=int(self.tasks[k]), duration=float(self.duration[k]),
+                     demand=self.demand[k], after=(), input=(), options=())  # fmt: skip
+        job: Job = _new(Job, name=name, stages=(stage,), weight=1.0, release=float(self.arrival[k]),
+                        tenant=self.tenants[int(self.codes[k])] or name, deadline=float(self.deadline[k]),
+                        utility=())  # type: ignore[assignment]  # fmt: skip
+        return job
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __add__(self, other: Sequence[Job]) -> tuple[Job, ...]:
+        return (*self, *other)
+
+    def __radd__(self, other: Sequence[Job]) -> tuple[Job, ...]:
+        return (*other, *self)
+
+    def names(self) -> list[str]:
+        """Every job's name (``row`` and its trace row), without making the jobs."""
+        return [f"row{r}" for r in self.rows.tolist()]
+
+    def tenant_codes(self) -> tuple[list[str], IntArray] | None:
+        """Tenants in order of first appearance and every job's, as ``models.stages.job_tenants`` numbers them;
+        None when some row names no tenant or two names are one after stripping (then it walks the names)."""
+        if not all(self.tenants) or len(set(self.tenants)) < len(self.tenants) or not len(self):
+            return None
+        used, first = np.unique(self.codes, return_index=True)
+        order = used[np.argsort(first)]
+        rank = np.zeros(len(self.tenants), dtype=np.int64)
+        rank[order] = np.arange(order.size)
+        return [self.tenants[int(c)] for c in order], rank[self.codes]
+
+    def tenant_names(self) -> list[str]:
+        """Every job's tenant (its own name when the row names none), without making the jobs."""
+        return [self.tenants[c] or f"row{r}" for c, r in zip(self.codes.tolist(), self.rows.tolist(), strict=True)]
 
 
 @dataclass(frozen=True)
@@ -68,19 +142,20 @@ class TraceData:
         Rows left out (see the module docstring), with ``notes`` saying why.
     """
 
-    jobs: tuple[Job, ...]
+    jobs: Sequence[Job]  # a tuple, or TraceJobs for a trace read in bulk
     observed_delay: FloatArray
     censored: np.ndarray
     skipped: int = 0
     notes: tuple[str, ...] = field(default_factory=tuple)
     source: str = ""
-    rows: tuple[tuple[int, ...], ...] = ()  # per job, the trace row of each of its stages
+    rows: tuple[tuple[int, ...], ...] | IntArray = ()  # per job, the trace row of each of its stages
+    table: StageTable | None = None  # the jobs' stages as arrays, when read in bulk (``models.stages``)
 
     def locate(self, error: InstanceError, first: int) -> InstanceError:
         """``error`` about the instance's ``jobs[k]`` (the trace's jobs start at ``first``), named by the trace
         row and column it came from; unchanged when it is about the instance's own part."""
         found = _LOCATION.match(error.field)
-        if found is None or int(found.group(1)) < first or not self.rows:
+        if found is None or int(found.group(1)) < first or len(self.rows) == 0:
             return error
         shifted = f"jobs[{int(found.group(1)) - first}]" + error.field[found.end(1) + 1:]
         return _row_error(InstanceError(error.reason, shifted), [list(r) for r in self.rows], self.source)
@@ -88,10 +163,16 @@ class TraceData:
     def on(self, instance: Instance) -> Instance:
         """``instance`` with the trace's jobs after its own (job names must not clash)."""
         names = {job.name for job in instance.jobs}
-        clash = next((job.name for job in self.jobs if job.name in names), None)
+        clash = next((job.name for job in self.jobs if job.name in names), None) if names else None
         if clash is not None:
             raise InstanceError(f"job {clash!r} is both in the instance and in the trace", "job", self.source)
-        return replace(instance, jobs=instance.jobs + self.jobs)
+        # A bulk trace on an instance without jobs keeps its columns (TraceJobs): no Job is made.
+        jobs: Any = self.jobs if not instance.jobs and isinstance(self.jobs, TraceJobs) else (*instance.jobs,
+                                                                                               *self.jobs)
+        combined = replace(instance, jobs=jobs)
+        if self.table is not None:
+            seed(combined, StageTable.concat(stage_table(instance), self.table))
+        return combined
 
 
 def _rows(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
@@ -152,6 +233,9 @@ def read_trace(path: str | Path, resources: tuple[str, ...], limits: Limits = DE
         Naming the file, the row and the column at fault.
     """
     path = Path(path)
+    bulk = _columnar(path, resources, limits)
+    if bulk is not None:
+        return bulk
     header, rows = _rows(path)
     if all(column in header for column in ALIBABA_COLUMNS):
         return read_alibaba_pods(path, resources, header, rows)
@@ -180,6 +264,107 @@ def read_trace(path: str | Path, resources: tuple[str, ...], limits: Limits = DE
     n = len(jobs)
     return TraceData(tuple(jobs[k] for k in order), np.full(n, np.nan), np.zeros(n, dtype=bool), source=source,
                      rows=tuple(tuple(where[k]) for k in order))  # fmt: skip
+
+
+def _header(path: Path) -> list[str] | None:
+    """The table's column names, read without its rows (None when the file cannot be read so)."""
+    try:
+        if path.suffix.lower() in (".parquet", ".pq"):
+            import pyarrow.parquet as pq
+
+            return list(pq.read_schema(path).names)
+        with path.open(newline="", encoding="utf-8") as handle:
+            return next(csv.reader(handle), [])
+    except (OSError, ValueError, ImportError, UnicodeDecodeError, csv.Error, StopIteration):
+        return None
+
+
+def _columnar(path: Path, resources: tuple[str, ...], limits: Limits) -> TraceData | None:
+    """A trace of one-row jobs read column by column (pyarrow: no Python object per cell; every number parsed
+    as Python's ``float`` parses it), checked as :func:`_single_rows_fast` checks it. None (the row-by-row
+    reader then reads the file and names any fault) for anything else: another shape, a cell that is not a
+    number, an Alibaba pod list, a file pyarrow cannot read, no pyarrow."""
+    header = _header(path)
+    if (header is None or not header or any(c in header for c in ("job", "stage", "after"))
+            or len(set(header)) < len(header) or any(c not in (*TRACE_COLUMNS, *OPTIONAL_COLUMNS, *resources)
+                                                     for c in header)
+            or any(c not in header for c in TRACE_COLUMNS)):  # fmt: skip
+        return None
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if path.suffix.lower() in (".parquet", ".pq"):
+            import pyarrow.parquet as pq
+
+            table = pq.read_table(path)
+        else:
+            import pyarrow.csv as pacsv
+
+            table = pacsv.read_csv(path, convert_options=pacsv.ConvertOptions(
+                column_types={"tenant": pa.string()}, null_values=[""], strings_can_be_null=False,
+                quoted_strings_can_be_null=False))  # fmt: skip
+    except (ImportError, OSError, ValueError, pa.ArrowException):
+        return None
+    if table.num_rows == 0:
+        return None
+    numeric = [c for c in table.column_names if c != "tenant"]
+    if not all(pa.types.is_integer(table.schema.field(c).type) or pa.types.is_floating(table.schema.field(c).type)
+               for c in numeric):  # fmt: skip
+        return None
+    kind = table.schema.field("tenant").type
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):  # (pandas writes large strings)
+        return None
+    n = table.num_rows
+
+    # Columns as numpy through their buffers: pyarrow's own to_numpy and to_pylist import pandas (0.15 s a process).
+    def column(name: str, default: float) -> FloatArray:
+        if name not in table.column_names:
+            return np.full(n, default)
+        array = table[name].combine_chunks().cast(pa.float64())
+        if array.null_count:
+            array = pc.fill_null(array, np.nan)
+        return np.frombuffer(array.buffers()[1], dtype=np.float64, count=len(array), offset=array.offset * 8).copy()
+
+    tenant = table["tenant"].combine_chunks()
+    if tenant.null_count:  # (Parquet) an empty cell: no tenant
+        tenant = tenant.fill_null("")
+    tenant = tenant.dictionary_encode()
+    names = [str(tenant.dictionary[i].as_py()).strip() for i in range(len(tenant.dictionary))]
+    indices = tenant.indices.cast(pa.int64())
+    codes = np.frombuffer(indices.buffers()[1], dtype=np.int64, count=len(indices), offset=indices.offset * 8).copy()
+    demand = np.column_stack([column(r, 0.0) for r in resources]) if resources else np.zeros((n, 0))
+    return _bulk(path, column("arrival", np.nan), column("duration", np.nan), demand, column("tasks", np.nan),
+                 column("deadline", np.nan), names, codes, limits)  # fmt: skip
+
+
+def _bulk(path: Path, arrival: FloatArray, duration: FloatArray, demand: FloatArray, tasks: FloatArray,
+          deadline: FloatArray, names: list[str], codes: IntArray, limits: Limits) -> TraceData | None:  # fmt: skip
+    """One-row jobs from their columns (a missing cell is ``nan``), or None if a number is out of the loader's
+    limits (the row-by-row reader names it)."""
+    n = arrival.size
+    tasks = np.where(np.isnan(tasks), 1.0, tasks)
+    demand = np.where(np.isnan(demand), 0.0, demand)
+    high = limits.max_quantity
+    with np.errstate(invalid="ignore"):
+        good = (np.all((arrival >= 0) & (arrival <= high)) and np.all((duration >= 0) & (duration <= high))
+                and np.all((demand == 0) | ((demand >= limits.min_quantity) & (demand <= high)))
+                and np.all((tasks >= 1) & (tasks <= limits.max_tasks) & (tasks == np.floor(tasks)))
+                and float(tasks.sum()) <= limits.max_tasks
+                and np.all(np.isnan(deadline) | (deadline == 0) | ((deadline > 0) & (deadline <= high))))  # fmt: skip
+    if not good or not all(name.isprintable() for name in names):
+        return None
+    order = np.argsort(arrival, kind="stable")
+    arrival, duration, demand, tasks, deadline = (a[order] for a in (arrival, duration, demand, tasks, deadline))
+    codes = codes[order]
+    demand = np.ascontiguousarray(demand)
+    demand.setflags(write=False)  # every job's vector is a read-only row of it
+    due = np.where(np.isnan(deadline) | (deadline == 0), math.inf, deadline)
+    tasks_int = tasks.astype(np.int64)
+    table = StageTable.single(arrival, tasks_int, duration, demand, due)
+    jobs = TraceJobs(order + 1, arrival, duration, tasks_int, demand, due, codes, names)
+    return TraceData(jobs, np.full(n, np.nan), np.zeros(n, dtype=bool), source=str(path),
+                     rows=(order + 1).reshape(-1, 1), table=table)  # fmt: skip
 
 
 def _single_rows_fast(header: list[str], rows: list[dict[str, Any]], resources: tuple[str, ...], limits: Limits,

@@ -674,7 +674,8 @@ class Instance(_ValueEquality):
             raise InstanceError("at least one server is needed", "servers")
         _check_unique([s.name for s in self.servers], "servers")
         _check_unique([t.name for t in self.tenants], "tenants")
-        _check_unique([j.name for j in self.jobs], "jobs")
+        if not getattr(self.jobs, "unique", False):  # a trace's columns (models.traces.TraceJobs): distinct rows
+            _check_unique([j.name for j in self.jobs], "jobs")
         size = len(self.resources)
         vectors = [("servers", k, s.capacity) for k, s in enumerate(self.servers)]
         vectors += [("tenants", k, t.demand) for k, t in enumerate(self.tenants)]
@@ -686,17 +687,25 @@ class Instance(_ValueEquality):
             if sorted(leaves) != list(range(len(self.tenants))):
                 raise InstanceError("hierarchy leaves must map one-to-one onto tenants", "hierarchy")
         _check_positive(self.time_slot, "time.slot")
+        # One walk finds the few stages with inputs or options (a million-job trace has none); the checks below
+        # and ``has_options`` / ``has_option_demands`` look at those alone.
+        special = [] if getattr(self.jobs, "plain", False) else [
+            (k, s) for k, job in enumerate(self.jobs) for s, stage in enumerate(job.stages)
+            if stage.options or stage.input]  # fmt: skip
+        self._cached("special", np.array(special, dtype=np.int64).reshape(-1, 2))
         self._check_data()
         # One check per distinct (option, stage shape): files repeat the same options over many jobs.
         checked: set[tuple[object, ...]] = set()
-        for k, job in enumerate(self.jobs):
-            for s, stage in enumerate(job.stages):
-                for o, option in enumerate(stage.options):
-                    key = (option.on, option.same, stage.demand_under(option).tobytes(),
-                           stage.tasks if option.same else 0)
-                    if key not in checked:
-                        _check_option(self.servers, stage, option, f"jobs[{k}].stages[{s}].options[{o}]")
-                        checked.add(key)
+        for k, s, stage in self._special_stages():
+            for o, option in enumerate(stage.options):
+                key = (option.on, option.same, stage.demand_under(option).tobytes(), stage.tasks if option.same else 0)
+                if key not in checked:
+                    _check_option(self.servers, stage, option, f"jobs[{k}].stages[{s}].options[{o}]")
+                    checked.add(key)
+
+    def _special_stages(self) -> list[tuple[int, int, Stage]]:
+        """``(job, stage, Stage)`` of every stage with input blocks or placement options, in job order."""
+        return [(k, s, self.jobs[k].stages[s]) for k, s in self._arrays["special"].tolist()]
 
     def _check_data(self) -> None:
         """Replica machines exist; every stage input names a block of ``data``."""
@@ -708,23 +717,22 @@ class Instance(_ValueEquality):
                     raise InstanceError(f"replica machine {max(replicas)} is beyond the {machines} machines",
                                         f"blocks.{name}")  # fmt: skip
         known = set(data.names) if data is not None else set()
-        for k, job in enumerate(self.jobs):
-            for s, stage in enumerate(job.stages):
-                unknown = [i for i, block in enumerate(stage.input) if block not in known] if stage.input else []
-                if unknown:
-                    i = unknown[0]
-                    raise InstanceError(f"unknown block {stage.input[i]!r} (not in blocks)",
-                                        f"jobs[{k}].stages[{s}].input[{i}]")  # fmt: skip
+        for k, s, stage in self._special_stages():
+            unknown = [i for i, block in enumerate(stage.input) if block not in known] if stage.input else []
+            if unknown:
+                i = unknown[0]
+                raise InstanceError(f"unknown block {stage.input[i]!r} (not in blocks)",
+                                    f"jobs[{k}].stages[{s}].input[{i}]")  # fmt: skip
 
     @property
     def has_option_demands(self) -> bool:
         """Whether some option carries its own demand (see :class:`Option`)."""
-        return any(stage.option_demands for job in self.jobs for stage in job.stages)
+        return any(stage.option_demands for _, _, stage in self._special_stages())
 
     @property
     def has_options(self) -> bool:
         """Whether some stage lists placement ``options`` (then every task needs a machine)."""
-        return any(stage.options for job in self.jobs for stage in job.stages)
+        return any(stage.options for _, _, stage in self._special_stages())
 
     def machine_racks(self) -> IntArray:
         """Rack number of every machine (its server's ``rack`` label; ``-1``: no rack), ``machine_names`` order."""
@@ -786,13 +794,19 @@ class Instance(_ValueEquality):
         (``tasks``): the simulator launches no task of a queue running its cap, and the schedule checker
         counts every queue's running tasks at every instant against it. Any other queue has weight 1 and no cap.
         """
-        names = [job.tenant or job.name for job in self.jobs]
-        order = tuple(dict.fromkeys(names))
-        index = {name: q for q, name in enumerate(order)}
+        numbered = getattr(self.jobs, "tenant_codes", None)  # a trace's columns (models.traces.TraceJobs)
+        found = numbered() if callable(numbered) else None
+        if found is not None:
+            order, of_job = tuple(found[0]), found[1]
+        else:
+            names = [job.tenant or job.name for job in self.jobs]
+            order = tuple(dict.fromkeys(names))
+            index = {name: q for q, name in enumerate(order)}
+            of_job = np.array([index[n] for n in names], dtype=np.int64)
         declared = {tenant.name: tenant for tenant in self.tenants}
         weight = np.array([declared[n].weight if n in declared else 1.0 for n in order], dtype=np.float64)
         cap = np.array([declared[n].tasks if n in declared else math.inf for n in order], dtype=np.float64)
-        return Queues(order, np.array([index[n] for n in names], dtype=np.int64), weight, cap)
+        return Queues(order, of_job, weight, cap)
 
     @property
     def dominant_demand(self) -> FloatArray:

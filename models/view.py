@@ -30,16 +30,18 @@ from fairpack.models.result import (
     schedule_objectives,
     unit_names,
 )
+from fairpack.models.stages import stage_table
 from fairpack.models.timeline import job_table
 from fairpack.models.types import FloatArray, Instance, InstanceError, IntArray
 
 
 def result_json(instance: Instance, result: Result, *, tables: bool = True,
-                units_shown: int | None = None) -> dict[str, Any]:  # fmt: skip
+                units_shown: int | None = None, jobs_shown: int | None = None) -> dict[str, Any]:  # fmt: skip
     """The CLI JSON contract: common keys, then the allocation view and/or the schedule view.
 
     ``tables=False`` leaves placeholders for ``tenants`` and ``nodes``, which :func:`result_json_text`
-    writes as text in bulk."""
+    writes as text in bulk. ``jobs_shown`` (the table's ``--top``) keeps the first jobs' rows only and no
+    task rows: what a table shows, not a million rows it does not."""
     data: dict[str, Any] = {
         "status": result.status,
         "method": result.method,
@@ -63,7 +65,7 @@ def result_json(instance: Instance, result: Result, *, tables: bool = True,
     if result.allocation is not None:
         data.update(allocation_json(instance, result.allocation, tables=tables, units_shown=units_shown))
     if result.schedule is not None:
-        data.update(schedule_json(instance, result.schedule))
+        data.update(schedule_json(instance, result.schedule, jobs_shown))
     data.update({key: _plain(value) for key, value in result.extra.items()})
     return data
 
@@ -386,11 +388,12 @@ def allocation_from_json(instance: Instance, data: dict[str, Any]) -> Allocation
     return Allocation(tasks, kind, bool(data.get("integral", False)))
 
 
-def schedule_json(instance: Instance, schedule: Schedule) -> dict[str, Any]:
+def schedule_json(instance: Instance, schedule: Schedule, jobs_shown: int | None = None) -> dict[str, Any]:
     """``makespan``, ``avg_jct``, ``jobs: {name: {completion, fair_completion}}`` and ``tasks``.
 
     With a per-server placement every task also names its ``server`` (class) and ``machine`` (number
-    within the class).
+    within the class). With ``jobs_shown``, ``jobs`` holds the first ``jobs_shown`` jobs and ``tasks`` is left
+    out (``task_rows`` counts them).
     """
     table = job_table(instance, schedule)
     completion = table["completion"]
@@ -399,6 +402,7 @@ def schedule_json(instance: Instance, schedule: Schedule) -> dict[str, Any]:
     fair = schedule.fair_completion
     columns = {key: [_finite(v) for v in table[key].tolist()]
                for key in ("arrival", "start", "queueing_delay", "jct", "slowdown")}  # fmt: skip
+    shown = len(instance.jobs) if jobs_shown is None else min(max(jobs_shown, 0), len(instance.jobs))
     jobs = {
         job.name: {
             "arrival": columns["arrival"][k],
@@ -411,8 +415,13 @@ def schedule_json(instance: Instance, schedule: Schedule) -> dict[str, Any]:
             "deadline": _finite(job.deadline),
             "utility": _finite(float(utility[k])),
         }
-        for k, job in enumerate(instance.jobs)
+        for k, job in enumerate(instance.jobs[:shown])
     }
+    if jobs_shown is not None:
+        return _schedule_numbers(instance, {"makespan": _finite(numbers["makespan"]),
+                                            "avg_jct": _finite(numbers["avg_jct"]),
+                                            "utility": _finite(float(utility.sum())), "jobs": jobs,
+                                            "task_rows": int(schedule.job.size)}, completion)  # fmt: skip
 
     def stage_name(job: int, stage: int) -> str | int:
         if 0 <= job < len(instance.jobs) and 0 <= stage < len(instance.jobs[job].stages):
@@ -445,7 +454,12 @@ def schedule_json(instance: Instance, schedule: Schedule) -> dict[str, Any]:
                 row["option"] = option
     view = {"makespan": _finite(numbers["makespan"]), "avg_jct": _finite(numbers["avg_jct"]),
             "utility": _finite(float(utility.sum())), "jobs": jobs, "tasks": tasks}  # fmt: skip
-    deadlines = np.array([job.deadline for job in instance.jobs])
+    return _schedule_numbers(instance, view, completion)
+
+
+def _schedule_numbers(instance: Instance, view: dict[str, Any], completion: FloatArray) -> dict[str, Any]:
+    """``view`` with ``slo_attainment`` when some job has a deadline."""
+    deadlines = stage_table(instance).deadline
     if np.isfinite(deadlines).any():
         met = completion <= deadlines * (1 + 1e-9)
         view["slo_attainment"] = float(met[np.isfinite(deadlines)].mean())

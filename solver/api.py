@@ -25,6 +25,7 @@ from fairpack.models.result import (
     relative_gap,
     schedule_objectives,
 )
+from fairpack.models.stages import stage_table
 from fairpack.models.types import Instance, InstanceError
 from fairpack.solver import interrupt
 from fairpack.solver.budget import Budget
@@ -201,7 +202,7 @@ def check_schedule_memory(instance: Instance, name: str) -> None:
     alone would not fit in the memory available, before any array is allocated."""
     if not instance.jobs:
         return
-    total = sum(stage.tasks for job in instance.jobs for stage in job.stages)
+    total = int(stage_table(instance).tasks.sum())
     available = available_memory()
     if available is None or total * SCHEDULE_BYTES_PER_TASK <= available:
         return
@@ -328,8 +329,9 @@ def _verified_schedule(instance: Instance, result: Result, exact: bool) -> Resul
     capped = exact and result.extra.get("fair_cap", True) is not False
     deadlines = None if capped else np.full(len(instance.jobs), np.inf)
     placed = result.extra.get("placement") == "servers"
-    names = {job.name: k for k, job in enumerate(instance.jobs)}
-    unfinished = [names[name] for name in result.extra.get("unfinished_jobs", ())]
+    called = result.extra.get("unfinished_jobs", ())
+    names = {job.name: k for k, job in enumerate(instance.jobs)} if called else {}
+    unfinished = [names[name] for name in called]
     report = verify_schedule(instance, result.schedule, fair_completion=deadlines, require_placement=placed,
                              unfinished=unfinished)  # fmt: skip
     name = str(result.extra.get("objective_name", "makespan"))

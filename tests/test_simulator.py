@@ -401,8 +401,12 @@ def test_a_trace_of_one_row_jobs_reads_in_bulk_as_row_by_row(tmp_path: Path, mon
 
     text = "arrival,duration,tenant,cpu,mem,tasks,deadline\n2,1.5,a,1,,2,\n0,2,b,0.5,1,,9\n1,0,,2,0,1,0\n"
     path = _write(tmp_path / "t.csv", text)
-    fast = read_trace(path, ("cpu", "mem"))
+    columns = read_trace(path, ("cpu", "mem"))  # column by column (pyarrow), with its stage table
+    assert columns.table is not None
+    monkeypatch.setattr(traces, "_columnar", lambda *args: None)
+    fast = read_trace(path, ("cpu", "mem"))  # the rows read, then checked in bulk
     monkeypatch.setattr(traces, "_single_rows_fast", lambda *args: None)
     slow = read_trace(path, ("cpu", "mem"))
-    assert fast.jobs == slow.jobs and fast.rows == slow.rows
+    assert columns.jobs == fast.jobs == slow.jobs
+    assert [tuple(r) for r in columns.rows] == list(fast.rows) == list(slow.rows)
     assert [job.name for job in fast.jobs] == ["row2", "row3", "row1"] and fast.jobs[0].deadline == 9

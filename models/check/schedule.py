@@ -44,6 +44,7 @@ from fairpack.models.locality import factors as locality_factors
 from fairpack.models.locality import global_machines, task_blocks
 from fairpack.models.locality import levels as locality_levels
 from fairpack.models.result import Schedule, job_completion, job_utilities, objective_value, schedule_objectives
+from fairpack.models.stages import StageTable, stage_table
 from fairpack.models.tolerance import CHECK_RTOL, settled_all, time_tols
 from fairpack.models.types import BoolArray, FloatArray, Instance, IntArray
 
@@ -109,6 +110,21 @@ def _fair_array(
     return array
 
 
+class _Stages(Sequence[Any]):
+    """The instance's stages in global numbering, each looked up when asked (no list of a million of them)."""
+
+    def __init__(self, instance: Instance, table: StageTable) -> None:
+        self.instance, self.table = instance, table
+
+    def __len__(self) -> int:
+        return self.table.stages
+
+    def __getitem__(self, g: Any) -> Any:
+        if isinstance(g, slice):
+            return [self[i] for i in range(*g.indices(len(self)))]
+        return self.instance.jobs[int(self.table.job[g])].stages[int(self.table.local[g])]
+
+
 def verify_schedule(
     instance: Instance,
     schedule: Schedule,
@@ -151,15 +167,17 @@ def verify_schedule(
     violations: list[str] = []
 
     # Flat numbering of stages and tasks: stage g = stage_offset[job] + stage, task = task_offset[g] + index.
-    stage_counts = np.array([len(job.stages) for job in jobs], dtype=np.int64)
-    stage_offset = np.concatenate([[0], np.cumsum(stage_counts)])[:-1]
-    stages = [stage for job in jobs for stage in job.stages]
-    stage_job = np.repeat(np.arange(len(jobs)), stage_counts)
-    tasks_per_stage = np.array([stage.tasks for stage in stages], dtype=np.int64)
+    # The arrays of ``models.stages`` (built from the jobs once per instance, or handed over by a bulk trace read).
+    table = stage_table(instance)
+    stage_counts = np.diff(table.offset)
+    stage_offset = table.offset[:-1]
+    stages = _Stages(instance, table)
+    stage_job = table.job
+    tasks_per_stage = table.tasks
     task_offset = np.concatenate([[0], np.cumsum(tasks_per_stage)])
-    duration = np.array([stage.duration for stage in stages], dtype=np.float64)
-    demand = np.array([stage.demand for stage in stages], dtype=np.float64).reshape(-1, n_res)
-    release = np.array([job.release for job in jobs], dtype=np.float64)
+    duration = table.duration
+    demand = table.demand.reshape(-1, n_res)
+    release = table.release
 
     def task_name(g: int, index: int) -> str:
         return f"job {jobs[stage_job[g]].name} stage {stages[g].name} task {index}"
@@ -246,10 +264,8 @@ def verify_schedule(
     stage_last = np.full(len(stages), -np.inf)
     np.minimum.at(stage_first, g, b)
     np.maximum.at(stage_last, g, e)
-    parents = [(int(stage_offset[k]) + p, int(stage_offset[k]) + s)
-               for k, job_ in enumerate(jobs) for s, st in enumerate(job_.stages) for p in st.after]  # fmt: skip
-    if parents:
-        edge = np.array(parents, dtype=np.int64)
+    if table.edges.size:
+        edge = table.edges
         parent_end, child_start = stage_last[edge[:, 0]], stage_first[edge[:, 1]]
         present = np.isfinite(parent_end) & np.isfinite(child_start)
         broken = present & (child_start < settled_all(np.where(present, parent_end, 0.0)))
@@ -277,7 +293,7 @@ def verify_schedule(
     # 5. Pooled capacity; a task run under an option with its own demand uses that demand.
     need = demand[g]
     if schedule.option is not None and instance.has_option_demands:
-        need = _option_demand(stages, g, schedule.option[rows], need)
+        need = _option_demand(list(stages), g, schedule.option[rows], need)
     sweep = _sweep(b, e, need, np.zeros(rows.size, dtype=np.int64))
     peak = np.maximum(sweep[3].max(axis=0), 0.0) if rows.size else np.zeros(n_res)
     violations += truncate(

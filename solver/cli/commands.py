@@ -419,8 +419,11 @@ def _simulate_and_write(instance: Instance, trace: Any, options: dict[str, Any],
     with native_stdout_to_stderr():
         result = simulate(instance, args.policy, trace, time_limit=_left(args.time_limit, started), **options)
     workload = instance if trace is None else trace.on(instance)
-    data = result_json(workload, result)
-    _print_result(workload, result, data, "json" if args.json else args.format, args)
+    output = "json" if args.json else args.format
+    # A table shows --top jobs: its view is built for them alone (no row per task), unless the JSON is saved too.
+    light = output == "table" and not args.output and result.schedule is not None
+    data = result_json(workload, result, jobs_shown=args.top if light else None)
+    _print_result(workload, result, data, output, args)
     if args.output:
         write_output(args.output, data)
     if args.plot:

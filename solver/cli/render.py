@@ -13,6 +13,7 @@ import math
 from typing import Any
 
 from fairpack.models.result import Result
+from fairpack.models.stages import stage_table
 from fairpack.models.types import Instance
 from fairpack.models.view import result_json
 
@@ -80,14 +81,16 @@ def _format_schedule(instance: Instance, result: Result, data: dict[str, Any], t
         ("bound", result.bound),
         ("gap", result.gap),
     ]
-    valued = any(job.utility or job.deadline != float("inf") for job in instance.jobs)
+    table = stage_table(instance)
+    valued = bool(table.utility.any() or (table.deadline != float("inf")).any())
     if valued:  # deadlines and utilities: what the soft-constraint methods and policies are judged by
         numbers += [("utility", data["utility"]), ("SLO attainment", data.get("slo_attainment"))]
     if result.extra.get("finished_jobs") is not None and result.objective is None:
         numbers += [("finished jobs", result.extra["finished_jobs"]),
                     ("avg JCT of the finished", result.extra.get("avg_jct_finished"))]  # fmt: skip
     lines.append("  " + "   ".join(f"{name} {value:.6g}" for name, value in numbers if value is not None))
-    lines.append(f"  build {result.build_s:.3f} s, solve {result.solve_s:.3f} s, {len(data['tasks'])} tasks")
+    tasks = len(data["tasks"]) if "tasks" in data else data["task_rows"]  # a table's view has no task rows
+    lines.append(f"  build {result.build_s:.3f} s, solve {result.solve_s:.3f} s, {tasks} tasks")
     lines += _simulation_summary(result)
     counters = [(key, result.extra[key]) for key in result.extra.get("policy_counters", ())]
     if counters:  # the policy's own statistics (probes, conflicts, ...)

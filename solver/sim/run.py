@@ -13,7 +13,7 @@ recomputed from it; a run over backlogs returns the placement at the horizon and
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,8 +27,15 @@ from fairpack.solver.registry import OptionError, SolveOptions, get_policy
 from fairpack.solver.sim.backlog import SimOptions, backlog_result
 from fairpack.solver.sim.build import build, policy_settings, refuse_workload
 from fairpack.solver.sim.engine import BasePolicy, Simulation
+from fairpack.solver.sim.policies.flat import Fifo
 from fairpack.solver.sim.workload import Workload
 
+if TYPE_CHECKING:
+    from fairpack.solver.sim.compiled_loop import CompiledRun
+
+#: Tasks from which a FIFO run in the compiled loop's domain runs there (below, importing numba costs more than
+#: the engine's whole run).
+COMPILED_MIN_TASKS = 5_000
 #: Time bins of the shares series and of Jain's index and the time below fair share.
 TIMELINE_BINS = 100
 
@@ -56,8 +63,11 @@ def run_simulation(instance: Instance, policy: str, options: SolveOptions, budge
     jobs = Workload.of_jobs(instance, placement)
     scheduler = build_policy(policy, jobs, options, instance)
     horizon = options.extra.get("horizon")
-    sim = Simulation(instance, jobs, scheduler, placement, horizon=None if horizon is None else float(horizon),
-                     seed=options.seed or 0, deadline=deadline).run()  # fmt: skip
+    stop = None if horizon is None else float(horizon)
+    sim: Simulation | CompiledRun = (
+        _compiled(instance, jobs, scheduler, placement, stop, deadline)
+        or Simulation(instance, jobs, scheduler, placement, horizon=stop, seed=options.seed or 0,
+                      deadline=deadline).run())  # fmt: skip
     solve_s = time.perf_counter() - started
     schedule = sim.schedule()
     counters = scheduler.counters()
@@ -77,14 +87,30 @@ def run_simulation(instance: Instance, policy: str, options: SolveOptions, budge
     return Result("feasible", policy, "none", solve_s=solve_s, schedule=schedule, extra=extra, message=message)
 
 
+def _compiled(instance: Instance, jobs: Workload, scheduler: BasePolicy, placement: str, horizon: float | None,
+              deadline: float | None) -> CompiledRun | None:  # fmt: skip
+    """The run by ``solver.sim.compiled_loop`` when the policy is FIFO, the workload in its domain and large enough
+    to pay for numba's import (``COMPILED_MIN_TASKS``); None for the engine to run it."""
+    if type(scheduler) is not Fifo or float(jobs.count.sum()) < COMPILED_MIN_TASKS:
+        return None
+    from fairpack.solver.sim.compiled_loop import CompiledRun, in_domain
+
+    if not in_domain(instance, jobs, placement):
+        return None
+    return CompiledRun(instance, jobs, placement, horizon, deadline).run()
+
+
 def _timeline(instance: Instance, schedule: Any, trace: TraceData | None, unfinished: Any) -> dict[str, Any]:
     summary = timeline_summary(instance, schedule, TIMELINE_BINS, unfinished)
     data: dict[str, Any] = {"utilisation_series": utilisation_series(instance, schedule),
                             "shares": summary.pop("bins"), "summary": summary}  # fmt: skip
     if trace is not None:
         table = job_table(instance, schedule)
-        names = {job.name: k for k, job in enumerate(instance.jobs)}
-        rows = [names[job.name] for job in trace.jobs]
+        rows: Any = np.arange(len(instance.jobs) - len(trace.jobs), len(instance.jobs))
+        if instance.jobs is not trace.jobs and not (len(trace.jobs) and instance.jobs[rows[0]] is trace.jobs[0]
+                                                    and instance.jobs[-1] is trace.jobs[-1]):  # fmt: skip
+            names = {job.name: k for k, job in enumerate(instance.jobs)}  # not TraceData.on's order: by name
+            rows = np.array([names[job.name] for job in trace.jobs], dtype=np.int64)
         observed = trace.observed_delay
         known = observed == observed  # not nan
         data["trace"] = {
@@ -94,7 +120,7 @@ def _timeline(instance: Instance, schedule: Any, trace: TraceData | None, unfini
             "censored": int(trace.censored.sum()),
             "notes": list(trace.notes),
             "observed_mean_delay": float(observed[known].mean()) if known.any() else None,
-            "simulated_mean_delay": float(np.nanmean(table["queueing_delay"][rows])) if rows else None,
+            "simulated_mean_delay": float(np.nanmean(table["queueing_delay"][rows])) if rows.size else None,
         }
     return data
 

@@ -13,14 +13,16 @@ numbered globally, jobs in instance order; every group belongs to one job and on
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
 from fairpack.models.dag import longest_paths
 from fairpack.models.diagnose import placement_fits
+from fairpack.models.stages import stage_table
 from fairpack.models.types import BoolArray, FloatArray, Instance, InstanceError, IntArray
 from fairpack.solver.registry import policies
 
@@ -106,6 +108,30 @@ def _fits_room(demand: FloatArray, room: FloatArray) -> bool:
     return all(d <= r for d, r in zip(demand.tolist(), room.tolist(), strict=True) if d > 0)
 
 
+class JobStages(Sequence[IntArray]):
+    """Every job's groups (``arange`` of its range), made when asked: no million small arrays up front."""
+
+    def __init__(self, offset: IntArray) -> None:
+        self.offset = offset
+
+    def __len__(self) -> int:
+        return int(self.offset.size) - 1
+
+    @overload
+    def __getitem__(self, k: int) -> IntArray: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> Sequence[IntArray]: ...
+
+    def __getitem__(self, k: int | slice) -> IntArray | Sequence[IntArray]:
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self)))]
+        if not -len(self) <= k < len(self):
+            raise IndexError(k)
+        k %= len(self)
+        return np.arange(self.offset[k], self.offset[k + 1])
+
+
 @dataclass(frozen=True)
 class Workload:
     """Every group of a simulation as arrays (global group numbering, jobs in instance order).
@@ -140,7 +166,7 @@ class Workload:
     demand: FloatArray
     parents: tuple[tuple[int, ...], ...]
     children: tuple[tuple[int, ...], ...]
-    job_stages: tuple[IntArray, ...]
+    job_stages: Sequence[IntArray]
     release: FloatArray
     weight: FloatArray
     job_tenant: IntArray
@@ -163,19 +189,23 @@ class Workload:
         if not instance.jobs:
             raise InstanceError("a job simulation needs jobs", "jobs")
         placement_fits(instance, placement)
-        counts = [len(job.stages) for job in instance.jobs]
-        offset = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        stages = [stage for job in instance.jobs for stage in job.stages]
-        parents = tuple(tuple(int(offset[k]) + p for p in stage.after)
-                        for k, job in enumerate(instance.jobs) for stage in job.stages)  # fmt: skip
-        children: list[list[int]] = [[] for _ in stages]
-        for child, ps in enumerate(parents):
-            for p in ps:
-                children[p].append(child)
-        n_res = len(instance.resources)
-        duration = np.array([s.duration for s in stages], dtype=np.float64)
-        _, tail = longest_paths(parents, children, duration)
-        depth = longest_paths(parents, children, np.ones(len(stages)))[0].astype(np.int64)
+        # The stages as arrays (``models.stages``: one walk over the jobs, or none for a trace read in bulk), shared
+        # read-only with the instance.
+        table = stage_table(instance)
+        groups = table.stages
+        if table.edges.size:
+            parents_of: list[list[int]] = [[] for _ in range(groups)]
+            children: list[list[int]] = [[] for _ in range(groups)]
+            for parent, child in table.edges.tolist():
+                parents_of[child].append(parent)
+                children[parent].append(child)
+            parents = tuple(tuple(p) for p in parents_of)
+            _, tail = longest_paths(parents, children, table.duration)
+            depth = longest_paths(parents, children, np.ones(groups))[0].astype(np.int64)
+            child_tuples = tuple(tuple(c) for c in children)
+        else:  # no edge at all (a trace of one-stage jobs): every path is its own stage
+            parents = child_tuples = ((),) * groups
+            tail, depth = table.duration.copy(), np.zeros(groups, dtype=np.int64)
         # Queues the instance also declares as tenants take their weight and running-task cap from there
         # (a trace replayed on a flat instance); any other queue has weight 1 and no cap.
         queues = instance.queues()
@@ -185,17 +215,22 @@ class Workload:
             q = int(never[0])
             raise InstanceError(f"queue {queues.names[q]!r} has jobs but a cap of {queues.cap[q]:g} running tasks, "
                                 "below one whole task: they could never run", queues.cap_field(q, instance.tenants))
+        if instance.has_options and placement == "servers":
+            stages = [stage for job in instance.jobs for stage in job.stages]
+            options = tuple(GroupOptions.of(instance, stage) if stage.options else None for stage in stages)
+        else:
+            options = (None,) * groups
         return Workload(
-            stage_job=np.repeat(np.arange(len(instance.jobs)), counts),
-            stage_local=np.concatenate([np.arange(c) for c in counts]).astype(np.int64),
-            count=np.array([s.tasks for s in stages], dtype=np.float64),
-            duration=duration,
-            demand=np.array([s.demand for s in stages], dtype=np.float64).reshape(-1, n_res),
+            stage_job=table.job,
+            stage_local=table.local,
+            count=table.tasks.astype(np.float64),
+            duration=table.duration,
+            demand=table.demand,
             parents=parents,
-            children=tuple(tuple(c) for c in children),
-            job_stages=tuple(np.arange(offset[k], offset[k + 1]) for k in range(len(counts))),
-            release=np.array([j.release for j in instance.jobs], dtype=np.float64),
-            weight=np.array([j.weight for j in instance.jobs], dtype=np.float64),
+            children=child_tuples,
+            job_stages=JobStages(table.offset),
+            release=table.release,
+            weight=table.weight,
             job_tenant=queues.of_job,
             tenants=queues.names,
             tenant_weight=queues.weight,
@@ -203,8 +238,7 @@ class Workload:
             capacity=np.asarray(instance.total_capacity, dtype=np.float64),
             tail=tail,
             depth=depth,
-            options=tuple(GroupOptions.of(instance, stage) if stage.options and placement == "servers" else None
-                          for stage in stages),
+            options=options,
         )
 
     @staticmethod
