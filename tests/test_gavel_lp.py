@@ -8,7 +8,14 @@ import pytest
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from benchmarks.gavel_lp import AGREEMENT, GavelInstance, fairpack_instance, fairpack_side, gavel_instance
+from benchmarks.gavel_lp import (
+    AGREEMENT,
+    GavelInstance,
+    fairpack_instance,
+    fairpack_side,
+    gavel_instance,
+    gavel_level,
+)
 
 
 def gavel_optimum(gavel: GavelInstance) -> tuple[float, np.ndarray]:
@@ -57,3 +64,18 @@ def test_mapping_is_exact_on_throughputs_and_rows() -> None:
     assert np.all(instance.capacity > 0)
     with pytest.raises(ValueError, match="families"):
         gavel_instance(5, 2, 3)
+
+
+@pytest.mark.xfail(strict=True, reason="decomposed DRFH rounds stop short of the optimum and say 'optimal': the "
+                   "master's objective is scaled by the loose level bound t_max, so its reduced costs fall under "
+                   "HiGHS's dual tolerance (solver/drfh/decompose.py)")  # fmt: skip
+def test_decomposed_rounds_reach_the_optimum_on_a_gavel_instance() -> None:
+    from fairpack.solver.api import solve
+
+    gavel = gavel_instance(200, 20, 3, 0)  # strategy 'auto' decomposes here: 200 tenants, 60 capacity rows
+    instance = fairpack_instance(gavel)
+    value, _ = gavel_optimum(gavel)
+    decomposed = solve(instance, "drfh", strategy="decompose")
+    assert decomposed.status == "optimal" and decomposed.allocation is not None
+    level = gavel_level(gavel, decomposed.allocation.tasks)["level"]
+    assert abs(level - value) <= AGREEMENT * value  # today: 7.5e-4 relative below (26x below at 1,000 x 100)
