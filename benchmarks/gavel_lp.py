@@ -193,13 +193,14 @@ def gavel_level(gavel: GavelInstance, tasks: FloatArray) -> dict[str, float]:
     }
 
 
-def fairpack_side(gavel: GavelInstance) -> dict[str, Any]:
-    """fairpack's exact ``drfh`` on the mapped instance; timed over the whole ``solve`` call."""
+def fairpack_side(gavel: GavelInstance, algorithm: str | None = None) -> dict[str, Any]:
+    """fairpack's exact ``drfh`` on the mapped instance (HiGHS ``algorithm``, None: fairpack's default); timed
+    over the whole ``solve`` call."""
     from fairpack.solver.api import solve
 
     instance = fairpack_instance(gavel)
     wall, cpu = time.perf_counter(), time.process_time()
-    result = solve(instance, "drfh")
+    result = solve(instance, "drfh", algorithm=algorithm)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     if result.allocation is None or not result.verified:
         raise RuntimeError(f"fairpack's drfh did not return a verified allocation: {result.status} {result.message}")
@@ -266,12 +267,13 @@ def ensure_environment(env: Path = ENV) -> Path:
 
 
 def _fairpack_worker() -> None:
-    """In fairpack's environment: for each ``{"jobs", "types", "families", "seed"}`` line, solve and reply."""
+    """In fairpack's environment: for each ``{"jobs", "types", "families", "seed", "algorithm"}`` line, solve and
+    reply."""
     replies = _reply_channel()
     for line in sys.stdin:
         job = json.loads(line)
         gavel = gavel_instance(job["jobs"], job["types"], job["families"], job["seed"])
-        print(json.dumps(fairpack_side(gavel)), file=replies, flush=True)
+        print(json.dumps(fairpack_side(gavel, job["algorithm"])), file=replies, flush=True)
 
 
 class Peer:
@@ -303,15 +305,15 @@ def _request(gavel: GavelInstance) -> dict[str, Any]:
             "weight": gavel.weight.tolist(), "workers": gavel.workers.tolist()}  # fmt: skip
 
 
-def measure(jobs: int, types: int, families: int | None, seed: int, repeats: int, ours: Peer,
-            theirs: Peer) -> dict[str, Any]:  # fmt: skip
+def measure(jobs: int, types: int, families: int | None, seed: int, repeats: int, ours: Peer, theirs: Peer,
+            algorithm: str | None = None) -> dict[str, Any]:  # fmt: skip
     """Both sides ``repeats`` times each, alternating; the optima compared and the time certificate checked."""
     gavel = gavel_instance(jobs, types, families, seed)
     request = _request(gavel)
     runs: dict[str, list[dict[str, Any]]] = {"fairpack": [], "gavel": []}
     for _ in range(repeats):
         runs["fairpack"].append(ours.ask({"jobs": jobs, "types": types, "families": gavel.phi.shape[1],
-                                          "seed": seed}))  # fmt: skip
+                                          "seed": seed, "algorithm": algorithm}))  # fmt: skip
         runs["gavel"].append(theirs.ask(request))
     level, value = runs["fairpack"][0]["level"], runs["gavel"][0]["value"]
     difference = abs(level - value) / max(abs(value), 1e-12)
@@ -337,12 +339,14 @@ def check(row: dict[str, Any]) -> None:
                                                      f"Gavel {row['gavel_value']!r}")  # fmt: skip
 
 
-def markdown(rows: list[dict[str, Any]], load: dict[str, list[float]], highspy: str) -> str:
+def markdown(rows: list[dict[str, Any]], load: dict[str, list[float]], highspy: str,
+             algorithm: str | None = None) -> str:  # fmt: skip
     from benchmarks._common import load_line
 
+    how = f", HiGHS algorithm {algorithm!r}" if algorithm else ""
     lines = [
         f"Gavel's max-min LP (cvxpy {CVXPY_VERSION} + HiGHS via highspy {highspy}) against fairpack `drfh` "
-        "(whole `solve`: leximin filling and the independent check), same instances, alternating runs.",
+        f"(whole `solve`: leximin filling and the independent check{how}), same instances, alternating runs.",
         "",
         "| jobs x types | families | optimum (fairpack / Gavel) | rel. diff | time cert. | fairpack CPU s min / med "
         "| Gavel CPU s min / med | fairpack wall s | Gavel wall s | Gavel / fairpack CPU (wall) |",
@@ -371,6 +375,7 @@ def main() -> None:
     parse.add_argument("--families", type=int, default=None, help="families (resources); default min(types, 10)")
     parse.add_argument("--repeats", type=int, default=3)
     parse.add_argument("--seed", type=int, default=0)
+    parse.add_argument("--algorithm", default=None, help="fairpack's HiGHS algorithm (default: fairpack's own)")
     parse.add_argument("--name", default="gavel_lp", help="results file name")
     args = parse.parse_args()
     python = ensure_environment()
@@ -381,11 +386,11 @@ def main() -> None:
     rows = []
     try:
         warm = gavel_instance(20, 2, seed=args.seed)  # imports and first-call set-up, not timed
-        ours.ask({"jobs": 20, "types": 2, "families": 2, "seed": args.seed})
+        ours.ask({"jobs": 20, "types": 2, "families": 2, "seed": args.seed, "algorithm": args.algorithm})
         theirs.ask(_request(warm))
         for size in args.sizes:
             jobs, types = (int(part) for part in size.lower().split("x"))
-            row = measure(jobs, types, args.families, args.seed, args.repeats, ours, theirs)
+            row = measure(jobs, types, args.families, args.seed, args.repeats, ours, theirs, args.algorithm)
             print(f"{jobs} x {types}: optimum {row['fairpack_level']:.9g} (Gavel {row['gavel_value']:.9g}), CPU "
                   f"fairpack {row['fairpack_cpu_s']['median']:.2f} s, Gavel {row['gavel_cpu_s']['median']:.2f} s, "
                   f"ratio {row['ratio_cpu']:.1f}x", flush=True)  # fmt: skip
@@ -397,8 +402,9 @@ def main() -> None:
     versions = subprocess.run([str(python), "-c", "from importlib.metadata import version; print(version('highspy'))"],
                               capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
     save(args.name, {"cvxpy_version": CVXPY_VERSION, "highspy_version": versions, "repeats": args.repeats,
+                     "fairpack_algorithm": args.algorithm,
                      "target_ratio": TARGET_RATIO, "load": load, "sizes": rows},
-         markdown(rows, load, versions), args.out)  # fmt: skip
+         markdown(rows, load, versions, args.algorithm), args.out)  # fmt: skip
     for row in rows:  # after saving, so a disagreement's figures are on disk
         check(row)
 
