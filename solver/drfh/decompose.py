@@ -43,12 +43,18 @@ from fairpack.models.types import BoolArray, FloatArray, IntArray
 from fairpack.solver.backends import Backend
 from fairpack.solver.backends.base import Session
 from fairpack.solver.budget import Budget
-from fairpack.solver.drfh.filling import RoundOutcome, level_upper_bound
+from fairpack.solver.drfh.filling import RoundOutcome, RoundSolver, level_upper_bound
 from fairpack.solver.drfh.model import DrfhModel
 from fairpack.solver.lp import LPBuilder
 
 #: The master's level counts as optimal within this relative gap to the price certificate ``T(p)``.
 _GAP = 1e-10
+#: When the master stalls (its improving map is in it already: round-off in HiGHS's reduced costs), the level is
+#: still taken as optimal within this relative gap to ``T(p)``; beyond it the round is not certified and is
+#: solved by the plain LP instead (a stalled master once reported a level 26 times too low as optimal).
+_STALL_GAP = 1e-7
+#: The message of a round the decomposition could not certify (it goes to the plain LP).
+UNCERTIFIED = "the master stalled short of its price certificate"
 #: Master solves per round before giving up (each adds at least one new map; a few dozen is typical).
 _MAX_ITERATIONS = 2000
 
@@ -106,6 +112,7 @@ class DecomposedRounds:
         self.split: FloatArray | None = None  # the last solve's placement, (tenants, units)
         self.shares: FloatArray | None = None  # the last solve's demands
         self.maps: list[IntArray] = []  # maps with weight in the last solve, reused as starting columns
+        self.plain: RoundSolver | None = None  # the plain LP, once a round could not be certified here
 
     # -- pricing -----------------------------------------------------------------------------------------------
     def _price(self, prices: FloatArray) -> tuple[FloatArray, IntArray]:
@@ -208,7 +215,9 @@ class DecomposedRounds:
             if certificate - level <= _GAP * max(certificate, 0.0) + 1e-300 or self.budget.expired():
                 break
             key = unit.tobytes()
-            if key in known:  # the improving map is in the master already: round-off, nothing left to gain
+            if key in known:  # the improving map is in the master already: round-off, or a stalled master
+                if certificate - level > _STALL_GAP * max(certificate, 0.0) + 1e-300:
+                    return RoundOutcome("error", solve_s=solve_s, message=UNCERTIFIED)
                 break
             known.add(key)
             new = [(grows, _Column(unit=unit)) for grows in ((False, True) if fixed is not None else (True,))]
@@ -245,7 +254,21 @@ class DecomposedRounds:
 
     # -- the RoundSolver protocol ---------------------------------------------------------------------------------
     def solve_round(self, coefficient: FloatArray, lower: FloatArray, upper: FloatArray) -> RoundOutcome:
-        """Max t s.t. G_i >= coefficient_i t, lower <= G <= upper (see module docstring)."""
+        """Max t s.t. G_i >= coefficient_i t, lower <= G <= upper (see module docstring). A round whose level the
+        price certificate does not prove (a stalled master) is solved by the plain LP, and so is every later
+        round: an answer here is optimal only when proven."""
+        if self.plain is None:
+            outcome = self._solve_round(coefficient, lower, upper)
+            if not (outcome.status == "error" and outcome.message == UNCERTIFIED):
+                return outcome
+            from fairpack.solver.drfh.filling import SessionRounds
+
+            self.plain = SessionRounds.all_columns(self.model, self.backend, self.budget)
+        outcome = self.plain.solve_round(coefficient, lower, upper)
+        self.lp_solves += 1
+        return outcome
+
+    def _solve_round(self, coefficient: FloatArray, lower: FloatArray, upper: FloatArray) -> RoundOutcome:
         grows = coefficient > 0
         if np.any(lower[grows] > 0):
             raise ValueError("a growing tenant with a lower bound: the decomposition fixes frozen tenants only")
@@ -286,6 +309,8 @@ class DecomposedRounds:
 
     def pair_shares(self) -> tuple[IntArray, IntArray, FloatArray]:
         """(tenant, unit, g) of the last solution."""
+        if self.plain is not None:
+            return self.plain.pair_shares()
         assert self.split is not None and self.shares is not None
         g = self.split * self.shares[:, None]
         tenants, units = np.nonzero(g > 0)
