@@ -300,3 +300,24 @@ def test_highs_is_stopped_past_its_deadline_where_its_own_limit_is_not_read() ->
     assert session.should_stop()
     unlimited = backend.HighsSession(lp)
     assert unlimited._deadline is None and not unlimited.should_stop()
+
+
+def test_a_milp_highs_cannot_stop_in_time_is_not_started_under_a_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above LIMITED_MAX_NONZEROS the choice MILP is not started under a time limit (HiGHS's root LP of 3 million
+    nonzeros ran past 100 s under a 30 s limit without checking it): the warm start is the answer; without a
+    limit the MILP is solved."""
+    from fairpack.models.io import parse_instance
+    from fairpack.solver.spacetime import choice_milp
+
+    monkeypatch.setattr(choice_milp, "LIMITED_MAX_NONZEROS", 0)
+    instance = parse_instance("""
+resources: [cpu]
+servers: [{name: m, capacity: {cpu: 2}}]
+jobs:
+  - {name: a, utility: [[2, 5], [6, 0]], stages: [{name: s, duration: 2, demand: {cpu: 2}}]}
+  - {name: b, utility: [[3, 4], [8, 0]], stages: [{name: s, duration: 1, demand: {cpu: 2}}]}
+""")
+    limited = solve(instance, "spacetime", objective="utility", fair_cap=False, time_limit=60)
+    assert limited.status == "time_limit" and limited.verified and "was not started: HiGHS" in limited.message
+    unlimited = solve(instance, "spacetime", objective="utility", fair_cap=False)
+    assert unlimited.status == "optimal" and unlimited.verified

@@ -65,6 +65,11 @@ PULSE_MAX_TICKS = 2
 LOAD_S_PER_NONZERO = 4e-6
 #: Under a time limit, MILPs with more nonzeros than this are solved without presolve (``milp``'s rule).
 PRESOLVE_MAX_NONZEROS = 500_000
+#: Under a time limit, a MILP above this many nonzeros is not started (its warm start is the answer): the root LP
+#: of one with a million rows and 3,000,011 nonzeros (a deadline of 1e-9 in slots) ran past 100 s under a 30 s
+#: limit, presolve on or off, without asking the interrupt callbacks that watch the clock; 1,026,235 nonzeros
+#: stopped on time.
+LIMITED_MAX_NONZEROS = 2_000_000
 #: Under a time limit, the share of the time left after building that the solver is given.
 SOLVER_SHARE = 0.85
 #: Under a time limit, the share of the time left that the search over list schedules' job orders may take.
@@ -548,6 +553,11 @@ def _solve(solver: Backend, lp: LinearProgram, point: FloatArray | None, deadlin
     if left < LOAD_S_PER_NONZERO * nonzeros:
         notes.append(f"the MILP ({nonzeros:,} nonzeros) was not started in the time left")
         return SolveOutcome("time_limit", message="time limit reached before the solve")
+    if nonzeros > LIMITED_MAX_NONZEROS:
+        notes.append(f"the MILP ({nonzeros:,} nonzeros, {lp.num_rows:,} rows) was not started: HiGHS's root LP of a "
+                     f"model above {LIMITED_MAX_NONZEROS:,} nonzeros has run minutes past its time limit without "
+                     "checking it; without --time-limit it is solved")  # fmt: skip
+        return SolveOutcome("time_limit", message="the MILP was not started under a time limit")
     given = max(SOLVER_SHARE * left, 0.01)
     if solver.name == "highs" and nonzeros > PRESOLVE_MAX_NONZEROS:
         session = solver.session(lp, given, algorithm, presolve=False)
