@@ -28,7 +28,7 @@ from fairpack.models.result import (
 from fairpack.models.stages import stage_table
 from fairpack.models.types import Instance, InstanceError
 from fairpack.solver import interrupt
-from fairpack.solver.budget import Budget
+from fairpack.solver.budget import Budget, available_memory
 
 if TYPE_CHECKING:
     from fairpack.models.traces import TraceData
@@ -183,18 +183,6 @@ def simulate(
 #: Bytes a schedule method needs per task, at the least: the schedule's eight per-task arrays and the
 #: verifier's temporaries over them. A workload that cannot fit in the memory available is refused up front.
 SCHEDULE_BYTES_PER_TASK = 160
-
-
-def available_memory() -> int | None:
-    """Bytes of memory available to a new allocation (Linux ``MemAvailable``); None where it cannot be read."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
 
 
 def check_schedule_memory(instance: Instance, name: str) -> None:

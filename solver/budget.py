@@ -72,3 +72,30 @@ class Budget:
             return self
         deadline = time.perf_counter() + seconds
         return Budget(deadline if self.deadline is None else min(deadline, self.deadline), self.floor)
+
+
+def _proc_kib(path: str, key: str) -> int | None:
+    """A ``key: N kB`` line of a /proc file, in bytes (None where it cannot be read)."""
+    try:
+        with open(path, encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith(key):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def available_memory() -> int | None:
+    """Bytes a new allocation may take: Linux's ``MemAvailable``, and under an address-space limit
+    (``RLIMIT_AS``, as a batch system or ``ulimit -v`` sets) no more than what the limit leaves; None where
+    neither can be read."""
+    import resource
+
+    room = _proc_kib("/proc/meminfo", "MemAvailable:")
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    used = _proc_kib("/proc/self/status", "VmSize:")
+    if soft != resource.RLIM_INFINITY and used is not None:
+        left = max(int(soft) - used, 0)
+        room = left if room is None else min(room, left)
+    return room

@@ -321,3 +321,30 @@ jobs:
     assert limited.status == "time_limit" and limited.verified and "was not started: HiGHS" in limited.message
     unlimited = solve(instance, "spacetime", objective="utility", fair_cap=False)
     assert unlimited.status == "optimal" and unlimited.verified
+
+
+def test_drfh_int_does_not_build_a_level_relaxation_larger_than_the_memory_left(
+        monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """A relaxation that needs more memory than is available (MemAvailable, or what an address-space limit leaves)
+    is not built: under an 8 GiB limit the 12.6 million pairs of the Google table's distinct machines died in
+    HiGHS with SIGSEGV. The answer is the search so far, feasible, saying why."""
+    from fairpack.solver.drfh import int_search
+
+    built: list[float] = []
+    monkeypatch.setattr(int_search, "available_memory", lambda: 1000)  # bytes: any relaxation is larger
+    monkeypatch.setattr(int_search.LevelSearch, "_level_relaxation", lambda self, level: built.append(level))
+    result = solve(google_instance(None, tenants=40, seed=3, machines=60, distinct=True), "drfh-int", time_limit=60)
+    assert not built and result.verified and result.status == "feasible", (result.status, result.message)
+    assert "were not built" in result.message and "GiB are available" in result.message
+
+
+def test_available_memory_counts_an_address_space_limit() -> None:
+    """Run in a child with ``ulimit -v``: the room is at most what the limit leaves above the process's size."""
+    import subprocess
+    import sys
+
+    code = ("import resource; from fairpack.solver.budget import available_memory; "
+            "resource.setrlimit(resource.RLIMIT_AS, (3 * 2**30, resource.RLIM_INFINITY)); "
+            "print(available_memory())")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert 0 < int(done.stdout) < 3 * 2**30
