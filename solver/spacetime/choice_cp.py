@@ -382,11 +382,13 @@ class ChoiceCp:
         model.clear_hints()
         for t, value in enumerate(plan.start.tolist()):
             model.add_hint(self.start[t], int(value))
-        chosen = set(plan.alt.tolist())
-        for a, literal in enumerate(self.literal):
+        chosen = np.zeros(choices.size, dtype=bool)
+        chosen[plan.alt] = True
+        chosen &= plan.present[p.job_of_task[choices.task]] > 0
+        for a, (literal, value) in enumerate(zip(self.literal, chosen.tolist(), strict=True)):
+            self._watch(a)
             if literal is not None:
-                present = plan.present[int(p.job_of_task[int(choices.task[a])])] > 0
-                model.add_hint(literal, bool(a in chosen and present))
+                model.add_hint(literal, value)
         for (g, option, group), literal in self.gang_choice.items():
             t = int(np.searchsorted(p.flat.task_stage, g))
             a = int(plan.alt[t])
@@ -497,15 +499,17 @@ def solve_plan(problem: ChoiceProblem, hints: list[Plan], time_limit: float, wor
     from ortools.sat.python import cp_model
 
     cp = ChoiceCp(problem, build_until)
+    best = best_hint(problem, hints)
     try:
         cp.build()
+        if best is not None:
+            cp.hint(best)
     except ModelOutOfTime:
         return _best_feasible(problem, hints), "MODEL_NOT_BUILT", None, cp
-    best = best_hint(problem, hints)
-    if best is not None:
-        cp.hint(best)
     solver = cp_model.CpSolver()
     limit = float(time_limit) if until is None else max(until - time.perf_counter(), float(time_limit))
+    if build_until is not None:  # the time the model and its hint took is gone
+        limit = min(limit, build_until - time.perf_counter())
     solver.parameters.max_time_in_seconds = max(limit, 0.01)
     solver.parameters.num_workers = max(1, int(workers))
     solver.parameters.random_seed = int(seed)

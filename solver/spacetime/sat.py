@@ -9,15 +9,30 @@ returns at once (``UNKNOWN``), so every caller reads it as a solve stopped by it
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from fairpack.solver import interrupt
 
+#: Seconds past its own wall-clock limit after which a CP-SAT solve is stopped from outside (``stop_search``):
+#: loading and presolving a model of a million alternatives ran tens of seconds past ``max_time_in_seconds``.
+OVERRUN_S = 1.0
+
 
 def run(solver: Any, model: Any, callback: Any | None = None) -> Any:
-    """``solver.solve(model[, callback])`` stoppable by Ctrl-C; returns CP-SAT's status code."""
+    """``solver.solve(model[, callback])`` stoppable by Ctrl-C, and stopped ``OVERRUN_S`` past its time limit
+    whatever phase it is in; returns CP-SAT's status code."""
     solver.parameters.catch_sigint_signal = False
     if interrupt.requested():
         solver.parameters.max_time_in_seconds = 0.0
-    with interrupt.stopping(solver.stop_search):
-        return solver.solve(model) if callback is None else solver.solve(model, callback)
+    limit = float(solver.parameters.max_time_in_seconds)
+    timer = threading.Timer(limit + OVERRUN_S, solver.stop_search) if limit < 1e8 else None
+    if timer is not None:
+        timer.daemon = True
+        timer.start()
+    try:
+        with interrupt.stopping(solver.stop_search):
+            return solver.solve(model) if callback is None else solver.solve(model, callback)
+    finally:
+        if timer is not None:
+            timer.cancel()
