@@ -241,7 +241,8 @@ Serve = Callable[[IntArray, IntArray, Alive], None]
 
 
 def progressive_fill(
-    setup: FlatSetup, place: Callable[[int, int], int], alive: Alive, chunk: int = 8192, serve: Serve | None = None
+    setup: FlatSetup, place: Callable[[int, int], int], alive: Alive, chunk: int = 8192, serve: Serve | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> list[int]:
     """Serve the tenant with the lowest weighted global dominant share, a task at a time.
 
@@ -253,7 +254,8 @@ def progressive_fill(
     can never fit again). ``serve``, when given, grants the plain segments instead of calling ``place``
     entry by entry (a compiled heuristic serves a whole segment in one call): it gets the segment's
     tenants, the task counts as an array and ``alive``, and updates both as ``_serve_segment`` does.
-    Returns the task counts.
+    ``stop``, when given, is asked before every segment; once it says so the filling ends there (a time limit:
+    the tasks placed so far are a feasible allocation). Returns the task counts.
     """
     counts: list[int] | IntArray = [0] * setup.tenants if serve is None else np.zeros(setup.tenants, dtype=np.int64)
     caps = setup.caps.tolist()
@@ -272,6 +274,8 @@ def progressive_fill(
         return placed == 1
 
     for segment in grant_segments(setup.step, setup.caps, state, chunk):
+        if stop is not None and stop():  # out of time (or Ctrl-C): the tasks placed so far are the answer
+            break
         if segment.fuzzy:
             resolve_fuzzy(segment, take)
         elif isinstance(counts, list):

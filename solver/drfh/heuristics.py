@@ -175,7 +175,7 @@ class _Runs:
 # ---- First-Fit ----------------------------------------------------------------------------------------
 
 
-def first_fit(instance: Instance) -> Allocation:
+def first_fit(instance: Instance, stop: Callable[[], bool] | None = None) -> Allocation:
     """First-Fit DRFH: progressive filling that puts each task on the first machine where it fits.
 
     Repeatedly take the tenant with the lowest weighted global dominant share (ties under a tolerance
@@ -243,7 +243,7 @@ def first_fit(instance: Instance) -> Allocation:
             return k
         return placed
 
-    progressive_fill(setup, place, alive)
+    progressive_fill(setup, place, alive, stop=stop)
     return Allocation(record.dense(setup.tenants, setup.machines), kind="machine", integral=True)
 
 
@@ -284,7 +284,7 @@ def best_fit_terms(instance: Instance) -> tuple[FloatArray, IntArray, FloatArray
 COMPILED_FROM_MACHINES = 1500
 
 
-def best_fit(instance: Instance, compiled: bool | None = None) -> Allocation:
+def best_fit(instance: Instance, compiled: bool | None = None, stop: Callable[[], bool] | None = None) -> Allocation:
     """Best-Fit DRFH: progressive filling that puts each task on the best-matching machine.
 
     Same tenant order as ``first_fit``. The task goes to the machine ``l`` minimising the DRFH paper's
@@ -321,17 +321,17 @@ def best_fit(instance: Instance, compiled: bool | None = None) -> Allocation:
     total, star, delta = best_fit_terms(instance)
     present = np.flatnonzero(total > 0)
     if present.size <= 1:
-        return first_fit(instance)
+        return first_fit(instance, stop)
     setup = prepare(instance, "best-fit")
     alive = Alive(setup.eligible)
     if present.size == 2 and (setup.machines >= COMPILED_FROM_MACHINES if compiled is None else compiled):
         index = _CompiledRatioIndex(setup, alive, total, star, delta, present)
-        progressive_fill(setup, index.place, alive, serve=index.serve)
+        progressive_fill(setup, index.place, alive, serve=index.serve, stop=stop)
         return Allocation(index.tasks(), kind="machine", integral=True)
     record = Placements()
     search = _RatioIndex if present.size == 2 else _ScoredRuns
     place = search(_Runs(setup, alive), record, total, star, delta, present).place
-    progressive_fill(setup, place, alive)
+    progressive_fill(setup, place, alive, stop=stop)
     return Allocation(record.dense(setup.tenants, setup.machines), kind="machine", integral=True)
 
 
@@ -656,7 +656,7 @@ class _RatioIndex:
 # ---- slots --------------------------------------------------------------------------------------------
 
 
-def slots(instance: Instance, slots_per_max_server: int = 10) -> Allocation:
+def slots(instance: Instance, slots_per_max_server: int = 10, stop: Callable[[], bool] | None = None) -> Allocation:
     """Slot scheduler: equal slots, one task per slot, shared by weighted max-min on task counts.
 
     The slot is the componentwise-largest machine capacity (``max_l c_lr`` for every resource ``r``)
@@ -727,7 +727,7 @@ def slots(instance: Instance, slots_per_max_server: int = 10) -> Allocation:
         return placed
 
     # Slots are shared by weighted max-min on task counts: the key is tasks / weight.
-    progressive_fill(replace(setup, eligible=admitted, step=1.0 / setup.weights), place, Alive(admitted))
+    progressive_fill(replace(setup, eligible=admitted, step=1.0 / setup.weights), place, Alive(admitted), stop=stop)
     return Allocation(record.dense(setup.tenants, setup.machines), kind="machine", integral=True)
 
 
@@ -764,7 +764,7 @@ def _machine_drf(
     return progressive_fill(local_setup, place, alive, chunk=256)
 
 
-def per_server_drf(instance: Instance) -> Allocation:
+def per_server_drf(instance: Instance, stop: Callable[[], bool] | None = None) -> Allocation:
     """DRF inside every machine separately, ignoring the rest of the cluster.
 
     On each machine, progressive filling of whole tasks serves the tenant with the lowest weighted
@@ -794,7 +794,7 @@ def per_server_drf(instance: Instance) -> Allocation:
     needs, demands = setup.need.tolist(), setup.demand.tolist()
     for cls, server in enumerate(instance.servers):
         machine, left = int(setup.class_start[cls]), int(server.count)
-        while left > 0:
+        while left > 0 and not (stop is not None and stop()):
             counts = _machine_drf(setup, instance.capacity[cls], remaining, needs, demands)
             outcome = np.asarray(counts, dtype=np.float64)
             placed = outcome > 0
