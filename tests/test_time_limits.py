@@ -295,11 +295,12 @@ def test_highs_is_stopped_past_its_deadline_where_its_own_limit_is_not_read() ->
                        row_lower=np.array([1.0]), row_upper=np.array([np.inf]), col_lower=np.zeros(2),
                        col_upper=np.full(2, 5.0), integrality=np.array([True, True]), sense="min")  # fmt: skip
     session = backend.HighsSession(lp, time_limit=60)
-    assert not session.should_stop()
-    session._deadline = time.perf_counter() - backend.OVERRUN_S - 1
+    assert session.solve().status == "optimal" and not session.should_stop()  # the watch is set by a solve
+    assert session._watch_until is not None
+    session._watch_until = time.monotonic() - 1
     assert session.should_stop()
     unlimited = backend.HighsSession(lp)
-    assert unlimited._deadline is None and not unlimited.should_stop()
+    assert unlimited.solve().status == "optimal" and unlimited._watch_until is None and not unlimited.should_stop()
 
 
 def test_a_milp_highs_cannot_stop_in_time_is_not_started_under_a_limit(monkeypatch: pytest.MonkeyPatch) -> None:
