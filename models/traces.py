@@ -338,20 +338,29 @@ def _columnar(path: Path, resources: tuple[str, ...], limits: Limits) -> TraceDa
                  column("deadline", np.nan), names, codes, limits)  # fmt: skip
 
 
+def _within_limits(arrival: FloatArray, duration: FloatArray, demand: FloatArray, tasks: FloatArray,
+                   deadline: FloatArray, limits: Limits) -> tuple[FloatArray, FloatArray, bool]:
+    """One-row jobs' columns against the loader's limits: the task counts (a missing one is 1), the demands (a
+    missing one is 0) and whether every number is within the limits (else the row-by-row reader names it)."""
+    tasks = np.where(np.isnan(tasks), 1.0, tasks)
+    demand = np.where(np.isnan(demand), 0.0, demand)
+    high = limits.max_quantity
+    with np.errstate(invalid="ignore"):
+        good = bool(np.all((arrival >= 0) & (arrival <= high)) and np.all((duration >= 0) & (duration <= high))
+                    and np.all((demand == 0) | ((demand >= limits.min_quantity) & (demand <= high)))
+                    and np.all((tasks >= 1) & (tasks <= limits.max_tasks) & (tasks == np.floor(tasks)))
+                    and float(tasks.sum()) <= limits.max_tasks
+                    and np.all(np.isnan(deadline) | (deadline == 0)
+                               | ((deadline > 0) & (deadline <= high))))  # fmt: skip
+    return tasks, demand, good
+
+
 def _bulk(path: Path, arrival: FloatArray, duration: FloatArray, demand: FloatArray, tasks: FloatArray,
           deadline: FloatArray, names: list[str], codes: IntArray, limits: Limits) -> TraceData | None:  # fmt: skip
     """One-row jobs from their columns (a missing cell is ``nan``), or None if a number is out of the loader's
     limits (the row-by-row reader names it)."""
     n = arrival.size
-    tasks = np.where(np.isnan(tasks), 1.0, tasks)
-    demand = np.where(np.isnan(demand), 0.0, demand)
-    high = limits.max_quantity
-    with np.errstate(invalid="ignore"):
-        good = (np.all((arrival >= 0) & (arrival <= high)) and np.all((duration >= 0) & (duration <= high))
-                and np.all((demand == 0) | ((demand >= limits.min_quantity) & (demand <= high)))
-                and np.all((tasks >= 1) & (tasks <= limits.max_tasks) & (tasks == np.floor(tasks)))
-                and float(tasks.sum()) <= limits.max_tasks
-                and np.all(np.isnan(deadline) | (deadline == 0) | ((deadline > 0) & (deadline <= high))))  # fmt: skip
+    tasks, demand, good = _within_limits(arrival, duration, demand, tasks, deadline, limits)
     if not good or not all(name.isprintable() for name in names):
         return None
     order = np.argsort(arrival, kind="stable")
@@ -384,15 +393,7 @@ def _single_rows_fast(header: list[str], rows: list[dict[str, Any]], resources: 
     arrival, duration, demand = table[:, 0], table[:, 1], table[:, 2:2 + len(resources)]
     tasks = table[:, columns.index("tasks")] if "tasks" in columns else np.ones(len(rows))
     deadline = table[:, columns.index("deadline")] if "deadline" in columns else np.full(len(rows), np.nan)
-    tasks = np.where(np.isnan(tasks), 1.0, tasks)
-    demand = np.where(np.isnan(demand), 0.0, demand)
-    high = limits.max_quantity
-    with np.errstate(invalid="ignore"):
-        good = (np.all((arrival >= 0) & (arrival <= high)) and np.all((duration >= 0) & (duration <= high))
-                and np.all((demand == 0) | ((demand >= limits.min_quantity) & (demand <= high)))
-                and np.all((tasks >= 1) & (tasks <= limits.max_tasks) & (tasks == np.floor(tasks)))
-                and float(tasks.sum()) <= limits.max_tasks
-                and np.all(np.isnan(deadline) | (deadline == 0) | ((deadline > 0) & (deadline <= high))))  # fmt: skip
+    tasks, demand, good = _within_limits(arrival, duration, demand, tasks, deadline, limits)
     tenants = [str(row.get("tenant") or "").strip() for row in rows]
     if not good or not all(name.isprintable() for name in set(tenants)):
         return None

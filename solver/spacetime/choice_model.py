@@ -381,53 +381,41 @@ class _Rooms:
         return self.cache[unit]
 
 
-def _place_plain(problem: ChoiceProblem, rooms: _Rooms, tasks: IntArray, est: int,
+def _place_plain(problem: ChoiceProblem, profile: _Profile, rooms: _Rooms | None, tasks: IntArray, est: int,
                  plain: np.ndarray) -> tuple[list[tuple[int, int]], int] | None:  # fmt: skip
     """Each task on the plain alternative that ends first: ``[(start, alt)]`` and the stage end (None: no room).
-    Changes nothing: the rooms it uses up are private copies."""
+    Changes nothing: the rooms it uses up are private copies. With ``rooms`` (every alternative of the stage
+    has the stage's demand) the rooms of that one demand are read; without, the room of each alternative's own
+    demand, on a private copy of ``profile``."""
     choices, placed, end = problem.choices, [], est
-    mine: dict[int, np.ndarray] = {}
+    mine: dict[int, np.ndarray] = {}  # rooms of the one demand, copied where this stage took some
+    own = _Profile(profile.usage.copy(), profile.capacity) if rooms is None else profile
+
+    def room_of(a: int, unit: int) -> np.ndarray:
+        if rooms is None:
+            return own.room(unit, problem.alt_demand[a])
+        return mine.get(unit, rooms[unit])
+
     for t in tasks.tolist():
         best: tuple[int, int] | None = None
         for a in range(int(choices.first[t]), int(choices.first[t + 1])):
             if not plain[a - int(choices.first[t])]:
                 continue
             d, unit = int(problem.alt_ticks[a]), int(choices.unit[a])
-            room = mine.get(unit, rooms[unit])
-            s = _earliest_run(room >= 1, est, d)
+            s = _earliest_run(room_of(a, unit) >= 1, est, d)
             if s >= 0 and (best is None or s + d < best[0] + int(problem.alt_ticks[best[1]])):
                 best = (s, a)
         if best is None:
             return None
         unit, d = int(choices.unit[best[1]]), int(problem.alt_ticks[best[1]])
-        if unit not in mine:
-            mine[unit] = rooms[unit].copy()
-        mine[unit][best[0] : best[0] + d] -= 1  # one more task of this demand there
+        if rooms is None:
+            own.take(unit, best[0], d, problem.alt_demand[best[1]])
+        else:
+            if unit not in mine:
+                mine[unit] = rooms[unit].copy()
+            mine[unit][best[0] : best[0] + d] -= 1  # one more task of this demand there
         placed.append(best)
         end = max(end, best[0] + d)
-    return placed, end
-
-
-def _place_plain_mixed(problem: ChoiceProblem, profile: _Profile, tasks: IntArray, est: int,
-                       plain: np.ndarray) -> tuple[list[tuple[int, int]], int] | None:  # fmt: skip
-    """``_place_plain`` for a stage whose options carry their own demands: rooms per alternative's demand, on a
-    private copy of the profile."""
-    choices, placed, end = problem.choices, [], est
-    own = _Profile(profile.usage.copy(), profile.capacity)
-    for t in tasks.tolist():
-        best: tuple[int, int] | None = None
-        for a in range(int(choices.first[t]), int(choices.first[t + 1])):
-            if not plain[a - int(choices.first[t])]:
-                continue
-            d, unit = int(problem.alt_ticks[a]), int(choices.unit[a])
-            s = _earliest_run(own.room(unit, problem.alt_demand[a]) >= 1, est, d)
-            if s >= 0 and (best is None or s + d < best[0] + int(problem.alt_ticks[best[1]])):
-                best = (s, a)
-        if best is None:
-            return None
-        own.take(int(choices.unit[best[1]]), best[0], int(problem.alt_ticks[best[1]]), problem.alt_demand[best[1]])
-        placed.append(best)
-        end = max(end, best[0] + int(problem.alt_ticks[best[1]]))
     return placed, end
 
 
@@ -466,8 +454,7 @@ def _place_stage(problem: ChoiceProblem, profile: _Profile, tasks: IntArray,
     rooms = _Rooms(profile, demand)
     best: tuple[list[tuple[int, int]], int] | None = None
     if np.any(gang < 0):
-        best = (_place_plain_mixed(problem, profile, tasks, est, gang < 0) if mixed else
-                _place_plain(problem, rooms, tasks, est, gang < 0))  # fmt: skip
+        best = _place_plain(problem, profile, None if mixed else rooms, tasks, est, gang < 0)
     for option, group in sorted({(int(choices.option[a]), int(choices.group[a])) for a in own[gang >= 0].tolist()}):
         alts = own[(choices.option[own] == option) & (gang == group)]
         found = _place_gang(problem, _Rooms(profile, problem.alt_demand[alts[0]]) if mixed else rooms, tasks, est,
