@@ -104,7 +104,7 @@ class RoundOffBackend(HighsBackend):
 @pytest.fixture
 def round_off(monkeypatch: pytest.MonkeyPatch) -> Instance:
     instance = bulk_cluster()
-    model = DrfhModel(instance, UnitGrouping.merge_identical(instance))
+    model = methods.drfh_model(instance)  # the model the solver builds, so the pairs line up
     monkeypatch.setattr(methods, "get_backend", lambda *args: RoundOffBackend(model))
     return instance
 

@@ -69,6 +69,9 @@ class Session(Protocol):
     def prefer_primal(self) -> None:
         """Re-solve with the primal simplex from now on, where the backend can choose (HiGHS keeps its basis)."""
 
+    def use_algorithm(self, algorithm: str | None) -> None:
+        """Solve with ``algorithm`` from the next solve on (None: the backend's default for the model)."""
+
     def solve(self) -> SolveOutcome: ...
 
 
@@ -160,6 +163,9 @@ class RebuildSession:
 
     def prefer_primal(self) -> None:
         """Every solve starts afresh here, so there is no re-solve to steer."""
+
+    def use_algorithm(self, algorithm: str | None) -> None:
+        self.algorithm = algorithm or self.backend.algorithm
 
     def _current(self) -> LinearProgram:
         if self._matrix_changed:

@@ -229,6 +229,16 @@ class HighsSession:
         if not self.is_mip:
             self._highs.setOptionValue("simplex_strategy", 4)
 
+    def use_algorithm(self, algorithm: str | None) -> None:
+        """Solve with ``algorithm`` from the next solve on (None: HiGHS chooses). The basis stays: an interior
+        point solve with crossover leaves one, and a simplex re-solve starts from it. Not to or from PDLP, whose
+        maximisations are passed in negated."""
+        if (algorithm == "pdlp") != (self._flip < 0):
+            raise ValueError("a session cannot switch to or from PDLP")
+        if algorithm is not None and algorithm not in ALGORITHMS["highs"]:
+            raise ValueError(f"HiGHS has no algorithm {algorithm!r}; choose from {', '.join(ALGORITHMS['highs'])}")
+        self._highs.setOptionValue("solver", algorithm or "choose")
+
     def solve(self) -> SolveOutcome:
         if interrupt.requested():
             return SolveOutcome("time_limit", message="interrupted before the solve")

@@ -417,7 +417,7 @@ class ColumnGenerationRounds(SessionRounds):
             if len(new_tenants) == 0:
                 break
             self._add(new_tenants, new_units)
-        return self._outcome(replace(outcome, solve_s=total_s))
+        return self._certified(replace(outcome, solve_s=total_s))
 
     def _price(self, duals: FloatArray) -> tuple[IntArray, IntArray]:
         """Pairs with a positive reduced cost, best per unit and per tenant, at most max_new_columns."""

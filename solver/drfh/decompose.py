@@ -261,9 +261,10 @@ class DecomposedRounds:
             outcome = self._solve_round(coefficient, lower, upper)
             if not (outcome.status == "error" and outcome.message == UNCERTIFIED):
                 return outcome
-            from fairpack.solver.drfh.filling import SessionRounds
+            from fairpack.solver.drfh.filling import SessionRounds, interior_first
 
-            self.plain = SessionRounds.all_columns(self.model, self.backend, self.budget)
+            self.plain = SessionRounds.all_columns(self.model, self.backend, self.budget,
+                                                   interior_first=interior_first(self.model, self.backend))  # fmt: skip
         outcome = self.plain.solve_round(coefficient, lower, upper)
         self.lp_solves += 1
         return outcome
