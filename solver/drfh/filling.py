@@ -225,6 +225,7 @@ class FillingResult:
     message: str = ""
     repair: ShareRepair | None = None  # what bringing the LP's answer inside the tolerance cost (None: nothing)
     gap: float = 0.0  # the widest price-bound gap of a round's level, relative (see SessionRounds)
+    strategy: str = ""  # how the rounds were solved (``solver.drfh.methods.solve_drfh``'s choice)
 
 
 def progressive_filling(model: DrfhModel, rounds: RoundSolver) -> FillingResult:

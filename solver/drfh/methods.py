@@ -96,16 +96,19 @@ def solve_drfh(
             chosen = "decompose" if many and capped and "duals" in backend.capabilities() else "plain"
     if chosen == "aggregate":
         build_s = time.perf_counter() - started
-        return model, repair_shares(model, solve_by_aggregation(model, backend, budget)), build_s
+        filled = solve_by_aggregation(model, backend, budget)
+        return model, repair_shares(model, replace(filled, strategy=chosen)), build_s
     rounds: RoundSolver
     if chosen == "plain":
-        rounds = SessionRounds.all_columns(model, backend, budget, interior_first=interior_first(model, backend))
+        first = interior_first(model, backend)
+        rounds = SessionRounds.all_columns(model, backend, budget, interior_first=first)
+        chosen = "plain, interior point first" if first else chosen
     elif chosen == "colgen":
         rounds = ColumnGenerationRounds(model, backend, budget)
     else:
         rounds = DecomposedRounds(model, backend, budget)
     build_s = time.perf_counter() - started
-    return model, repair_shares(model, progressive_filling(model, rounds)), build_s
+    return model, repair_shares(model, replace(progressive_filling(model, rounds), strategy=chosen)), build_s
 
 
 def drfh_allocation(instance: Instance, backend: Backend, budget: Budget, strategy: str = "auto",
@@ -140,7 +143,9 @@ def run_drfh(instance: Instance, options: SolveOptions, budget: Budget, pooled: 
         extra={
             "rounds": filled.rounds,
             "lp_solves": filled.lp_solves,
+            "strategy": filled.strategy,
             "units": model.units.num_units,
+            "capacity_rows": model.capacity_rows,
             # How far the widest price bound of a round's duals lay above its level (relative; 0: certified by
             # construction). Above CHECK_RTOL the status is "feasible".
             "certificate_gap": filled.gap,
