@@ -96,8 +96,8 @@ def test_gavel_lp_takes_the_reduced_interior_point_path() -> None:
 
 def test_scaled_copies_split_back_within_every_machine() -> None:
     machine = np.array([2.0, 1.0, 0.0])
-    servers = (ServerClass("a", machine, 3), ServerClass("b", 2.5 * machine, 2), ServerClass("c", machine * (1 + 1e-13), 1),
-               ServerClass("d", np.array([2.0, 1.0, 1e-9]), 1))  # fmt: skip
+    servers = (ServerClass("a", machine, 3), ServerClass("b", 2.5 * machine, 2),
+               ServerClass("c", machine * (1 + 1e-13), 1), ServerClass("d", np.array([2.0, 1.0, 1e-9]), 1))  # fmt: skip
     tenants = (Tenant("x", np.array([1.0, 0.2, 0.0]), tasks=math.inf), Tenant("y", np.array([0.1, 0.3, 0.0])))
     instance = Instance(("r0", "r1", "r2"), servers, tenants)
     grouping = UnitGrouping.merge_proportional(instance)
