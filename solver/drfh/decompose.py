@@ -104,8 +104,6 @@ class DecomposedRounds:
         self.backend = backend
         self.budget = budget
         self.lp_solves = 0
-        usable = model.usable
-        self.unusable = None if usable.all() else ~usable
         self.consumption = model.consumption()
         self.capacity = model.units.capacity
         self.num_units, self.num_res = self.capacity.shape
@@ -117,15 +115,7 @@ class DecomposedRounds:
     # -- pricing -----------------------------------------------------------------------------------------------
     def _price(self, prices: FloatArray) -> tuple[FloatArray, IntArray]:
         """(m_i(p), argmin unit) over usable units; prices is (units, resources)."""
-        # A sum of outer products: a matrix product with an inner dimension of 2 or 3 is several times slower.
-        costs = np.zeros((len(self.consumption), self.num_units))
-        for r in range(self.num_res):
-            costs += self.consumption[:, r, None] * prices[None, :, r]
-        if self.unusable is not None:
-            costs[self.unusable] = np.inf
-        unit = np.argmin(costs, axis=1)
-        cheapest = costs[np.arange(len(unit)), unit]
-        return np.where(np.isfinite(cheapest), cheapest, 0.0), unit.astype(np.int64)
+        return self.model.cheapest_units(prices)
 
     def _start_maps(self) -> list[IntArray]:
         """Maps to start from: the kept ones, or the cheapest unit at prices 1 / capacity."""

@@ -41,11 +41,14 @@ BEST_FIT_COST = 8.0
 #: Above this many distinct placement units, ``strategy='auto'`` certifies a pooled relaxation instead of
 #: putting every (tenant, unit) column into one LP.
 AGGREGATE_ABOVE_UNITS = 200
-#: ``strategy='auto'`` decomposes from this many tenants, and this many per capacity row (units x resources):
-#: the master's iterations grow with its rows, the plain LP's cost with tenants x units. Measured crossovers:
-#: about 5 tenants per row on the Google table's 10 classes (100 tenants: 8.7 ms either way; 400: 28 ms plain,
-#: 11 ms decomposed), 1-1.5 on 100 distinct machines (100 tenants: 195 ms plain, 346 ms decomposed; 300: 1.16 s
-#: plain, 0.25 s decomposed). Below 50 tenants every round LP takes milliseconds.
+#: ``strategy='auto'`` decomposes from this many tenants, and this many per capacity row (units x resources, less
+#: the implied rows), when some tenant has a task cap: the master's iterations grow with its rows, the plain LP's
+#: cost with tenants x units. Measured crossovers: about 5 tenants per row on the Google table's 10 classes (100
+#: tenants: 8.7 ms either way; 400: 28 ms plain, 11 ms decomposed), 1-1.5 on 100 distinct machines (100 tenants:
+#: 195 ms plain, 346 ms decomposed; 300: 1.16 s plain, 0.25 s decomposed). Below 50 tenants every round LP takes
+#: milliseconds. Without task caps every tenant grows in one round and the master stalls short of its price bound,
+#: handing the round to the plain LP after all (Gavel's LP as DRFH, 1,000 x 100: 0.09 s of master, then the plain
+#: LP; the Google table uncapped, 1,000 tenants: 0.31 s decomposed against 0.20 s plain).
 DECOMPOSE_FROM_TENANTS = 50
 DECOMPOSE_TENANTS_PER_ROW = 2
 
@@ -70,15 +73,17 @@ def solve_drfh(
     The LP's shares are brought inside the tolerance policy (``solver.drfh.tolerance``) before they are
     returned; ``FillingResult.repair`` says what that cost.
 
-    ``strategy`` is 'plain' (all columns), 'decompose' (rounds on a master LP over the capacity rows only,
+    ``strategy`` is 'plain' (all columns; from ``filling.INTERIOR_FROM_PAIRS`` columns on HiGHS with no algorithm asked
+    for, its first solve is the interior point), 'decompose' (rounds on a master LP over the capacity rows only,
     ``solver.drfh.decompose``), 'colgen' (progressive filling with column generation), 'aggregate'
     (certify the pooled-groups relaxation, falling back to column generation) or 'auto', which picks
     'aggregate' when the merged instance has many distinct units and the backend keeps its basis between
     solves (column generation on a backend that rebuilds every LP would be slow), else 'decompose' when
-    the backend has row duals and tenants are many (``DECOMPOSE_FROM_TENANTS``, ``DECOMPOSE_TENANTS_PER_ROW``):
-    its master has ``units x resources + 2`` rows whatever the tenants, where the plain LP's simplex cost
-    grows faster than the tenants (one solve: 31 s at 10,000 tenants on the Google table's 10 classes;
-    the decomposition's whole filling: 0.2 s), else 'plain'.
+    the backend has row duals, tenants are many (``DECOMPOSE_FROM_TENANTS``, ``DECOMPOSE_TENANTS_PER_ROW``) and
+    some tenant has a task cap: its master has ``units x resources + 2`` rows whatever the tenants, where the
+    plain LP's simplex cost grows faster than the tenants (one solve: 31 s at 10,000 tenants on the Google
+    table's 10 classes; the decomposition's whole filling: 0.2 s), else 'plain'. The model is ``drfh_model``'s
+    (scaled copies pooled, implied capacity rows empty).
     """
     started = time.perf_counter()
     budget = budget or Budget.of(time_limit)

@@ -56,26 +56,30 @@ class UnitGrouping:
 
     @classmethod
     def merge_proportional(cls, instance: Instance) -> UnitGrouping:
-        """Merge classes whose machines are scaled copies of each other (same resources, same proportions).
+        """Identical machines merged (``merge_identical``), then units that are scaled copies of each other pooled.
 
-        A unit pools ``s_k`` of its shape per class ``k`` (``s_k`` the machines times the class's scale, its
-        largest resource). The unit's capacity is the pooled size times the smallest member shape, resource by
-        resource: the shapes agree to 12 digits, and taking the smallest keeps every class's fraction of the unit
-        within its own capacity exactly. On Gavel's LP written as DRFH every accelerator type of a family is a
-        scaled copy of the others (100 classes, 10 units).
+        A pooled unit holds ``s_k`` of its shape per class ``k`` (the class's machines times its scale, its largest
+        resource). Its capacity is the pooled size times the smallest member shape, resource by resource: the
+        shapes agree to 12 digits, and taking the smallest keeps every class's fraction of the unit within its own
+        capacity exactly. Without scaled copies this is ``merge_identical`` itself, unit for unit. On Gavel's LP
+        written as DRFH every accelerator type of a family is a scaled copy of the others (100 classes, 10 units).
         """
-        capacity = instance.capacity
-        scale = capacity.max(axis=1, initial=0.0)
-        shape = np.divide(capacity, scale[:, None], out=np.zeros_like(capacity), where=scale[:, None] > 0)
+        identical = cls.merge_identical(instance)
+        per_machine = identical.capacity / identical.machines[:, None]
+        scale = per_machine.max(axis=1, initial=0.0)
+        shape = np.divide(per_machine, scale[:, None], out=np.zeros_like(per_machine), where=scale[:, None] > 0)
         # The zero pattern is part of the key, so rounding never merges a machine that lacks a resource.
         key = np.concatenate([np.round(shape, 12), (shape > 0).astype(np.float64)], axis=1)
-        _, unit_of_class = np.unique(key, axis=0, return_inverse=True)
-        unit_of_class = unit_of_class.reshape(-1).astype(np.int64)
-        num_units = int(unit_of_class.max(initial=-1)) + 1
-        size = instance.counts * scale
+        _, pool = np.unique(key, axis=0, return_inverse=True)
+        pool = pool.reshape(-1).astype(np.int64)
+        num_units = int(pool.max(initial=-1)) + 1
+        if num_units == identical.num_units:
+            return identical
+        unit_of_class = pool[identical.unit_of_class]
+        size = instance.counts * scale[identical.unit_of_class]
         unit_size = np.bincount(unit_of_class, weights=size, minlength=num_units)
-        smallest = np.full((num_units, capacity.shape[1]), np.inf)
-        np.minimum.at(smallest, unit_of_class, shape)
+        smallest = np.full((num_units, per_machine.shape[1]), np.inf)
+        np.minimum.at(smallest, pool, shape)
         machines = np.bincount(unit_of_class, weights=instance.counts, minlength=num_units).astype(np.int64)
         # A class of empty machines holds nothing; its unit (all empty) splits by machine count.
         fraction = np.divide(size, unit_size[unit_of_class], out=instance.counts / machines[unit_of_class],
@@ -181,6 +185,11 @@ class DrfhModel:
         usable.setflags(write=False)
         return np.asarray(usable)
 
+    @cached_property
+    def _everywhere(self) -> bool:
+        """Whether every tenant can use every unit (nothing to mask when pricing)."""
+        return bool(self.usable.all())
+
     def consumption(self) -> FloatArray:
         """Resource use per unit of global dominant share, d_ir / s_i, shape (tenants, resources) (read-only)."""
         return self._consumption
@@ -269,6 +278,7 @@ class DrfhModel:
         slower), in blocks of tenants so that a wide cluster never holds tenants x units at once.
         """
         consumption, usable = self.consumption(), self.usable
+        restricted = not self._everywhere
         n, num_units = len(consumption), self.units.num_units
         priced = np.flatnonzero(np.any(prices != 0, axis=0))
         cheapest, unit = np.zeros(n), np.zeros(n, dtype=np.int64)
@@ -278,7 +288,8 @@ class DrfhModel:
             costs = np.zeros((stop - start, num_units))
             for r in priced:
                 costs += consumption[start:stop, r, None] * prices[None, :, r]
-            costs[~usable[start:stop]] = np.inf
+            if restricted:
+                costs[~usable[start:stop]] = np.inf
             unit[start:stop] = np.argmin(costs, axis=1)
             best = costs[np.arange(stop - start), unit[start:stop]]
             cheapest[start:stop] = np.where(np.isfinite(best), best, 0.0)
