@@ -218,3 +218,17 @@ def test_a_session_switches_from_the_interior_point_to_the_simplex_on_its_basis(
     pdlp = get_backend("highs").session(lp, algorithm="pdlp")
     with pytest.raises(ValueError, match="PDLP"):
         pdlp.use_algorithm("simplex")
+
+
+def test_auto_decomposes_with_task_caps_and_goes_plain_without() -> None:
+    """The decomposition's master stalls when every tenant grows in one round (no caps) and hands the round to the
+    plain LP anyway; with caps the filling probes breakpoints, and there it stays far ahead (Google table)."""
+    from fairpack.models.generators import google_instance
+
+    capped = google_instance(None, tenants=300, seed=1)
+    assert np.isfinite(capped.task_caps).any()
+    assert solve(capped, "drfh").extra["strategy"] == "decompose"
+    uncapped = capped.with_tenants([replace(t, tasks=math.inf) for t in capped.tenants])
+    result = solve(uncapped, "drfh")
+    assert result.status == "optimal" and result.verified
+    assert result.extra["strategy"].startswith("plain")
