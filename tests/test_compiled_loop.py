@@ -94,12 +94,12 @@ def test_the_c_kernel_is_built_and_preferred() -> None:
     # The dev install builds the extension (setup.py); were it missing, every run above would have tested numba's
     # kernel twice and the simulator would pay numba's start-up cost.
     from fairpack.models import tolerance
-    from fairpack.solver.sim import _fifo_loop, compiled_loop, fifo_numba
+    from fairpack.solver.sim import _fifo_loop, fifo_numba, fifo_state
 
     assert kernel("auto") is kernel("c") is _fifo_loop.slice_run
     assert kernel("numba") is fifo_numba.slice_run
     # The C code keeps its own copies of the tolerances and of the launch limit: they must be the engine's.
-    assert _fifo_loop.TOLERANCES == (tolerance.FIT_EPS, tolerance.TIME_RTOL, tolerance.TIME_ATOL, compiled_loop.MOST)
+    assert _fifo_loop.TOLERANCES == (tolerance.FIT_EPS, tolerance.TIME_RTOL, tolerance.TIME_ATOL, fifo_state.MOST)
     with pytest.raises(ValueError, match="kernel must be one of"):
         kernel("fortran")
 

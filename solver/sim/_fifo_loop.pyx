@@ -15,7 +15,7 @@ from libc.math cimport INFINITY, fabs, floor
 from libc.stdint cimport int64_t
 from libc.stdlib cimport qsort
 
-# Must equal fairpack.models.tolerance (checked by tests/test_compiled_loop.py through the constants below).
+# Must equal fairpack.models.tolerance and fifo_state.MOST (tests/test_compiled_loop.py compares TOLERANCES).
 cdef double FIT_EPS = 1e-9
 cdef double TIME_RTOL = 1e-9
 cdef double TIME_ATOL = 1e-15

@@ -50,20 +50,11 @@ from fairpack.models.result import Schedule
 from fairpack.models.types import Instance, IntArray
 from fairpack.solver import interrupt
 from fairpack.solver.sim.cluster import Cluster
+from fairpack.solver.sim.fifo_state import _EVENTS, _LAUNCHES, _ROWS, _T, DONE, NEED_ROWS
 from fairpack.solver.sim.workload import Workload
 
 #: Events per compiled slice between checks of the deadline and of Ctrl-C.
 SLICE_EVENTS = 1 << 15
-#: At most this many tasks a launch (the engine's FIFO asks for ``min(unlaunched, 1 << 30)``).
-MOST = 1 << 30
-
-# Slots of the integer state vector.
-(_EVENTS, _LAUNCHES, _ROWS, _HEAP, _NEXT_RELEASE, _RELEASED_POS, _IN_EVENT, _STAMP, _FAILED, _ACTIVE,
- _CHANGED) = range(11)
-# Slots of the float state vector.
-_T = 0
-# Statuses of a slice.
-DONE, MORE, NEED_ROWS = 0, 1, 2
 
 
 #: The kernels, by the name ``CompiledRun`` takes.

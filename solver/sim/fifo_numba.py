@@ -13,7 +13,7 @@ import math
 from numba import njit
 
 from fairpack.models.tolerance import FIT_EPS, TIME_ATOL, TIME_RTOL
-from fairpack.solver.sim.compiled_loop import (
+from fairpack.solver.sim.fifo_state import (
     _ACTIVE,
     _CHANGED,
     _EVENTS,
