@@ -377,6 +377,8 @@ class _CompiledRatioIndex:
     def place(self, i: int, k: int) -> int:
         """Up to ``k`` tasks of tenant ``i`` (the live tie-breaking of ``resolve_fuzzy``); how many fitted."""
         self._frontier(self.alive)
+        if self.state.reserve(k):
+            self.state_args = self.state.arguments()
         self.kernel.serve_segment(np.full(k, i, dtype=np.int64), self.scratch_counts, self.no_caps,
                                   self.scratch_alive, *self.state_args)  # fmt: skip
         placed = int(self.scratch_counts[i])
@@ -387,14 +389,14 @@ class _CompiledRatioIndex:
     def serve(self, tenants: IntArray, counts: IntArray, alive: Alive) -> None:
         """Grant a plain segment of the grant order in one compiled call."""
         self._frontier(alive)
+        if self.state.reserve(len(tenants)):
+            self.state_args = self.state.arguments()
         mask = alive.mask.copy()
         self.kernel.serve_segment(tenants, counts, self.caps, mask, *self.state_args)
         alive.kill_where(~mask)
 
     def tasks(self) -> FloatArray:
-        tasks = self.state.tasks
-        tasks.setflags(write=False)
-        return tasks
+        return self.state.tasks()
 
 
 class _ScoredRuns:
