@@ -354,6 +354,21 @@ def test_compiled_best_fit_against_the_machine_by_machine_reference(instance: In
     assert np.array_equal(best_fit(instance, compiled=False).tasks, expected)
 
 
+def test_best_fit_runs_compiled_at_any_size_once_the_compiled_search_has_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Below COMPILED_FROM_MACHINES a fresh process keeps the pure-Python search (numba's set-up would cost more
+    # than it saves); once the compiled search has run in the process, it is the faster one at any size.
+    from fairpack.solver.drfh import heuristics
+
+    small = make([([4.0, 8.0], 3), ([8.0, 4.0], 2)], [([1.0, 1.0], 1.0, math.inf), ([0.5, 2.0], 2.0, 9.0)])
+    assert len(small.machine_names()) < heuristics.COMPILED_FROM_MACHINES
+    best_fit(small, compiled=True)
+    built: list[int] = []
+    original = heuristics._CompiledRatioIndex
+    monkeypatch.setattr(heuristics, "_CompiledRatioIndex", lambda *args: built.append(1) or original(*args))
+    assert np.array_equal(best_fit(small).tasks, best_fit(small, compiled=False).tasks)
+    assert built == [1]
+
+
 @pytest.mark.data
 def test_best_fit_on_the_google_table(data_dir: Path) -> None:
     # The real machine table: scaled to 1,200 machines against the machine-by-machine reference, and whole
