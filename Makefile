@@ -7,14 +7,15 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test docs bench figures clean
 
-$(STAMP): pyproject.toml
+# setup.py builds the FIFO loop's C extension in place: a changed .pyx installs again.
+$(STAMP): pyproject.toml setup.py solver/sim/_fifo_loop.pyx
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
 	# spacetime-cp's genetic algorithm runs inside short time limits (PSPLIB at 10 s): compile it now, once,
 	# so a fresh checkout's first solve does not spend its limit in numba's compiler.
 	$(BIN)/python -c "from fairpack.solver.spacetime.rcpsp_ga import warm_up; warm_up()"
-	# The FIFO policy's compiled event loop (large FIFO simulations), likewise.
+	# The FIFO policy's compiled event loop (large FIFO simulations) in numba, where the C extension was not built.
 	$(BIN)/python -c "from fairpack.solver.sim.compiled_loop import warm_up; warm_up()"
 	touch $(STAMP)
 

@@ -121,6 +121,9 @@ class TraceJobs(Sequence[Job]):
         rank[order] = np.arange(order.size)
         return [self.tenants[int(c)] for c in order], rank[self.codes]
 
+    #: Every job's stages' names: one stage, ``s0``.
+    stage_names = ("s0",)
+
     def tenant_names(self) -> list[str]:
         """Every job's tenant (its own name when the row names none), without making the jobs."""
         return [self.tenants[c] or f"row{r}" for c, r in zip(self.codes.tolist(), self.rows.tolist(), strict=True)]

@@ -403,8 +403,10 @@ def schedule_json(instance: Instance, schedule: Schedule, jobs_shown: int | None
     columns = {key: [_finite(v) for v in table[key].tolist()]
                for key in ("arrival", "start", "queueing_delay", "jct", "slowdown")}  # fmt: skip
     shown = len(instance.jobs) if jobs_shown is None else min(max(jobs_shown, 0), len(instance.jobs))
+    names, stage_names = job_and_stage_names(instance)
+    deadlines = stage_table(instance).deadline.tolist()
     jobs = {
-        job.name: {
+        names[k]: {
             "arrival": columns["arrival"][k],
             "start": columns["start"][k],
             "completion": _finite(float(completion[k])),
@@ -412,10 +414,10 @@ def schedule_json(instance: Instance, schedule: Schedule, jobs_shown: int | None
             "jct": columns["jct"][k],
             "slowdown": columns["slowdown"][k],
             "fair_completion": None if fair is None or k >= fair.size else _finite(float(fair[k])),
-            "deadline": _finite(job.deadline),
+            "deadline": _finite(deadlines[k]),
             "utility": _finite(float(utility[k])),
         }
-        for k, job in enumerate(instance.jobs[:shown])
+        for k in range(shown)
     }
     if jobs_shown is not None:
         return _schedule_numbers(instance, {"makespan": _finite(numbers["makespan"]),
@@ -423,14 +425,17 @@ def schedule_json(instance: Instance, schedule: Schedule, jobs_shown: int | None
                                             "utility": _finite(float(utility.sum())), "jobs": jobs,
                                             "task_rows": int(schedule.job.size)}, completion)  # fmt: skip
 
+    count = len(names)
+
     def stage_name(job: int, stage: int) -> str | int:
-        if 0 <= job < len(instance.jobs) and 0 <= stage < len(instance.jobs[job].stages):
-            return instance.jobs[job].stages[stage].name
+        if 0 <= job < count and 0 <= stage < len(stage_names[job]):
+            return stage_names[job][stage]
         return stage
 
+    # Names looked up in lists made once: a trace's jobs are columns, and a Job made per task cost most of the view.
     tasks = [
         {
-            "job": instance.jobs[j].name if 0 <= j < len(instance.jobs) else j,
+            "job": names[j] if 0 <= j < count else j,
             "stage": stage_name(j, s),
             "index": i,
             "start": _plain(b),
@@ -455,6 +460,16 @@ def schedule_json(instance: Instance, schedule: Schedule, jobs_shown: int | None
     view = {"makespan": _finite(numbers["makespan"]), "avg_jct": _finite(numbers["avg_jct"]),
             "utility": _finite(float(utility.sum())), "jobs": jobs, "tasks": tasks}  # fmt: skip
     return _schedule_numbers(instance, view, completion)
+
+
+def job_and_stage_names(instance: Instance) -> tuple[list[str], list[tuple[str, ...]]]:
+    """Every job's name and its stages' names, without making a bulk trace's jobs (``TraceJobs`` answers both
+    from its columns)."""
+    from fairpack.models.traces import TraceJobs
+
+    if isinstance(instance.jobs, TraceJobs):
+        return instance.jobs.names(), [instance.jobs.stage_names] * len(instance.jobs)
+    return [job.name for job in instance.jobs], [tuple(stage.name for stage in job.stages) for job in instance.jobs]
 
 
 def _schedule_numbers(instance: Instance, view: dict[str, Any], completion: FloatArray) -> dict[str, Any]:

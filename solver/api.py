@@ -177,7 +177,8 @@ def simulate(
         except InstanceError as error:  # about a job of the trace: named by its file, row and column
             raise error if trace is None else trace.locate(error, len(instance.jobs)) from None
         raw = replace(raw, warnings=(*preflight(workload), *raw.warnings))
-        return recorded(finish(workload, spec, raw, started, call.interrupted), "simulate", settings)
+        # Recorded before the verification, which reads the options (a run cut at its horizon may leave work).
+        return finish(workload, spec, recorded(raw, "simulate", settings), started, call.interrupted)
 
 
 #: Bytes a schedule method needs per task, at the least: the schedule's eight per-task arrays and the
@@ -220,7 +221,7 @@ def finish(instance: Instance, spec: Method, raw: Result, started: float, interr
         # passes every capacity check); the interrupt is most likely what stopped it.
         raw = replace(raw, allocation=None, schedule=None)
     if raw.schedule is not None:
-        result = _verified_schedule(instance, raw, spec.exact)
+        result = _verified_schedule(instance, raw, spec, interrupted)
     elif raw.allocation is not None:
         result = _verified_allocation(instance, raw, spec.exact)
     else:
@@ -307,11 +308,17 @@ def _verified_hierarchy(instance: Instance, result: Result, exact: bool, report:
                    bound=bound, gap=gap, extra=_notes(result, *notes))  # fmt: skip
 
 
-def _verified_schedule(instance: Instance, result: Result, exact: bool) -> Result:
-    """Re-verify a schedule and recompute its objective (minimised, so the gap is (objective - bound) / objective)."""
+def _verified_schedule(instance: Instance, result: Result, spec: Method, interrupted: bool = False) -> Result:
+    """Re-verify a schedule and recompute its objective (minimised, so the gap is (objective - bound) / objective).
+
+    The jobs an online policy leaves unfinished in a run that was not cut short (no horizon, no time limit, no
+    Ctrl-C) must be jobs that could never run under it, as ``fairpack check`` asks of a saved answer: a policy that
+    stalls with runnable work is not verified.
+    """
     from fairpack.models.check import verify_schedule
 
     assert result.schedule is not None
+    exact = spec.exact
     # For an exact method C_k <= T_k is a constraint it promised to meet (unless --no-fair-cap); for a
     # heuristic T_k is only reported (Carbyne's promise can fail), so its schedule is checked for feasibility alone.
     capped = exact and result.extra.get("fair_cap", True) is not False
@@ -322,6 +329,7 @@ def _verified_schedule(instance: Instance, result: Result, exact: bool) -> Resul
     unfinished = [names[name] for name in called]
     report = verify_schedule(instance, result.schedule, fair_completion=deadlines, require_placement=placed,
                              unfinished=unfinished)  # fmt: skip
+    stalled = _stalled(instance, result, spec, unfinished, interrupted) if unfinished else []
     name = str(result.extra.get("objective_name", "makespan"))
     value = report.objective(name, float(result.extra.get("alpha", 0.5)))
     unfinished_notes: tuple[str, ...] = ()
@@ -345,5 +353,21 @@ def _verified_schedule(instance: Instance, result: Result, exact: bool) -> Resul
     if result.solver_objective is not None and objective is not None and not np.isclose(
             result.solver_objective, objective, rtol=1e-6, atol=1e-9):  # fmt: skip
         notes.append(f"solver objective {result.solver_objective:.9g} differs from the recomputed {objective:.9g}")
-    return replace(result, verified=report.ok, violations=tuple(report.violations), objective=objective,
-                   bound=bound, gap=gap, extra=_notes(result, *unfinished_notes, *notes))  # fmt: skip
+    return replace(result, verified=report.ok and not stalled, violations=(*report.violations, *stalled),
+                   objective=objective, bound=bound, gap=gap,
+                   extra=_notes(result, *unfinished_notes, *notes))  # fmt: skip
+
+
+def _stalled(instance: Instance, result: Result, spec: Method, unfinished: list[int], interrupted: bool) -> list[str]:
+    """The unfinished jobs of a policy's uncut run that could have run (``models.check``'s rule for saved answers)."""
+    from fairpack.models.check.claims import RULE_DEFAULTS
+    from fairpack.models.check.saved_schedule import runnable_unfinished
+
+    options = result.extra.get("options") or {}
+    cut = interrupted or result.status in ("time_limit", "interrupted") or "horizon" in (options.get("extra") or {})
+    if not spec.is_policy or cut:
+        return []
+    slots = options.get("slots") or RULE_DEFAULTS["slots"]
+    placement = str(result.extra.get("placement", "servers"))
+    assert result.schedule is not None
+    return runnable_unfinished(instance, result.schedule, unfinished, placement, spec.saved_rules(), int(slots))

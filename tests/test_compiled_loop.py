@@ -5,7 +5,8 @@ classes or the pooled cluster, DAG jobs of several multi-task stages, releases a
 ends, releases and both coincide, demands repeated between groups, horizons) run in the engine with the FIFO
 policy and in the compiled loop; every task's job, stage, index, start, end, server and machine must be equal, in
 the same order, with the same event and launch counts and the same unfinished jobs. The pinned fingerprints of
-``tests/test_sim_equivalence.py`` (the schedules recorded before any speed work) are the second oracle.
+``tests/test_sim_equivalence.py`` (the schedules recorded before any speed work) are the second oracle. Both
+kernels run every case: the C extension (``solver/sim/_fifo_loop.pyx``, which the dev install builds) and numba's.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from hypothesis import strategies as st
 from fairpack.models.types import Instance, Job, ServerClass, Stage, Tenant
 from fairpack.solver import api
 from fairpack.solver.sim import run as sim_run
-from fairpack.solver.sim.compiled_loop import CompiledRun, in_domain
+from fairpack.solver.sim.compiled_loop import KERNELS, CompiledRun, in_domain, kernel
 from fairpack.solver.sim.engine import Simulation
 from fairpack.solver.sim.policies.flat import Fifo
 from fairpack.solver.sim.workload import Workload
@@ -71,19 +72,36 @@ def test_the_compiled_loop_gives_the_engines_fifo_schedule(seed: int, resources:
         return
     assert in_domain(instance, jobs, placement)
     engine = Simulation(instance, jobs, Fifo(), placement, horizon=horizon).run()
-    compiled = CompiledRun(instance, jobs, placement, horizon).run()
-    for got, expected in zip(_columns(compiled), _columns(engine), strict=True):
-        assert got.dtype == expected.dtype and np.array_equal(got, expected)
-    assert compiled.counters() == engine.counters()
-    assert np.array_equal(compiled.unfinished(), engine.unfinished())
+    for name in KERNELS:
+        compiled = CompiledRun(instance, jobs, placement, horizon, kernel_name=name).run()
+        for got, expected in zip(_columns(compiled), _columns(engine), strict=True):
+            assert got.dtype == expected.dtype and np.array_equal(got, expected), name
+        assert compiled.counters() == engine.counters(), name
+        assert np.array_equal(compiled.unfinished(), engine.unfinished()), name
 
 
+@pytest.mark.parametrize("name", KERNELS)
 @pytest.mark.parametrize("seed", [s for s in range(16) if all(t.tasks == float("inf") for t in arrivals(s).tenants)])
-def test_the_compiled_loop_reproduces_the_pinned_fifo_schedules(seed: int) -> None:
+def test_the_compiled_loop_reproduces_the_pinned_fifo_schedules(seed: int, name: str) -> None:
     instance = arrivals(seed)
     jobs = Workload.of_jobs(instance, "servers")
     assert in_domain(instance, jobs, "servers")
-    assert fingerprint(CompiledRun(instance, jobs, "servers").run().schedule()) == PINNED[(seed, "fifo")]
+    schedule = CompiledRun(instance, jobs, "servers", kernel_name=name).run().schedule()
+    assert fingerprint(schedule) == PINNED[(seed, "fifo")]
+
+
+def test_the_c_kernel_is_built_and_preferred() -> None:
+    # The dev install builds the extension (setup.py); were it missing, every run above would have tested numba's
+    # kernel twice and the simulator would pay numba's start-up cost.
+    from fairpack.models import tolerance
+    from fairpack.solver.sim import _fifo_loop, fifo_numba, fifo_state
+
+    assert kernel("auto") is kernel("c") is _fifo_loop.slice_run
+    assert kernel("numba") is fifo_numba.slice_run
+    # The C code keeps its own copies of the tolerances and of the launch limit: they must be the engine's.
+    assert _fifo_loop.TOLERANCES == (tolerance.FIT_EPS, tolerance.TIME_RTOL, tolerance.TIME_ATOL, fifo_state.MOST)
+    with pytest.raises(ValueError, match="kernel must be one of"):
+        kernel("fortran")
 
 
 def test_what_the_compiled_loop_cannot_run_goes_to_the_engine() -> None:
@@ -116,22 +134,24 @@ def test_simulate_runs_large_fifo_workloads_compiled_and_small_ones_in_the_engin
     assert fingerprint(small.schedule) == fingerprint(large.schedule)
 
 
-def test_a_deadline_already_past_stops_before_the_first_event() -> None:
+@pytest.mark.parametrize("name", KERNELS)
+def test_a_deadline_already_past_stops_before_the_first_event(name: str) -> None:
     instance = _instance(5, 1, True)
     jobs = Workload.of_jobs(instance, "servers")
-    run = CompiledRun(instance, jobs, "servers", deadline=0.0).run()
+    run = CompiledRun(instance, jobs, "servers", deadline=0.0, kernel_name=name).run()
     assert run.stopped_at == 0.0 and run.schedule().job.size == 0
     assert run.unfinished().size == len(instance.jobs)
 
 
-def test_row_buffers_grow_mid_event() -> None:
+@pytest.mark.parametrize("name", KERNELS)
+def test_row_buffers_grow_mid_event(name: str) -> None:
     # Many one-task groups released together on many machines: the first event launches more rows than the
     # initial buffers hold, so the loop returns mid-event, grows them and continues.
     servers = (ServerClass("m", np.array([1.0]), 64),)
     jobs = tuple(Job(f"j{k}", (Stage("s", 1, 1.0 + k % 3, np.array([1.0])),), 1.0, 0.0, "t") for k in range(200))
     instance = Instance(("cpu",), servers, jobs=jobs)
     workload = Workload.of_jobs(instance, "servers")
-    compiled = CompiledRun(instance, workload, "servers")
+    compiled = CompiledRun(instance, workload, "servers", kernel_name=name)
     compiled._allocate(8)
     compiled.run()
     engine = Simulation(instance, workload, Fifo(), "servers").run()

@@ -327,6 +327,48 @@ def test_compiled_best_fit_on_hundreds_of_machines() -> None:
         assert np.array_equal(best_fit(merged, compiled=True).tasks, best_fit(merged, compiled=False).tasks)
 
 
+@st.composite
+def crowded_two_resource_instances(draw: st.DrawFn) -> Instance:
+    """Two resources, classes of tens to hundreds of identical machines, a few tenants of several shapes."""
+    servers = [([draw(st.sampled_from([4.0, 6.0, 8.0, 12.0])), draw(st.sampled_from([4.0, 8.0, 16.0, 32.0]))],
+                draw(st.integers(20, 160))) for _ in range(draw(st.integers(1, 4)))]  # fmt: skip
+    tenants = []
+    for _ in range(draw(st.integers(2, 8))):
+        demand = [draw(st.sampled_from([0.3, 0.5, 1.0, 1.5, 2.0])), draw(st.sampled_from([0.0, 0.5, 1.0, 3.0, 6.0]))]
+        cap = draw(st.sampled_from([math.inf, math.inf, 40.0, 300.0]))
+        tenants.append((demand, draw(st.sampled_from([1.0, 2.0, 0.5])), cap))
+    return make(servers, tenants)
+
+
+@settings(derandomize=True, max_examples=25, deadline=None)
+@given(crowded_two_resource_instances())
+def test_compiled_best_fit_against_the_machine_by_machine_reference(instance: Instance) -> None:
+    # Hundreds of machines in a few classes: the compiled search's blocks fill, split and empty, a class's
+    # untouched machines stay one entry, the log of placed tasks grows past its first size, tenants stop
+    # (caps, or nothing fits) and take the entries only they fitted with them. Every task must land where
+    # the machine-by-machine reference puts it.
+    from benchmarks.flat_heuristics_speed import machine_by_machine_best_fit
+
+    expected = machine_by_machine_best_fit(instance).tasks
+    assert np.array_equal(best_fit(instance, compiled=True).tasks, expected)
+    assert np.array_equal(best_fit(instance, compiled=False).tasks, expected)
+
+
+def test_best_fit_runs_compiled_at_any_size_once_the_compiled_search_has_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Below COMPILED_FROM_MACHINES a fresh process keeps the pure-Python search (numba's set-up would cost more
+    # than it saves); once the compiled search has run in the process, it is the faster one at any size.
+    from fairpack.solver.drfh import heuristics
+
+    small = make([([4.0, 8.0], 3), ([8.0, 4.0], 2)], [([1.0, 1.0], 1.0, math.inf), ([0.5, 2.0], 2.0, 9.0)])
+    assert len(small.machine_names()) < heuristics.COMPILED_FROM_MACHINES
+    best_fit(small, compiled=True)
+    built: list[int] = []
+    original = heuristics._CompiledRatioIndex
+    monkeypatch.setattr(heuristics, "_CompiledRatioIndex", lambda *args: built.append(1) or original(*args))
+    assert np.array_equal(best_fit(small).tasks, best_fit(small, compiled=False).tasks)
+    assert built == [1]
+
+
 @pytest.mark.data
 def test_best_fit_on_the_google_table(data_dir: Path) -> None:
     # The real machine table: scaled to 1,200 machines against the machine-by-machine reference, and whole

@@ -178,3 +178,28 @@ def test_result_json_text_of_machine_names_that_collide_or_end_in_a_bracket() ->
         tasks = np.arange(2 * machines, dtype=np.float64).reshape(2, machines) % 3 + np.array([0.5, 0.0])[:, None]
         result = Result("feasible", "first-fit", "", allocation=Allocation(tasks, "machine", integral=False))
         assert result_json_text(instance, result) == json.dumps(result_json(instance, result))
+
+
+def test_a_bulk_traces_schedule_view_names_its_jobs_without_making_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    from fairpack.models.traces import TraceJobs, read_trace
+    from fairpack.models.types import ServerClass
+    from fairpack.solver.api import simulate
+
+    path = tmp_path / "t.csv"
+    path.write_text("arrival,duration,tenant,cpu,tasks\n0,1,a,1,2\n0.5,2,b,1,1\n1,1,,1,1\n")
+    cluster = Instance(("cpu",), (ServerClass("m", np.array([1.0]), 2),))
+    instance = read_trace(path, ("cpu",)).on(cluster)
+    assert isinstance(instance.jobs, TraceJobs)
+    result = simulate(instance, "fifo")
+    expected = [(job.name, job.stages[0].name, job.deadline) for job in instance.jobs]
+
+    def made(self: TraceJobs, k: Any) -> Any:
+        raise AssertionError("a job of the trace was made")
+
+    monkeypatch.setattr(TraceJobs, "__getitem__", made)
+    view = result_json(instance, result)
+    assert [(name, "s0", entry["deadline"]) for name, entry in view["jobs"].items()] == [
+        (name, stage, None) for name, stage, _ in expected]  # no deadlines in this trace
+    assert [(task["job"], task["stage"]) for task in view["tasks"]] == [
+        (expected[k][0], "s0") for k in result.schedule.job.tolist()]  # fmt: skip

@@ -77,9 +77,9 @@ def verify_allocation(
             instance,
             [f"allocation has shape {allocation.tasks.shape}, expected {expected} (tenants x {allocation.kind} units)"],
         )
-    audit = _Audit(instance, allocation, capacity, clean_tasks(allocation), tol)
+    audit = _Audit(instance, allocation, capacity, tol)
     violations = [message for category, check in ALLOCATION_CHECKS for message in limited(check(audit), category)]
-    report = _report(instance, np.asarray(audit.clean.sum(axis=1)), violations, allocation)
+    report = _report(instance, audit.totals(), violations, allocation)
     if amounts is not None:
         report = report.merged(verify_amounts(instance, allocation, amounts, tol=tol))
     return report
@@ -95,10 +95,12 @@ class _Audit:
     instance: Instance
     allocation: Allocation
     capacity: FloatArray  # (units, resources)
-    clean: FloatArray  # the task matrix with non-finite entries as 0
     tol: float
     _names: list[str] | None = None
     _entries: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], FloatArray] | None = None
+    _dense: bool = False  # a quarter or more of the cells are non-zero: the checks read the whole matrix
+    _clean: FloatArray | None = None
+    _totals: FloatArray | None = None
 
     def unit(self, u: int) -> str:
         if self._names is None:
@@ -113,14 +115,34 @@ class _Audit:
         of the cells are non-zero (three arrays of that length would outweigh the matrix).
 
         An allocation per machine is mostly zeros (1,000 tenants x 12,583 machines: 1% of cells), and a zero
-        passes every per-cell check, so the checks read these instead of the whole matrix.
+        passes every per-cell check, so the checks read these instead of the whole matrix. The cells are found
+        through a boolean mask (``x != 0`` holds for NaN too): numpy finds the non-zero entries of a boolean
+        array several times faster than those of a float one (15 ms against 60 ms for that table).
         """
-        tasks = self.allocation.tasks
-        if self._entries is None and 4 * np.count_nonzero(tasks) < tasks.size:
-            tenants, units = np.nonzero(tasks)
-            tenants, units = tenants.astype(np.int64), units.astype(np.int64)
-            self._entries = (tenants, units, np.asarray(tasks[tenants, units], dtype=np.float64))
+        if self._entries is None and not self._dense:
+            tasks = self.allocation.tasks
+            nonzero = tasks != 0
+            if 4 * np.count_nonzero(nonzero) < tasks.size:
+                tenants, units = np.divmod(np.flatnonzero(nonzero).astype(np.int64), max(tasks.shape[1], 1))
+                self._entries = (tenants, units, np.asarray(tasks[tenants, units], dtype=np.float64))
+            else:
+                self._dense = True
         return self._entries
+
+    @property
+    def clean(self) -> FloatArray:
+        """The task matrix with non-finite entries as 0 (the matrix itself when all are finite)."""
+        if self._clean is None:
+            entries = self.entries()
+            finite = entries is not None and bool(np.isfinite(entries[2]).all())  # a non-finite cell is non-zero
+            self._clean = self.allocation.tasks if finite else clean_tasks(self.allocation)
+        return self._clean
+
+    def totals(self) -> FloatArray:
+        """Tasks per tenant, from the clean matrix (summed once for every check that reads them)."""
+        if self._totals is None:
+            self._totals = np.asarray(self.clean.sum(axis=1))
+        return self._totals
 
     def cells(self, flags_of: Callable[[FloatArray], BoolArray]) -> Iterator[tuple[int, int, float]]:
         """(tenant, unit, count) for every cell ``flags_of`` marks: an elementwise test that passes 0."""
@@ -190,7 +212,7 @@ def _over_capacity(audit: _Audit) -> Findings:
 
 def _over_task_cap(audit: _Audit) -> Findings:
     caps = audit.instance.task_caps
-    totals = audit.clean.sum(axis=1)
+    totals = audit.totals()
     finite = np.isfinite(caps)
     bounded = np.where(finite, caps, 0.0)
     over = finite & (totals > bounded + task_slack(bounded, audit.tol))

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import sys
 from collections.abc import Callable
 from dataclasses import replace
 from operator import ge, itemgetter
@@ -69,7 +70,6 @@ def _subtraction(resources: int) -> Callable[[Vector, Vector], Vector]:
     if resources == 3:
         return lambda room, demand: [room[0] - demand[0], room[1] - demand[1], room[2] - demand[2]]
     return lambda room, demand: [a - d for a, d in zip(room, demand, strict=True)]
-
 
 
 class _Runs:
@@ -278,10 +278,19 @@ def best_fit_terms(instance: Instance) -> tuple[FloatArray, IntArray, FloatArray
 
 
 #: Best-Fit with two resources runs its compiled search (``solver.drfh.ratio_index``) from this many
-#: machines on (unless told otherwise): a fresh process pays about 0.8 s of CPU to import numba and load
-#: the cached machine code, which the pure-Python search (about 12 us per task placed) only costs once
-#: there are some 60,000 tasks to place, about 2,000 machines of the Google table.
-COMPILED_FROM_MACHINES = 1500
+#: machines on (unless told otherwise, or the compiled search already ran in this process): a fresh
+#: process pays about 0.35 s of CPU to import numba and set it up for the cached machine code (scipy.linalg
+#: included, which numba imports for its BLAS check), which the pure-Python search (about 5.5 us per task
+#: placed, against 0.2-0.4 us compiled) only costs once there are some 80,000 tasks to place. Measured in
+#: fresh processes on the Google table scaled down (24 tasks a machine): 1,500 machines 0.19 s pure Python
+#: against 0.44 s compiled, 3,000 0.39 s against 0.49 s, 4,500 0.53 s against 0.50 s, 6,000 0.66 s against 0.52 s.
+COMPILED_FROM_MACHINES = 4000
+
+
+def _compiled_by_default(machines: int) -> bool:
+    """Whether Best-Fit with two resources runs compiled when not told: on large clusters, and on any cluster
+    once the compiled search has run in this process (numba's one-off costs are paid, and it is the faster one)."""
+    return machines >= COMPILED_FROM_MACHINES or "fairpack.solver.drfh.ratio_index" in sys.modules
 
 
 def best_fit(instance: Instance, compiled: bool | None = None, stop: Callable[[], bool] | None = None) -> Allocation:
@@ -302,7 +311,8 @@ def best_fit(instance: Instance, compiled: bool | None = None, stop: Callable[[]
         Server classes and flat tenants.
     compiled : bool, optional
         With two resources, whether to run the compiled search (numba) or the pure-Python one; both
-        give the same allocation. By default the compiled one from ``COMPILED_FROM_MACHINES`` machines.
+        give the same allocation. By default the compiled one from ``COMPILED_FROM_MACHINES`` machines, or
+        at any size once it has run in this process.
 
     Returns
     -------
@@ -324,7 +334,7 @@ def best_fit(instance: Instance, compiled: bool | None = None, stop: Callable[[]
         return first_fit(instance, stop)
     setup = prepare(instance, "best-fit")
     alive = Alive(setup.eligible)
-    if present.size == 2 and (setup.machines >= COMPILED_FROM_MACHINES if compiled is None else compiled):
+    if present.size == 2 and (_compiled_by_default(setup.machines) if compiled is None else compiled):
         index = _CompiledRatioIndex(setup, alive, total, star, delta, present)
         progressive_fill(setup, index.place, alive, serve=index.serve, stop=stop)
         return Allocation(index.tasks(), kind="machine", integral=True)
@@ -377,6 +387,8 @@ class _CompiledRatioIndex:
     def place(self, i: int, k: int) -> int:
         """Up to ``k`` tasks of tenant ``i`` (the live tie-breaking of ``resolve_fuzzy``); how many fitted."""
         self._frontier(self.alive)
+        if self.state.reserve(k):
+            self.state_args = self.state.arguments()
         self.kernel.serve_segment(np.full(k, i, dtype=np.int64), self.scratch_counts, self.no_caps,
                                   self.scratch_alive, *self.state_args)  # fmt: skip
         placed = int(self.scratch_counts[i])
@@ -387,14 +399,14 @@ class _CompiledRatioIndex:
     def serve(self, tenants: IntArray, counts: IntArray, alive: Alive) -> None:
         """Grant a plain segment of the grant order in one compiled call."""
         self._frontier(alive)
+        if self.state.reserve(len(tenants)):
+            self.state_args = self.state.arguments()
         mask = alive.mask.copy()
         self.kernel.serve_segment(tenants, counts, self.caps, mask, *self.state_args)
         alive.kill_where(~mask)
 
     def tasks(self) -> FloatArray:
-        tasks = self.state.tasks
-        tasks.setflags(write=False)
-        return tasks
+        return self.state.tasks()
 
 
 class _ScoredRuns:

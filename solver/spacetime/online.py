@@ -34,7 +34,9 @@ for a busy preferred machine is a decision that is revisited, not a reservation.
 
 Counters: ``cycles``, ``cycles_optimal`` (plans CP-SAT proved optimal within the limit), ``cycle_s_mean`` and
 ``cycle_s_max`` (model build and solve), ``committed`` (tasks launched), ``deferred`` (committed tasks the
-machines could not take).
+machines could not take), ``idle_starts`` (cycles whose plan started nothing on an idle cluster, so the list
+schedule's tasks that start now were committed: a job whose tasks cannot all start within the window is left out
+of every plan, and with nothing running no later event would plan again).
 """
 
 from __future__ import annotations
@@ -115,7 +117,7 @@ class Tetrisched(SoftPolicy):
         self.armed = -math.inf
         self.due_cycle = self.cycle == 0
         self.stats: dict[str, Any] = {"cycles": 0, "cycles_optimal": 0, "cycles_without_plan": 0, "committed": 0,
-                                      "deferred": 0, "cycle_s": []}  # fmt: skip
+                                      "deferred": 0, "idle_starts": 0, "cycle_s": []}  # fmt: skip
 
     # --- events ----------------------------------------------------------------------------------------
 
@@ -175,8 +177,27 @@ class Tetrisched(SoftPolicy):
             plan = best_hint(problem, hints)
         self.stats["cycles_optimal"] += status == "OPTIMAL"
         if plan is not None:
+            committed = self.stats["committed"]
             self.commit(sim, problem, plan, groups)
+            if self.stats["committed"] == committed and not np.any(sim.running > 0):
+                self.start_listed(sim, problem, groups)
         self.stats["cycle_s"].append(time.perf_counter() - started)
+
+    def start_listed(self, sim: Simulation, problem: ChoiceProblem, groups: IntArray) -> None:
+        """The cluster is idle and the plan starts nothing: commit what the list schedule starts now.
+
+        A job whose tasks cannot all start inside the window (alsched: two ready stages that cannot both start
+        now; tetrisched: more serial work than the window holds) is left out of every plan. With nothing running
+        no event comes to plan again, so the run stalled with runnable work for good. The list schedule places
+        every job, ignoring the window, and what it starts now fits now; the rest is planned again at the next
+        event, as usual.
+        """
+        listed = list_schedule(problem)
+        if listed is None:
+            return
+        self.stats["idle_starts"] += 1
+        everyone = np.ones(len(problem.instance.jobs), dtype=np.int64)
+        self.commit(sim, problem, Plan(*in_start_order(problem, *listed), everyone), groups)
 
     def problem(self, sim: Simulation) -> tuple[ChoiceProblem, IntArray] | None:
         """The planning problem of the pending work, and the group of each of its tasks."""
@@ -227,9 +248,11 @@ class Tetrisched(SoftPolicy):
                 # after its tasks run one after another, or a plan leaving it out always looks better.
                 slowest = sum(float(sim.unlaunched[g]) * max(self.believed_options(sim, g)) for g in stages)
             absent.append(int(max(floor[-1], earliest[-1].max(initial=0))) + w_ticks + _ticks(slowest, tick) + 1)
-        sub = Instance(self.instance.resources, self.instance.servers, jobs=tuple(sub_jobs), time_slot=tick,
+        # A pooled run plans on the pool: one unit holding the whole cluster (its one "machine").
+        cluster = self.instance.pooled() if sim.cluster.machine_class is None else self.instance
+        sub = Instance(self.instance.resources, cluster.servers, jobs=tuple(sub_jobs), time_slot=tick,
                        name="cycle")  # fmt: skip
-        units = Units.of(self.instance, self.kind)
+        units = Units.of(cluster, self.kind)
         running = self.running(sim, units)
         planning = Planning(running, np.concatenate(earliest), np.array(stage_floor, dtype=np.int64),
                             np.array(floor, dtype=np.int64), np.concatenate(window),
@@ -271,7 +294,8 @@ class Tetrisched(SoftPolicy):
 
     def running(self, sim: Simulation, units: Units) -> Running:
         unit, end, demand = [], [], []
-        classes = sim.cluster.machine_class
+        pooled = sim.cluster.machine_class is None  # one machine, the pool: unit 0 in either kind of units
+        classes = np.zeros(1, dtype=np.int64) if pooled else sim.cluster.machine_class
         assert classes is not None
         for g, records in enumerate(self.records):
             for believed, machine, n, option in records:
@@ -343,10 +367,9 @@ class Tetrisched(SoftPolicy):
 
     def unit_machines(self, sim: Simulation, units: Units, unit: int) -> np.ndarray:
         mask = np.zeros(sim.cluster.machines, dtype=bool)
-        if units.kind == "machine":
+        if units.kind == "machine" or sim.cluster.machine_class is None:  # a machine, or the pool (one unit)
             mask[unit] = True
         else:
-            assert sim.cluster.machine_class is not None
             mask[sim.cluster.machine_class == unit] = True
         return mask
 
@@ -392,7 +415,7 @@ class Tetrisched(SoftPolicy):
                 "cycle_s_mean": float(np.mean(seconds)) if seconds else 0.0,
                 "cycle_s_max": float(np.max(seconds)) if seconds else 0.0,
                 "cycles_without_plan": self.stats["cycles_without_plan"], "committed": self.stats["committed"],
-                "deferred": self.stats["deferred"]}  # fmt: skip
+                "deferred": self.stats["deferred"], "idle_starts": self.stats["idle_starts"]}  # fmt: skip
 
 
 def _ticks(value: float, tick: float) -> int:
