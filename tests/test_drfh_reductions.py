@@ -232,3 +232,15 @@ def test_auto_decomposes_with_task_caps_and_goes_plain_without() -> None:
     result = solve(uncapped, "drfh")
     assert result.status == "optimal" and result.verified
     assert result.extra["strategy"].startswith("plain")
+
+
+def test_with_task_caps_the_plain_lp_starts_by_the_simplex() -> None:
+    """A capped filling probes its breakpoints from one basis; the interior point first solve is for one round."""
+    from fairpack.models.generators import google_instance
+
+    capped = google_instance(None, tenants=40, seed=1, machines=200, distinct=True)
+    assert np.isfinite(capped.task_caps).any()
+    result = solve(capped, "drfh")
+    assert result.status == "optimal" and result.extra["strategy"] == "plain"
+    uncapped = capped.with_tenants([replace(t, tasks=math.inf) for t in capped.tenants])
+    assert solve(uncapped, "drfh").extra["strategy"] == "plain, interior point first"
