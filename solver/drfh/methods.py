@@ -73,9 +73,9 @@ def solve_drfh(
     The LP's shares are brought inside the tolerance policy (``solver.drfh.tolerance``) before they are
     returned; ``FillingResult.repair`` says what that cost.
 
-    ``strategy`` is 'plain' (all columns; from ``filling.INTERIOR_FROM_PAIRS`` columns without task caps, on HiGHS with
-    no algorithm asked for, its first solve is the interior point), 'decompose' (rounds on a master LP over the capacity rows only,
-    ``solver.drfh.decompose``), 'colgen' (progressive filling with column generation), 'aggregate'
+    ``strategy`` is 'plain' (all columns; from ``filling.INTERIOR_FROM_PAIRS`` columns without task caps, on HiGHS
+    with no algorithm asked for, its first solve is the interior point), 'decompose' (rounds on a master LP over the
+    capacity rows only, ``solver.drfh.decompose``), 'colgen' (progressive filling with column generation), 'aggregate'
     (certify the pooled-groups relaxation, falling back to column generation) or 'auto', which picks
     'aggregate' when the merged instance has many distinct units and the backend keeps its basis between
     solves (column generation on a backend that rebuilds every LP would be slow), else 'decompose' when
