@@ -14,6 +14,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -76,3 +77,18 @@ def tick_clock(monkeypatch: pytest.MonkeyPatch) -> Callable[..., TickClock]:
         return clock
 
     return install
+
+
+@pytest.fixture(autouse=True)
+def _sigint_left_as_found() -> Any:
+    """A test that leaves SIGINT ignored (or handled by another function) in this worker process is named here, and
+    the disposition put back: a child process inherits an ignored SIGINT, and then every Ctrl-C test that runs later
+    in the same worker sees its command shrug off the signal."""
+    import signal
+
+    before = signal.getsignal(signal.SIGINT)
+    yield
+    after = signal.getsignal(signal.SIGINT)
+    if after is not before and after != before:
+        signal.signal(signal.SIGINT, before if before is not None else signal.default_int_handler)
+        pytest.fail(f"the test left SIGINT's handler as {after!r} (it was {before!r})")
