@@ -278,22 +278,19 @@ def best_fit_terms(instance: Instance) -> tuple[FloatArray, IntArray, FloatArray
 
 
 #: Best-Fit with two resources runs its compiled search (``solver.drfh.ratio_index``) from this many
-#: machines on (unless told otherwise, or the compiled search already ran in this process): a fresh
-#: process pays about 0.35 s of CPU to import numba and set it up for the cached machine code (scipy.linalg
-#: included, which numba imports for its BLAS check), which the pure-Python search (about 5.5 us per task
-#: placed, against 0.2-0.4 us compiled) only costs once there are some 80,000 tasks to place. Measured in
-#: fresh processes on the Google table scaled down (24 tasks a machine): 1,500 machines 0.19 s pure Python
-#: against 0.44 s compiled, 3,000 0.39 s against 0.49 s, 4,500 0.53 s against 0.50 s, 6,000 0.66 s against 0.52 s.
+#: machines on (unless told otherwise). PLACEHOLDER_MEASURE
 COMPILED_FROM_MACHINES = 4000
 
 
 def _compiled_by_default(machines: int) -> bool:
     """Whether Best-Fit with two resources runs compiled when not told: on large clusters, and on any cluster
-    once the compiled search has run in this process (numba's one-off costs are paid, and it is the faster one)."""
-    return machines >= COMPILED_FROM_MACHINES or "fairpack.solver.drfh.ratio_index" in sys.modules
+    once numba's kernel has been loaded in this process (its one-off costs are paid, and it is the faster one)."""
+    return machines >= COMPILED_FROM_MACHINES or "fairpack.solver.drfh.ratio_numba" in sys.modules
 
 
-def best_fit(instance: Instance, compiled: bool | None = None, stop: Callable[[], bool] | None = None) -> Allocation:
+def best_fit(
+    instance: Instance, compiled: bool | str | None = None, stop: Callable[[], bool] | None = None
+) -> Allocation:
     """Best-Fit DRFH: progressive filling that puts each task on the best-matching machine.
 
     Same tenant order as ``first_fit``. The task goes to the machine ``l`` minimising the DRFH paper's
@@ -309,10 +306,11 @@ def best_fit(instance: Instance, compiled: bool | None = None, stop: Callable[[]
     ----------
     instance : Instance
         Server classes and flat tenants.
-    compiled : bool, optional
-        With two resources, whether to run the compiled search (numba) or the pure-Python one; both
-        give the same allocation. By default the compiled one from ``COMPILED_FROM_MACHINES`` machines, or
-        at any size once it has run in this process.
+    compiled : bool or {'c', 'numba'}, optional
+        With two resources, whether to run the compiled search or the pure-Python one; all give the same
+        allocation. True runs the C extension where it was built, else numba's kernel; 'c' or 'numba' asks
+        for one kernel. By default the compiled one from ``COMPILED_FROM_MACHINES`` machines, or at any size
+        once numba's kernel has been loaded in this process.
 
     Returns
     -------
@@ -335,7 +333,8 @@ def best_fit(instance: Instance, compiled: bool | None = None, stop: Callable[[]
     setup = prepare(instance, "best-fit")
     alive = Alive(setup.eligible)
     if present.size == 2 and (_compiled_by_default(setup.machines) if compiled is None else compiled):
-        index = _CompiledRatioIndex(setup, alive, total, star, delta, present)
+        index = _CompiledRatioIndex(setup, alive, total, star, delta, present,
+                                    compiled if isinstance(compiled, str) else "auto")  # fmt: skip
         progressive_fill(setup, index.place, alive, serve=index.serve, stop=stop)
         return Allocation(index.tasks(), kind="machine", integral=True)
     record = Placements()
@@ -346,19 +345,18 @@ def best_fit(instance: Instance, compiled: bool | None = None, stop: Callable[[]
 
 
 class _CompiledRatioIndex:
-    """Best-Fit with two resources: the search of ``solver.drfh.ratio_index``, compiled with numba.
+    """Best-Fit with two resources: the compiled search of ``solver.drfh.ratio_index``, by kernel ``name``.
 
-    numba is imported here, on the first Best-Fit call with two resources, so that no other method pays
-    for importing it.
+    The kernel (the C extension, or numba's where it was not built) is loaded here, on the first Best-Fit call
+    with two resources, so that no other method pays for it.
     """
 
-    def __init__(
-        self, setup: FlatSetup, alive: Alive, total: FloatArray, star: IntArray, delta: FloatArray, present: IntArray
-    ) -> None:
+    def __init__(self, setup: FlatSetup, alive: Alive, total: FloatArray, star: IntArray, delta: FloatArray,
+                 present: IntArray, name: str = "auto") -> None:  # fmt: skip
         from fairpack.solver.drfh import ratio_index
 
         self.alive = alive
-        self.kernel = ratio_index
+        self.serve_segment = ratio_index.kernel(name)
         a, b = int(present[0]), int(present[1])
         first = star == a  # the dominant resource is resource a
         other = np.where(first, b, a)
@@ -389,7 +387,7 @@ class _CompiledRatioIndex:
         self._frontier(self.alive)
         if self.state.reserve(k):
             self.state_args = self.state.arguments()
-        self.kernel.serve_segment(np.full(k, i, dtype=np.int64), self.scratch_counts, self.no_caps,
+        self.serve_segment(np.full(k, i, dtype=np.int64), self.scratch_counts, self.no_caps,
                                   self.scratch_alive, *self.state_args)  # fmt: skip
         placed = int(self.scratch_counts[i])
         self.scratch_counts[i] = 0
@@ -402,7 +400,7 @@ class _CompiledRatioIndex:
         if self.state.reserve(len(tenants)):
             self.state_args = self.state.arguments()
         mask = alive.mask.copy()
-        self.kernel.serve_segment(tenants, counts, self.caps, mask, *self.state_args)
+        self.serve_segment(tenants, counts, self.caps, mask, *self.state_args)
         alive.kill_where(~mask)
 
     def tasks(self) -> FloatArray:
