@@ -7,6 +7,8 @@ loops: no runs, no batches, no sorted index. The heuristics must give exactly th
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from fairpack.models.result import Allocation
 from fairpack.models.types import Instance, InstanceError, ServerClass, Tenant
 from fairpack.solver.drfh.greedy import MAX_CELLS, TIE, TOL, dense_counts, grant_segments, resolve_fuzzy
 from fairpack.solver.drfh.heuristics import best_fit, best_fit_terms, first_fit, per_server_drf, slots
+from fairpack.solver.drfh.ratio_index import CAP, KERNELS
 
 Heuristic = Callable[[Instance], Allocation]
 HEURISTICS: dict[str, Heuristic] = {
@@ -259,10 +262,10 @@ def check_pareto(instance: Instance, allocation: Allocation) -> None:
 
 
 def assert_best_fit_matches(instance: Instance) -> None:
-    """Best-Fit equals the reference, with the pure-Python search and with the compiled one."""
+    """Best-Fit equals the reference, with the pure-Python search and with both compiled kernels (C and numba)."""
     expected = reference_best_fit(instance)
-    assert np.array_equal(best_fit(instance, compiled=False).tasks, expected)
-    assert np.array_equal(best_fit(instance, compiled=True).tasks, expected)
+    for compiled in (False, *KERNELS):
+        assert np.array_equal(best_fit(instance, compiled=compiled).tasks, expected), compiled
 
 
 @settings(derandomize=True, max_examples=300, deadline=None)
@@ -321,10 +324,13 @@ def test_compiled_best_fit_on_hundreds_of_machines() -> None:
     from benchmarks.flat_heuristics_speed import machine_by_machine_best_fit
 
     distinct = google_instance(None, tenants=40, seed=3, machines=800, distinct=True)
-    assert np.array_equal(best_fit(distinct, compiled=True).tasks, machine_by_machine_best_fit(distinct).tasks)
-    for seed in range(3):
-        merged = google_instance(None, tenants=60, seed=seed, machines=1500)
-        assert np.array_equal(best_fit(merged, compiled=True).tasks, best_fit(merged, compiled=False).tasks)
+    expected = machine_by_machine_best_fit(distinct).tasks
+    merged = [google_instance(None, tenants=60, seed=seed, machines=1500) for seed in range(3)]
+    python = [best_fit(instance, compiled=False).tasks for instance in merged]
+    for name in KERNELS:
+        assert np.array_equal(best_fit(distinct, compiled=name).tasks, expected), name
+        for instance, tasks in zip(merged, python, strict=True):
+            assert np.array_equal(best_fit(instance, compiled=name).tasks, tasks), name
 
 
 @st.composite
@@ -350,8 +356,39 @@ def test_compiled_best_fit_against_the_machine_by_machine_reference(instance: In
     from benchmarks.flat_heuristics_speed import machine_by_machine_best_fit
 
     expected = machine_by_machine_best_fit(instance).tasks
-    assert np.array_equal(best_fit(instance, compiled=True).tasks, expected)
-    assert np.array_equal(best_fit(instance, compiled=False).tasks, expected)
+    for compiled in (False, *KERNELS):
+        assert np.array_equal(best_fit(instance, compiled=compiled).tasks, expected), compiled
+
+
+def test_the_c_kernel_is_built_and_preferred() -> None:
+    # The dev install builds the extension (setup.py); were it missing, every run above would have tested numba's
+    # kernel twice and Best-Fit would pay numba's start-up cost.
+    from fairpack.solver.drfh import _ratio_search, ratio_index, ratio_numba  # type: ignore[attr-defined]
+
+    assert ratio_index.kernel("auto") is ratio_index.kernel("c") is _ratio_search.serve_segment
+    assert ratio_index.kernel("numba") is ratio_numba.serve_segment
+    # The C code keeps its own copies of the tie tolerance and of the block size: they must be these.
+    assert _ratio_search.CONSTANTS == (TIE, CAP)
+    with pytest.raises(ValueError, match="kernel must be one of"):
+        ratio_index.kernel("fortran")
+
+
+def test_a_fresh_process_runs_large_best_fit_without_importing_numba() -> None:
+    # numba's import and set-up cost a fresh process about 0.45 s of CPU, more than the search on the Google
+    # table: with the extension built, Best-Fit's default (compiled, on a cluster this large) never imports it.
+    code = (
+        "import sys\n"
+        "from fairpack.models.generators import google_instance\n"
+        "from fairpack.solver.drfh import heuristics\n"
+        "instance = google_instance(None, tenants=50, seed=2, machines=2 * heuristics.COMPILED_FROM_MACHINES + 100)\n"
+        "assert heuristics.best_fit(instance).tasks.sum() > 0\n"
+        "assert 'fairpack.solver.drfh._ratio_search' in sys.modules\n"
+        "print('numba' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=300,
+                          cwd=Path(__file__).resolve().parents[1])  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
 
 
 def test_best_fit_runs_compiled_at_any_size_once_the_compiled_search_has_run(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -376,11 +413,14 @@ def test_best_fit_on_the_google_table(data_dir: Path) -> None:
     from benchmarks.flat_heuristics_speed import machine_by_machine_best_fit
 
     scaled = google_instance(data_dir, tenants=100, seed=5, machines=1200)
-    assert np.array_equal(best_fit(scaled, compiled=True).tasks, machine_by_machine_best_fit(scaled).tasks)
+    expected = machine_by_machine_best_fit(scaled).tasks
+    for name in KERNELS:
+        assert np.array_equal(best_fit(scaled, compiled=name).tasks, expected), name
     whole = google_instance(data_dir, tenants=1000, seed=1)
     compiled = best_fit(whole)  # compiled by default at this size
     assert compiled.tasks.sum() == 296_049
     assert np.array_equal(compiled.tasks, best_fit(whole, compiled=False).tasks)
+    assert np.array_equal(compiled.tasks, best_fit(whole, compiled="numba").tasks)
 
 
 # ---- the issue's cases --------------------------------------------------------------------------------
@@ -432,7 +472,8 @@ def test_machine_ties_break_by_index_not_by_float_noise() -> None:
     h = [paper_fitness(instance, 0, room[m]) for m in range(2)]
     assert h[1] < h[0] and h[0] - h[1] < 1e-15  # a difference of rounding alone
     assert best_fit(instance).tasks.tolist() == [[1, 0]]
-    assert best_fit(instance, compiled=True).tasks.tolist() == [[1, 0]]
+    for name in KERNELS:
+        assert best_fit(instance, compiled=name).tasks.tolist() == [[1, 0]], name
 
 
 def test_grant_order_matches_one_at_a_time_with_ties() -> None:
