@@ -375,12 +375,13 @@ def test_the_c_kernel_is_built_and_preferred() -> None:
 
 def test_a_fresh_process_runs_large_best_fit_without_importing_numba() -> None:
     # numba's import and set-up cost a fresh process about 0.45 s of CPU, more than the search on the Google
-    # table: with the extension built, Best-Fit's default (compiled, on a cluster this large) never imports it.
+    # table: with the extension built, Best-Fit's default (compiled on a cluster this large, where numba's kernel
+    # used to run) never imports it.
     code = (
         "import sys\n"
         "from fairpack.models.generators import google_instance\n"
         "from fairpack.solver.drfh import heuristics\n"
-        "instance = google_instance(None, tenants=50, seed=2, machines=2 * heuristics.COMPILED_FROM_MACHINES + 100)\n"
+        "instance = google_instance(None, tenants=50, seed=2, machines=heuristics.NUMBA_FROM_MACHINES + 1000)\n"
         "assert heuristics.best_fit(instance).tasks.sum() > 0\n"
         "assert 'fairpack.solver.drfh._ratio_search' in sys.modules\n"
         "print('numba' in sys.modules)\n"
@@ -391,19 +392,32 @@ def test_a_fresh_process_runs_large_best_fit_without_importing_numba() -> None:
     assert done.stdout.strip() == "False"
 
 
-def test_best_fit_runs_compiled_at_any_size_once_the_compiled_search_has_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Below COMPILED_FROM_MACHINES a fresh process keeps the pure-Python search (numba's set-up would cost more
-    # than it saves); once the compiled search has run in the process, it is the faster one at any size.
-    from fairpack.solver.drfh import heuristics
+def test_which_search_best_fit_runs_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    # With the C extension the compiled search runs from COMPILED_FROM_MACHINES machines on (it loads in a
+    # millisecond); below, the pure-Python search. Without the extension, numba's set-up would cost more than it
+    # saves below NUMBA_FROM_MACHINES, unless numba's kernel has already been loaded in the process.
+    from fairpack.solver.drfh import heuristics, ratio_index
 
     small = make([([4.0, 8.0], 3), ([8.0, 4.0], 2)], [([1.0, 1.0], 1.0, math.inf), ([0.5, 2.0], 2.0, 9.0)])
-    assert len(small.machine_names()) < heuristics.COMPILED_FROM_MACHINES
-    best_fit(small, compiled=True)
+    larger = make([([4.0, 8.0], 30), ([8.0, 4.0], 20)], [([1.0, 1.0], 1.0, math.inf), ([0.5, 2.0], 2.0, 90.0)])
+    assert len(small.machine_names()) < heuristics.COMPILED_FROM_MACHINES <= len(larger.machine_names())
+    assert len(larger.machine_names()) < heuristics.NUMBA_FROM_MACHINES
+    best_fit(small, compiled="numba")  # numba's kernel loaded in this process
     built: list[int] = []
     original = heuristics._CompiledRatioIndex
     monkeypatch.setattr(heuristics, "_CompiledRatioIndex", lambda *args: built.append(1) or original(*args))
-    assert np.array_equal(best_fit(small).tasks, best_fit(small, compiled=False).tasks)
-    assert built == [1]
+
+    def runs_compiled(instance: Instance) -> bool:
+        built.clear()
+        assert np.array_equal(best_fit(instance).tasks, best_fit(instance, compiled=False).tasks)
+        return built == [1]
+
+    assert ratio_index.c_built()
+    assert not runs_compiled(small) and runs_compiled(larger)
+    monkeypatch.setattr(ratio_index, "c_built", lambda: False)  # only numba's kernel, already loaded
+    assert runs_compiled(small) and runs_compiled(larger)
+    monkeypatch.delitem(sys.modules, "fairpack.solver.drfh.ratio_numba")  # numba's kernel not loaded yet
+    assert not runs_compiled(small) and not runs_compiled(larger)
 
 
 @pytest.mark.data

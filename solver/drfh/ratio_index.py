@@ -29,7 +29,9 @@ imports numba (about 0.45 s of CPU).
 
 from __future__ import annotations
 
+import functools
 import importlib
+import importlib.util
 from collections.abc import Callable
 
 import numpy as np
@@ -37,7 +39,7 @@ import numpy as np
 from fairpack.models.types import BoolArray, FloatArray, IntArray
 from fairpack.solver.drfh.greedy import dense_counts
 
-__all__ = ["KERNELS", "RatioState", "kernel"]
+__all__ = ["KERNELS", "RatioState", "c_built", "kernel"]
 
 #: The kernels, by the name :func:`kernel` takes.
 KERNELS = ("c", "numba")
@@ -192,3 +194,9 @@ def kernel(name: str = "auto") -> Callable[..., None]:
     from fairpack.solver.drfh.ratio_numba import serve_segment
 
     return serve_segment
+
+
+@functools.cache
+def c_built() -> bool:
+    """Whether the C extension was built (found without loading it)."""
+    return importlib.util.find_spec("fairpack.solver.drfh._ratio_search") is not None
