@@ -373,6 +373,23 @@ def test_the_c_kernel_is_built_and_preferred() -> None:
         ratio_index.kernel("fortran")
 
 
+def test_the_c_kernels_bound_search_and_its_function_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Best-Fit calls the C kernel through a Search that binds the state's arrays once; serve_segment, the function
+    # with numba's arguments, binds them at every call. Both must place every task as the reference does.
+    from benchmarks.flat_heuristics_speed import machine_by_machine_best_fit
+    from fairpack.solver.drfh import _ratio_search, ratio_index  # type: ignore[attr-defined]
+
+    instance = google_instance(None, tenants=30, seed=4, machines=600, distinct=True)
+    expected = machine_by_machine_best_fit(instance).tasks
+    assert ratio_index.binder("c")(ratio_index.RatioState(
+        np.ones((1, 2)), np.array([2]), np.array([0]), (2.0, 2.0), np.zeros((6, 1)), np.ones(1, dtype=bool)
+    ).arguments()).__self__.__class__ is _ratio_search.Search  # fmt: skip
+    assert np.array_equal(best_fit(instance, compiled="c").tasks, expected)
+    serve = _ratio_search.serve_segment
+    monkeypatch.setattr(ratio_index, "binder", lambda name: lambda arguments: lambda *head: serve(*head, *arguments))
+    assert np.array_equal(best_fit(instance, compiled="c").tasks, expected)
+
+
 def test_a_fresh_process_runs_large_best_fit_without_importing_numba() -> None:
     # numba's import and set-up cost a fresh process about 0.45 s of CPU, more than the search on the Google
     # table: with the extension built, Best-Fit's default (compiled on a cluster this large, where numba's kernel

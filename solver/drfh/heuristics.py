@@ -373,7 +373,7 @@ class _CompiledRatioIndex:
         from fairpack.solver.drfh import ratio_index
 
         self.alive = alive
-        self.serve_segment = ratio_index.kernel(name)
+        self.bind = ratio_index.binder(name)
         a, b = int(present[0]), int(present[1])
         first = star == a  # the dominant resource is resource a
         other = np.where(first, b, a)
@@ -386,8 +386,10 @@ class _CompiledRatioIndex:
         )
         self.caps = np.asarray(setup.caps, dtype=np.float64)
         self.frontier_ids = np.zeros(0, dtype=np.int64)
-        self.state_args = self.state.arguments()
-        # ``place`` runs ``serve_segment`` too (one compiled entry point to load), on these scratch arrays.
+        self.search = self.bind(self.state.arguments())
+        # ``place`` runs ``serve_segment`` too (one compiled entry point to load), on these scratch arrays; a single
+        # task's tenant list is a slice of ``ids``.
+        self.ids = np.arange(setup.tenants, dtype=np.int64)
         self.scratch_counts = np.zeros(setup.tenants, dtype=np.int64)
         self.scratch_alive = np.ones(setup.tenants, dtype=np.bool_)
         self.no_caps = np.full(setup.tenants, np.inf)
@@ -397,15 +399,15 @@ class _CompiledRatioIndex:
         if self.frontier_ids.size and alive.mask[self.frontier_ids].all():
             return
         self.frontier_ids = self.state.set_frontier(alive.mask)
-        self.state_args = self.state.arguments()
+        self.search = self.bind(self.state.arguments())
 
     def place(self, i: int, k: int) -> int:
         """Up to ``k`` tasks of tenant ``i`` (the live tie-breaking of ``resolve_fuzzy``); how many fitted."""
         self._frontier(self.alive)
         if self.state.reserve(k):
-            self.state_args = self.state.arguments()
-        self.serve_segment(np.full(k, i, dtype=np.int64), self.scratch_counts, self.no_caps,
-                                  self.scratch_alive, *self.state_args)  # fmt: skip
+            self.search = self.bind(self.state.arguments())
+        tenants = self.ids[i : i + 1] if k == 1 else np.full(k, i, dtype=np.int64)
+        self.search(tenants, self.scratch_counts, self.no_caps, self.scratch_alive)
         placed = int(self.scratch_counts[i])
         self.scratch_counts[i] = 0
         self.scratch_alive[i] = True
@@ -415,9 +417,9 @@ class _CompiledRatioIndex:
         """Grant a plain segment of the grant order in one compiled call."""
         self._frontier(alive)
         if self.state.reserve(len(tenants)):
-            self.state_args = self.state.arguments()
+            self.search = self.bind(self.state.arguments())
         mask = alive.mask.copy()
-        self.serve_segment(tenants, counts, self.caps, mask, *self.state_args)
+        self.search(tenants, counts, self.caps, mask)
         alive.kill_where(~mask)
 
     def tasks(self) -> FloatArray:
