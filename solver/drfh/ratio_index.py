@@ -38,11 +38,10 @@ import numpy as np
 
 from fairpack.models.types import BoolArray, FloatArray, IntArray
 from fairpack.solver.drfh.greedy import dense_counts
+from fairpack.solver.kernels import KERNELS, pick
 
 __all__ = ["KERNELS", "RatioState", "binder", "c_built", "kernel"]
 
-#: The kernels, by the name :func:`kernel` takes.
-KERNELS = ("c", "numba")
 
 CAP = 128  # entries a block holds before it splits in two
 
@@ -180,20 +179,9 @@ def kernel(name: str = "auto") -> Callable[..., None]:
     ImportError
         'c' asked for and the extension was not built.
     """
-    if name not in (*KERNELS, "auto"):
-        raise ValueError(f"kernel must be one of {', '.join((*KERNELS, 'auto'))}, got {name!r}")
-    if name != "numba":
-        try:
-            # By name: the extension has no Python source for import-linter's graph to follow.
-            extension = importlib.import_module("fairpack.solver.drfh._ratio_search")
-        except ImportError:
-            if name == "c":
-                raise
-        else:
-            return extension.serve_segment
-    from fairpack.solver.drfh.ratio_numba import serve_segment
-
-    return serve_segment
+    serve: Callable[..., None] = pick(name, "fairpack.solver.drfh._ratio_search", "fairpack.solver.drfh.ratio_numba",
+                                      "serve_segment")  # fmt: skip
+    return serve
 
 
 #: ``serve(tenants, counts, caps, alive)``: ``serve_segment`` with the state's arguments bound.
