@@ -7,8 +7,8 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test docs bench figures clean
 
-# setup.py builds the FIFO loop's C extension in place: a changed .pyx installs again.
-$(STAMP): pyproject.toml setup.py solver/sim/_fifo_loop.pyx
+# setup.py builds the C extensions in place: a changed .pyx installs again.
+$(STAMP): pyproject.toml setup.py solver/sim/_fifo_loop.pyx solver/drfh/_ratio_search.pyx
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'

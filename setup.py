@@ -1,8 +1,9 @@
-"""The one compiled extension: the FIFO simulator's event loop in C (``solver/sim/_fifo_loop.pyx``).
+"""The compiled extensions: the FIFO simulator's event loop (``solver/sim/_fifo_loop.pyx``) and Best-Fit's
+two-resource search (``solver/drfh/_ratio_search.pyx``) in C.
 
-Everything else is declared in pyproject.toml. The extension is optional: without Cython or a C compiler the
-install goes on and the simulator runs the same loop compiled by numba (``solver/sim/fifo_numba.py``), which gives
-the same schedules and costs a slower start.
+Everything else is declared in pyproject.toml. Both extensions are optional: without Cython or a C compiler the
+install goes on and the same code compiled by numba runs instead (``solver/sim/fifo_numba.py``,
+``solver/drfh/ratio_numba.py``), which gives the same schedules and allocations and costs a slower start.
 """
 
 import sys
@@ -17,12 +18,14 @@ def extensions() -> list[Extension]:
         return []
     # No fused multiply-add: a * b + c must round twice, as numba's kernel and the engine do.
     flags = [] if sys.platform == "win32" else ["-O2", "-ffp-contract=off"]
-    loop = Extension("fairpack.solver.sim._fifo_loop", ["fairpack/solver/sim/_fifo_loop.pyx"],
-                     extra_compile_args=flags, optional=True)
+    compiled = [Extension(name, [source], extra_compile_args=flags, optional=True) for name, source in (
+        ("fairpack.solver.sim._fifo_loop", "fairpack/solver/sim/_fifo_loop.pyx"),
+        ("fairpack.solver.drfh._ratio_search", "fairpack/solver/drfh/_ratio_search.pyx"),
+    )]  # fmt: skip
     try:
-        return list(cythonize([loop], language_level=3, quiet=True))
-    except Exception as error:  # an old or broken Cython: numba's kernel serves
-        print(f"fairpack: the FIFO loop's C extension is not built ({error}); numba's kernel will run it")
+        return list(cythonize(compiled, language_level=3, quiet=True))
+    except Exception as error:  # an old or broken Cython: numba's kernels serve
+        print(f"fairpack: the C extensions are not built ({error}); numba's kernels will run the same code")
         return []
 
 

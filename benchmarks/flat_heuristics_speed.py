@@ -8,11 +8,13 @@ written before classes were kept as runs). The two must give identical allocatio
 machine; the ratio of their times is the speed-up. ``drfh`` (the exact LP, through
 ``solver.api.solve``) is timed beside them for reference.
 
-``best-fit`` on the Google table runs its compiled search (numba, ``solver.drfh.ratio_index``);
-``best-fit (Python)`` is the pure-Python search (``compiled=False``) in the same run, the same allocation
-required. The compiled search's one-off costs are measured in fresh processes with a cache folder of
-their own (``NUMBA_CACHE_DIR``): importing numba, the first call (compiling into the empty cache, then
-loading from it in a second process) and the Google call after it.
+``best-fit`` on the Google table runs its compiled search (``solver.drfh.ratio_index``) in the C extension
+(``_ratio_search.pyx``); ``best-fit (numba)`` is the same search in numba's kernel (the fallback where the
+extension was not built) and ``best-fit (Python)`` the pure-Python search (``compiled=False``), in the same
+run, the same allocation required. The compiled search's one-off costs are measured in fresh processes: the C
+kernel's (loading the extension: the first call, on a tiny instance, then the Google call; numba must not be
+imported), and numba's, with a cache folder of their own (``NUMBA_CACHE_DIR``): importing numba, the first call
+(compiling into the empty cache, then loading from it in a second process) and the Google call after it.
 
 Times are wall seconds (``perf_counter``) and the process's CPU seconds; the 1-minute load average is
 recorded before every instance, since the machine is shared.
@@ -122,8 +124,9 @@ def machine_by_machine_best_fit(instance: Instance) -> Allocation:
     return Allocation(tasks, kind="machine", integral=True)
 
 
-# Run in a fresh process: numba's import, the first compiled Best-Fit call (on a tiny instance) and then the
-# Google call, each timed in wall and CPU seconds; prints them as JSON.
+# Run in a fresh process with kernel argv[4] ('c' or 'numba'): numba's import (numba's kernel only), the first
+# compiled Best-Fit call (on a tiny instance) and then the Google call with that kernel, each timed in wall and
+# CPU seconds; prints them as JSON, with whether numba was imported.
 _FRESH = """
 import json, sys, time
 def clock():
@@ -132,32 +135,37 @@ def since(start):
     wall, cpu = clock()
     return [wall - start[0], cpu - start[1]]
 out = {}
-start = clock()
-import numba
-out["import_numba"] = since(start)
+kernel = sys.argv[4]
+if kernel == "numba":
+    start = clock()
+    import numba
+    out["import_numba"] = since(start)
 from fairpack.models.generators import google_instance
 from fairpack.solver.drfh.heuristics import best_fit
 tiny = google_instance(None, tenants=3, seed=0, machines=10)
 start = clock()
-best_fit(tiny, compiled=True)
+best_fit(tiny, compiled=kernel)
 out["first_call"] = since(start)
 instance = google_instance(sys.argv[1], tenants=int(sys.argv[2]), seed=int(sys.argv[3]))
 start = clock()
-out["tasks"] = int(best_fit(instance).tasks.sum())
+out["tasks"] = int(best_fit(instance, compiled=kernel).tasks.sum())
 out["google_call"] = since(start)
+out["numba_imported"] = "numba" in sys.modules
 print(json.dumps(out))
 """
 
 
 def fresh_processes(data: Path, tenants: int, seed: int) -> list[dict[str, Any]]:
-    """Two fresh processes sharing an empty numba cache: the first compiles, the second loads the cache."""
+    """A fresh process with the C kernel, then two with numba's sharing an empty numba cache: the first compiles,
+    the second loads the cache."""
     root = Path(__file__).resolve().parents[1]
     runs = []
     with tempfile.TemporaryDirectory() as cache:
         env = {**os.environ, "NUMBA_CACHE_DIR": cache, "PYTHONPATH": str(root)}
-        for label in ("compile (empty cache)", "load (cache filled)"):
+        for label, kernel in (("C extension", "c"), ("numba, compile (empty cache)", "numba"),
+                              ("numba, load (cache filled)", "numba")):  # fmt: skip
             load = os.getloadavg()[0]
-            done = subprocess.run([sys.executable, "-c", _FRESH, str(data), str(tenants), str(seed)], env=env,
+            done = subprocess.run([sys.executable, "-c", _FRESH, str(data), str(tenants), str(seed), kernel], env=env,
                                   cwd=root, capture_output=True, text=True, check=True)  # fmt: skip
             runs.append({"process": label, "load_1min": load, **json.loads(done.stdout)})
             print(runs[-1])
@@ -189,11 +197,13 @@ def main() -> None:
     shipped: dict[str, Callable[[Instance], Allocation]] = {
         "first-fit": first_fit,
         "best-fit": best_fit,
+        "best-fit (numba)": partial(best_fit, compiled="numba"),
         "best-fit (Python)": partial(best_fit, compiled=False),
         "slots": slots,
         "per-server-drf": per_server_drf,
     }
-    best_fit(google_instance(None, tenants=3, seed=0, machines=10), compiled=True)  # numba's one-off costs
+    for kernel in ("c", "numba"):  # the kernels' one-off costs (loading the extension; numba's set-up)
+        best_fit(google_instance(None, tenants=3, seed=0, machines=10), compiled=kernel)
     reference: dict[str, Callable[[Instance], Allocation]] = {
         "first-fit": machine_by_machine_first_fit,
         "best-fit": machine_by_machine_best_fit,
@@ -212,7 +222,7 @@ def main() -> None:
                 }  # fmt: skip
                 if name == "best-fit":
                     compiled_best_fit[tenants, seed] = allocation
-                if name == "best-fit (Python)":
+                if name in ("best-fit (numba)", "best-fit (Python)"):
                     row["identical"] = bool(np.array_equal(compiled_best_fit[tenants, seed].tasks, allocation.tasks))
                 slow = name == "best-fit" and seed not in args.best_fit_reference_seeds
                 if name in reference and not args.no_reference and not slow:
@@ -237,10 +247,10 @@ def main() -> None:
         f"Machine: {os.cpu_count()} CPUs, shared; 1-minute load average at the start of each instance in the table. "
         "`ref` is the machine-by-machine implementation of the same rule (numpy over every machine for every "
         f"task), run in the same process; `same` says whether its allocation equals the shipped one (for "
-        f"`best-fit (Python)`, the pure-Python search: whether it equals the compiled `best-fit`). Target: "
-        f"first-fit and best-fit with 1,000 tenants in <= {TARGET_S:g} s. `best-fit` runs compiled code (numba): "
-        "the table times calls in a process that has already loaded it; the one-off costs of a fresh process "
-        "are below.",
+        f"`best-fit (numba)` and `best-fit (Python)`, numba's kernel and the pure-Python search: whether it equals "
+        f"`best-fit`, the C kernel). Target: first-fit and best-fit with 1,000 tenants in <= {TARGET_S:g} s. "
+        "The table times calls in a process that has already loaded both kernels; the one-off costs of a fresh "
+        "process are below.",
         "",
         "| tenants | seed | method | wall s | cpu s | ref wall s | speed-up | same | tasks | load |",
         "|---:|---:|---|---:|---:|---:|---:|---|---:|---:|",
@@ -255,16 +265,18 @@ def main() -> None:
         )
     lines += [
         "",
-        f"Fresh processes, Best-Fit's compiled search: {max(args.tenants):,} tenants, seed {args.seeds[0]}, one "
-        "numba cache folder shared by the two processes and empty before the first; wall / CPU seconds.",
+        f"Fresh processes, Best-Fit's compiled search: {max(args.tenants):,} tenants, seed {args.seeds[0]}; the C "
+        "kernel, then numba's with one cache folder shared by its two processes and empty before the first; wall / "
+        "CPU seconds; `numba` says whether the process imported numba.",
         "",
-        "| process | import numba | first call (tiny instance) | Google call | tasks | load |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| process | import numba | first call (tiny instance) | Google call | tasks | numba | load |",
+        "|---|---:|---:|---:|---:|---|---:|",
     ]
     for run in fresh:
         keys = ("import_numba", "first_call", "google_call")
-        cells = " | ".join(f"{run[key][0]:.2f} / {run[key][1]:.2f}" for key in keys)
-        lines.append(f"| {run['process']} | {cells} | {run['tasks']:,} | {run['load_1min']:.2f} |")
+        cells = " | ".join(f"{run[key][0]:.2f} / {run[key][1]:.2f}" if key in run else "-" for key in keys)
+        lines.append(f"| {run['process']} | {cells} | {run['tasks']:,} | {'yes' if run['numba_imported'] else 'no'} "
+                     f"| {run['load_1min']:.2f} |")  # fmt: skip
     save("flat_heuristics_speed", {"rows": rows, "fresh_processes": fresh, "target_s": TARGET_S}, "\n".join(lines),
          args.out)  # fmt: skip
 

@@ -7,6 +7,8 @@ loops: no runs, no batches, no sorted index. The heuristics must give exactly th
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from fairpack.models.result import Allocation
 from fairpack.models.types import Instance, InstanceError, ServerClass, Tenant
 from fairpack.solver.drfh.greedy import MAX_CELLS, TIE, TOL, dense_counts, grant_segments, resolve_fuzzy
 from fairpack.solver.drfh.heuristics import best_fit, best_fit_terms, first_fit, per_server_drf, slots
+from fairpack.solver.drfh.ratio_index import CAP, KERNELS
 
 Heuristic = Callable[[Instance], Allocation]
 HEURISTICS: dict[str, Heuristic] = {
@@ -259,10 +262,10 @@ def check_pareto(instance: Instance, allocation: Allocation) -> None:
 
 
 def assert_best_fit_matches(instance: Instance) -> None:
-    """Best-Fit equals the reference, with the pure-Python search and with the compiled one."""
+    """Best-Fit equals the reference, with the pure-Python search and with both compiled kernels (C and numba)."""
     expected = reference_best_fit(instance)
-    assert np.array_equal(best_fit(instance, compiled=False).tasks, expected)
-    assert np.array_equal(best_fit(instance, compiled=True).tasks, expected)
+    for compiled in (False, *KERNELS):
+        assert np.array_equal(best_fit(instance, compiled=compiled).tasks, expected), compiled
 
 
 @settings(derandomize=True, max_examples=300, deadline=None)
@@ -321,10 +324,13 @@ def test_compiled_best_fit_on_hundreds_of_machines() -> None:
     from benchmarks.flat_heuristics_speed import machine_by_machine_best_fit
 
     distinct = google_instance(None, tenants=40, seed=3, machines=800, distinct=True)
-    assert np.array_equal(best_fit(distinct, compiled=True).tasks, machine_by_machine_best_fit(distinct).tasks)
-    for seed in range(3):
-        merged = google_instance(None, tenants=60, seed=seed, machines=1500)
-        assert np.array_equal(best_fit(merged, compiled=True).tasks, best_fit(merged, compiled=False).tasks)
+    expected = machine_by_machine_best_fit(distinct).tasks
+    merged = [google_instance(None, tenants=60, seed=seed, machines=1500) for seed in range(3)]
+    python = [best_fit(instance, compiled=False).tasks for instance in merged]
+    for name in KERNELS:
+        assert np.array_equal(best_fit(distinct, compiled=name).tasks, expected), name
+        for instance, tasks in zip(merged, python, strict=True):
+            assert np.array_equal(best_fit(instance, compiled=name).tasks, tasks), name
 
 
 @st.composite
@@ -350,23 +356,85 @@ def test_compiled_best_fit_against_the_machine_by_machine_reference(instance: In
     from benchmarks.flat_heuristics_speed import machine_by_machine_best_fit
 
     expected = machine_by_machine_best_fit(instance).tasks
-    assert np.array_equal(best_fit(instance, compiled=True).tasks, expected)
-    assert np.array_equal(best_fit(instance, compiled=False).tasks, expected)
+    for compiled in (False, *KERNELS):
+        assert np.array_equal(best_fit(instance, compiled=compiled).tasks, expected), compiled
 
 
-def test_best_fit_runs_compiled_at_any_size_once_the_compiled_search_has_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Below COMPILED_FROM_MACHINES a fresh process keeps the pure-Python search (numba's set-up would cost more
-    # than it saves); once the compiled search has run in the process, it is the faster one at any size.
-    from fairpack.solver.drfh import heuristics
+def test_the_c_kernel_is_built_and_preferred() -> None:
+    # The dev install builds the extension (setup.py); were it missing, every run above would have tested numba's
+    # kernel twice and Best-Fit would pay numba's start-up cost.
+    from fairpack.solver.drfh import _ratio_search, ratio_index, ratio_numba  # type: ignore[attr-defined]
+
+    assert ratio_index.kernel("auto") is ratio_index.kernel("c") is _ratio_search.serve_segment
+    assert ratio_index.kernel("numba") is ratio_numba.serve_segment
+    # The C code keeps its own copies of the tie tolerance and of the block size: they must be these.
+    assert _ratio_search.CONSTANTS == (TIE, CAP)
+    with pytest.raises(ValueError, match="kernel must be one of"):
+        ratio_index.kernel("fortran")
+
+
+def test_the_c_kernels_bound_search_and_its_function_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Best-Fit calls the C kernel through a Search that binds the state's arrays once; serve_segment, the function
+    # with numba's arguments, binds them at every call. Both must place every task as the reference does.
+    from benchmarks.flat_heuristics_speed import machine_by_machine_best_fit
+    from fairpack.solver.drfh import _ratio_search, ratio_index  # type: ignore[attr-defined]
+
+    instance = google_instance(None, tenants=30, seed=4, machines=600, distinct=True)
+    expected = machine_by_machine_best_fit(instance).tasks
+    assert ratio_index.binder("c")(ratio_index.RatioState(
+        np.ones((1, 2)), np.array([2]), np.array([0]), (2.0, 2.0), np.zeros((6, 1)), np.ones(1, dtype=bool)
+    ).arguments()).__self__.__class__ is _ratio_search.Search  # fmt: skip
+    assert np.array_equal(best_fit(instance, compiled="c").tasks, expected)
+    serve = _ratio_search.serve_segment
+    monkeypatch.setattr(ratio_index, "binder", lambda name: lambda arguments: lambda *head: serve(*head, *arguments))
+    assert np.array_equal(best_fit(instance, compiled="c").tasks, expected)
+
+
+def test_a_fresh_process_runs_large_best_fit_without_importing_numba() -> None:
+    # numba's import and set-up cost a fresh process about 0.45 s of CPU, more than the search on the Google
+    # table: with the extension built, Best-Fit's default (compiled on a cluster this large, where numba's kernel
+    # used to run) never imports it.
+    code = (
+        "import sys\n"
+        "from fairpack.models.generators import google_instance\n"
+        "from fairpack.solver.drfh import heuristics\n"
+        "instance = google_instance(None, tenants=50, seed=2, machines=heuristics.NUMBA_FROM_MACHINES + 1000)\n"
+        "assert heuristics.best_fit(instance).tasks.sum() > 0\n"
+        "assert 'fairpack.solver.drfh._ratio_search' in sys.modules\n"
+        "print('numba' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=300,
+                          cwd=Path(__file__).resolve().parents[1])  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
+def test_which_search_best_fit_runs_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    # With the C extension the compiled search runs from COMPILED_FROM_MACHINES machines on (it loads in a
+    # millisecond); below, the pure-Python search. Without the extension, numba's set-up would cost more than it
+    # saves below NUMBA_FROM_MACHINES, unless numba's kernel has already been loaded in the process.
+    from fairpack.solver.drfh import heuristics, ratio_index
 
     small = make([([4.0, 8.0], 3), ([8.0, 4.0], 2)], [([1.0, 1.0], 1.0, math.inf), ([0.5, 2.0], 2.0, 9.0)])
-    assert len(small.machine_names()) < heuristics.COMPILED_FROM_MACHINES
-    best_fit(small, compiled=True)
+    larger = make([([4.0, 8.0], 30), ([8.0, 4.0], 20)], [([1.0, 1.0], 1.0, math.inf), ([0.5, 2.0], 2.0, 90.0)])
+    assert len(small.machine_names()) < heuristics.COMPILED_FROM_MACHINES <= len(larger.machine_names())
+    assert len(larger.machine_names()) < heuristics.NUMBA_FROM_MACHINES
+    best_fit(small, compiled="numba")  # numba's kernel loaded in this process
     built: list[int] = []
     original = heuristics._CompiledRatioIndex
     monkeypatch.setattr(heuristics, "_CompiledRatioIndex", lambda *args: built.append(1) or original(*args))
-    assert np.array_equal(best_fit(small).tasks, best_fit(small, compiled=False).tasks)
-    assert built == [1]
+
+    def runs_compiled(instance: Instance) -> bool:
+        built.clear()
+        assert np.array_equal(best_fit(instance).tasks, best_fit(instance, compiled=False).tasks)
+        return built == [1]
+
+    assert ratio_index.c_built()
+    assert not runs_compiled(small) and runs_compiled(larger)
+    monkeypatch.setattr(ratio_index, "c_built", lambda: False)  # only numba's kernel, already loaded
+    assert runs_compiled(small) and runs_compiled(larger)
+    monkeypatch.delitem(sys.modules, "fairpack.solver.drfh.ratio_numba")  # numba's kernel not loaded yet
+    assert not runs_compiled(small) and not runs_compiled(larger)
 
 
 @pytest.mark.data
@@ -376,11 +444,14 @@ def test_best_fit_on_the_google_table(data_dir: Path) -> None:
     from benchmarks.flat_heuristics_speed import machine_by_machine_best_fit
 
     scaled = google_instance(data_dir, tenants=100, seed=5, machines=1200)
-    assert np.array_equal(best_fit(scaled, compiled=True).tasks, machine_by_machine_best_fit(scaled).tasks)
+    expected = machine_by_machine_best_fit(scaled).tasks
+    for name in KERNELS:
+        assert np.array_equal(best_fit(scaled, compiled=name).tasks, expected), name
     whole = google_instance(data_dir, tenants=1000, seed=1)
     compiled = best_fit(whole)  # compiled by default at this size
     assert compiled.tasks.sum() == 296_049
     assert np.array_equal(compiled.tasks, best_fit(whole, compiled=False).tasks)
+    assert np.array_equal(compiled.tasks, best_fit(whole, compiled="numba").tasks)
 
 
 # ---- the issue's cases --------------------------------------------------------------------------------
@@ -432,7 +503,8 @@ def test_machine_ties_break_by_index_not_by_float_noise() -> None:
     h = [paper_fitness(instance, 0, room[m]) for m in range(2)]
     assert h[1] < h[0] and h[0] - h[1] < 1e-15  # a difference of rounding alone
     assert best_fit(instance).tasks.tolist() == [[1, 0]]
-    assert best_fit(instance, compiled=True).tasks.tolist() == [[1, 0]]
+    for name in KERNELS:
+        assert best_fit(instance, compiled=name).tasks.tolist() == [[1, 0]], name
 
 
 def test_grant_order_matches_one_at_a_time_with_ties() -> None:

@@ -27,7 +27,7 @@ NOT_SOURCES = {".git", ".venv", "venv", "build", "dist", "__pycache__", ".hypoth
 def _not_sources(folder: str, names: list[str]) -> set[str]:
     # The editable install's in-place build of the C extension is not a source either: the wheel builds its own.
     return {name for name in names if name in NOT_SOURCES or name.endswith((".egg-info", ".so", ".pyd"))
-            or name == "_fifo_loop.c"}  # fmt: skip
+            or name in ("_fifo_loop.c", "_ratio_search.c")}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +86,9 @@ def test_the_wheel_installs_one_name_with_its_data(wheel: Path) -> None:
     assert "fairpack/models/check/__init__.py" in names and "fairpack/solver/cli/main.py" in names
     # The FIFO loop's C extension is built into the wheel (setup.py), so a user's simulator starts without numba.
     assert any(name.startswith("fairpack/solver/sim/_fifo_loop.") and name.endswith((".so", ".pyd")) for name in names)
+    # So is Best-Fit's two-resource search (solver/drfh/_ratio_search.pyx).
+    assert any(name.startswith("fairpack/solver/drfh/_ratio_search.") and name.endswith((".so", ".pyd"))
+               for name in names)  # fmt: skip
 
 
 @pytest.mark.parametrize("shadow", ["modules", "packages"])
@@ -150,6 +153,10 @@ def test_the_wheels_fifo_loop_runs_in_c_without_importing_numba(user: tuple[Path
         "result = simulate(Instance(('cpu',), (ServerClass('m', np.array([2.0]), 2),), jobs=jobs), 'fifo')\n"
         "assert result.verified and 'site-packages' in compiled_loop.__file__\n"
         "assert compiled_loop.kernel().__module__ == 'fairpack.solver.sim._fifo_loop'\n"
+        "from fairpack.models.generators import google_instance\n"  # Best-Fit's compiled search, in C as well
+        "from fairpack.solver.drfh.heuristics import best_fit\n"
+        "assert best_fit(google_instance(None, tenants=20, seed=1, machines=500), compiled=True).tasks.sum() > 0\n"
+        "assert 'fairpack.solver.drfh._ratio_search' in sys.modules\n"
         "print('numba' in sys.modules)\n"
     )
     done = _run(python, project, "-c", code)

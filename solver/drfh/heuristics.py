@@ -277,23 +277,37 @@ def best_fit_terms(instance: Instance) -> tuple[FloatArray, IntArray, FloatArray
     return total, star, delta
 
 
-#: Best-Fit with two resources runs its compiled search (``solver.drfh.ratio_index``) from this many
-#: machines on (unless told otherwise, or the compiled search already ran in this process): a fresh
-#: process pays about 0.35 s of CPU to import numba and set it up for the cached machine code (scipy.linalg
-#: included, which numba imports for its BLAS check), which the pure-Python search (about 5.5 us per task
-#: placed, against 0.2-0.4 us compiled) only costs once there are some 80,000 tasks to place. Measured in
-#: fresh processes on the Google table scaled down (24 tasks a machine): 1,500 machines 0.19 s pure Python
-#: against 0.44 s compiled, 3,000 0.39 s against 0.49 s, 4,500 0.53 s against 0.50 s, 6,000 0.66 s against 0.52 s.
-COMPILED_FROM_MACHINES = 4000
+#: Best-Fit with two resources runs its compiled search (``solver.drfh.ratio_index``) from this many machines
+#: on (unless told otherwise) where the C extension was built: it loads in a millisecond, and the compiled
+#: search is the faster one from a few dozen machines on. Measured in fresh processes on the Google table
+#: scaled down (24 tasks a machine; CPU, median of five, load 3): 10 machines 1.7 ms pure Python against 2.5 ms
+#: compiled, 30 2.7 against 2.6, 50 3.4 against 2.5, 100 9.6 against 2.7, 1,000 96 against 9.0, 3,000 351
+#: against 30.
+COMPILED_FROM_MACHINES = 32
+
+#: The same threshold where only numba's kernel is there: a fresh process pays about 0.35 s of CPU to import
+#: numba and set it up for the cached machine code (scipy.linalg included, which numba imports for its BLAS
+#: check), which the pure-Python search (about 5.5 us per task placed, against 0.2-0.4 us compiled) only costs
+#: once there are some 80,000 tasks to place. Measured in fresh processes on the Google table scaled down (24
+#: tasks a machine): 1,500 machines 0.19 s pure Python against 0.44 s compiled, 3,000 0.39 s against 0.49 s,
+#: 4,500 0.53 s against 0.50 s, 6,000 0.66 s against 0.52 s.
+NUMBA_FROM_MACHINES = 4000
 
 
 def _compiled_by_default(machines: int) -> bool:
-    """Whether Best-Fit with two resources runs compiled when not told: on large clusters, and on any cluster
-    once the compiled search has run in this process (numba's one-off costs are paid, and it is the faster one)."""
-    return machines >= COMPILED_FROM_MACHINES or "fairpack.solver.drfh.ratio_index" in sys.modules
+    """Whether Best-Fit with two resources runs compiled when not told: from ``COMPILED_FROM_MACHINES`` machines
+    with the C extension; without it from ``NUMBA_FROM_MACHINES``, or at any size once numba's kernel has been
+    loaded in this process (its one-off costs are paid, and it is the faster one)."""
+    from fairpack.solver.drfh.ratio_index import c_built
+
+    if c_built():
+        return machines >= COMPILED_FROM_MACHINES
+    return machines >= NUMBA_FROM_MACHINES or "fairpack.solver.drfh.ratio_numba" in sys.modules
 
 
-def best_fit(instance: Instance, compiled: bool | None = None, stop: Callable[[], bool] | None = None) -> Allocation:
+def best_fit(
+    instance: Instance, compiled: bool | str | None = None, stop: Callable[[], bool] | None = None
+) -> Allocation:
     """Best-Fit DRFH: progressive filling that puts each task on the best-matching machine.
 
     Same tenant order as ``first_fit``. The task goes to the machine ``l`` minimising the DRFH paper's
@@ -309,10 +323,11 @@ def best_fit(instance: Instance, compiled: bool | None = None, stop: Callable[[]
     ----------
     instance : Instance
         Server classes and flat tenants.
-    compiled : bool, optional
-        With two resources, whether to run the compiled search (numba) or the pure-Python one; both
-        give the same allocation. By default the compiled one from ``COMPILED_FROM_MACHINES`` machines, or
-        at any size once it has run in this process.
+    compiled : bool or {'c', 'numba'}, optional
+        With two resources, whether to run the compiled search or the pure-Python one; all give the same
+        allocation. True runs the C extension where it was built, else numba's kernel; 'c' or 'numba' asks
+        for one kernel. By default the compiled one from ``COMPILED_FROM_MACHINES`` machines (without
+        the C extension: from ``NUMBA_FROM_MACHINES``, or at any size once numba's kernel has been loaded).
 
     Returns
     -------
@@ -335,7 +350,8 @@ def best_fit(instance: Instance, compiled: bool | None = None, stop: Callable[[]
     setup = prepare(instance, "best-fit")
     alive = Alive(setup.eligible)
     if present.size == 2 and (_compiled_by_default(setup.machines) if compiled is None else compiled):
-        index = _CompiledRatioIndex(setup, alive, total, star, delta, present)
+        index = _CompiledRatioIndex(setup, alive, total, star, delta, present,
+                                    compiled if isinstance(compiled, str) else "auto")  # fmt: skip
         progressive_fill(setup, index.place, alive, serve=index.serve, stop=stop)
         return Allocation(index.tasks(), kind="machine", integral=True)
     record = Placements()
@@ -346,19 +362,18 @@ def best_fit(instance: Instance, compiled: bool | None = None, stop: Callable[[]
 
 
 class _CompiledRatioIndex:
-    """Best-Fit with two resources: the search of ``solver.drfh.ratio_index``, compiled with numba.
+    """Best-Fit with two resources: the compiled search of ``solver.drfh.ratio_index``, by kernel ``name``.
 
-    numba is imported here, on the first Best-Fit call with two resources, so that no other method pays
-    for importing it.
+    The kernel (the C extension, or numba's where it was not built) is loaded here, on the first Best-Fit call
+    with two resources, so that no other method pays for it.
     """
 
-    def __init__(
-        self, setup: FlatSetup, alive: Alive, total: FloatArray, star: IntArray, delta: FloatArray, present: IntArray
-    ) -> None:
+    def __init__(self, setup: FlatSetup, alive: Alive, total: FloatArray, star: IntArray, delta: FloatArray,
+                 present: IntArray, name: str = "auto") -> None:  # fmt: skip
         from fairpack.solver.drfh import ratio_index
 
         self.alive = alive
-        self.kernel = ratio_index
+        self.bind = ratio_index.binder(name)
         a, b = int(present[0]), int(present[1])
         first = star == a  # the dominant resource is resource a
         other = np.where(first, b, a)
@@ -371,8 +386,10 @@ class _CompiledRatioIndex:
         )
         self.caps = np.asarray(setup.caps, dtype=np.float64)
         self.frontier_ids = np.zeros(0, dtype=np.int64)
-        self.state_args = self.state.arguments()
-        # ``place`` runs ``serve_segment`` too (one compiled entry point to load), on these scratch arrays.
+        self.search = self.bind(self.state.arguments())
+        # ``place`` runs ``serve_segment`` too (one compiled entry point to load), on these scratch arrays; a single
+        # task's tenant list is a slice of ``ids``.
+        self.ids = np.arange(setup.tenants, dtype=np.int64)
         self.scratch_counts = np.zeros(setup.tenants, dtype=np.int64)
         self.scratch_alive = np.ones(setup.tenants, dtype=np.bool_)
         self.no_caps = np.full(setup.tenants, np.inf)
@@ -382,15 +399,15 @@ class _CompiledRatioIndex:
         if self.frontier_ids.size and alive.mask[self.frontier_ids].all():
             return
         self.frontier_ids = self.state.set_frontier(alive.mask)
-        self.state_args = self.state.arguments()
+        self.search = self.bind(self.state.arguments())
 
     def place(self, i: int, k: int) -> int:
         """Up to ``k`` tasks of tenant ``i`` (the live tie-breaking of ``resolve_fuzzy``); how many fitted."""
         self._frontier(self.alive)
         if self.state.reserve(k):
-            self.state_args = self.state.arguments()
-        self.kernel.serve_segment(np.full(k, i, dtype=np.int64), self.scratch_counts, self.no_caps,
-                                  self.scratch_alive, *self.state_args)  # fmt: skip
+            self.search = self.bind(self.state.arguments())
+        tenants = self.ids[i : i + 1] if k == 1 else np.full(k, i, dtype=np.int64)
+        self.search(tenants, self.scratch_counts, self.no_caps, self.scratch_alive)
         placed = int(self.scratch_counts[i])
         self.scratch_counts[i] = 0
         self.scratch_alive[i] = True
@@ -400,9 +417,9 @@ class _CompiledRatioIndex:
         """Grant a plain segment of the grant order in one compiled call."""
         self._frontier(alive)
         if self.state.reserve(len(tenants)):
-            self.state_args = self.state.arguments()
+            self.search = self.bind(self.state.arguments())
         mask = alive.mask.copy()
-        self.kernel.serve_segment(tenants, counts, self.caps, mask, *self.state_args)
+        self.search(tenants, counts, self.caps, mask)
         alive.kill_where(~mask)
 
     def tasks(self) -> FloatArray:

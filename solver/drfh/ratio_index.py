@@ -1,4 +1,4 @@
-"""Best-Fit with two resources, compiled with numba: the machines kept sorted by their free ratio.
+"""Best-Fit with two resources, compiled: the machines kept sorted by their free ratio.
 
 For a task with ratio ``q_i = d_b / d_a`` (resources as fractions of the cluster totals), a machine
 with free ratio ``q >= q_i`` fits it when its free ``a`` covers the demand, and one with ``q < q_i``
@@ -18,21 +18,30 @@ machine gets an entry of its own and the class entry moves on to the next machin
 An entry that fits no tenant still alive (tested against the staircase of Pareto-minimal needs,
 ``frontier``) is dropped when a walk meets it.
 
-Compiled with ``cache=True``: the first call in a fresh environment compiles (seconds) and stores the
-machine code beside this file (or in numba's user cache when that folder is read-only); later
-processes load it. The float operations are those of the definition (no fastmath), so the
-allocations are the same to the last bit as the machine-by-machine reference.
+Two kernels run the search (``serve_segment``), with the same arguments and the same allocation to the last
+bit: the C extension :mod:`fairpack.solver.drfh._ratio_search` (``_ratio_search.pyx``, built when fairpack is
+installed) and the numba code of :mod:`fairpack.solver.drfh.ratio_numba` where the extension was not built.
+The float operations are those of the definition (no fastmath, no fused multiply-add), so the allocations are
+the same to the last bit as the machine-by-machine reference. This module holds the state as numpy arrays and
+imports neither kernel until :func:`kernel` is called: with the extension built, a process running Best-Fit never
+imports numba (about 0.45 s of CPU).
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
+import importlib.util
+from collections.abc import Callable
+
 import numpy as np
-from numba import njit
 
 from fairpack.models.types import BoolArray, FloatArray, IntArray
-from fairpack.solver.drfh.greedy import TIE, dense_counts
+from fairpack.solver.drfh.greedy import dense_counts
+from fairpack.solver.kernels import KERNELS, pick
 
-__all__ = ["RatioState", "serve_segment"]
+__all__ = ["KERNELS", "RatioState", "binder", "c_built", "kernel"]
+
 
 CAP = 128  # entries a block holds before it splits in two
 
@@ -102,7 +111,23 @@ class RatioState:
         self.dead = np.empty(max(machines, 1) + 1, dtype=np.int64)
         self.frontier = np.empty((2, 0), dtype=np.float64)
         starts = class_start[counts > 0]
-        _build(starts[np.argsort(self.machine[0, starts], kind="stable")].astype(np.int64), *self._structure())
+        self._build(starts[np.argsort(self.machine[0, starts], kind="stable")].astype(np.int64))
+
+    def _build(self, ranked: IntArray) -> None:
+        """Fill the structure with the machines ``ranked`` (sorted by ``q``): half-full blocks 0, 1, ... in order,
+        taken from the top of the free stack, with exact maxima."""
+        half = CAP // 2
+        used = -(-ranked.size // half)
+        position = np.arange(ranked.size)
+        block, slot = position // half, position % half
+        self.items[block, slot] = ranked
+        self.where[ranked] = block
+        self.length[:used] = np.bincount(block, minlength=used)
+        self.sequence[:used] = np.arange(used)
+        for row in range(2):
+            np.maximum.at(self.block_max[row], block, self.machine[1 + row, ranked])
+        self.box[BLOCKS] = used
+        self.box[FREE] -= used
 
     def _structure(self) -> tuple[object, ...]:
         return (self.machine, self.items, self.length, self.sequence, self.free, self.where, self.block_max,
@@ -144,292 +169,37 @@ class RatioState:
                 self.placed, self.found_h, self.found_m, self.dead, self.frontier, *self._structure())  # fmt: skip
 
 
-# ---- the blocked sorted list -------------------------------------------------------------------------
-#
-# Every array a compiled function takes costs an atomic reference-count increment and decrement per call
-# (numba's runtime), whether or not the call is inlined: with a dozen helper calls of five to twenty arrays
-# each, that was over half of a placement's time. So the work done for every task (locating a ratio,
-# the two walks, moving the machine) is written out in ``serve_segment``, and the helpers below are the
-# rare steps (a block splits, empties, or has its maxima made exact) or take few arrays.
+def kernel(name: str = "auto") -> Callable[..., None]:
+    """``serve_segment`` of kernel ``name`` ('c', 'numba', or 'auto': the C extension if it was built).
 
-
-@njit(cache=True)
-def _tighten(blk, machine, items, length, block_max, stale):  # fmt: skip
-    """Make a block's maxima exact."""
-    top0, top1 = -np.inf, -np.inf
-    for k in range(length[blk]):
-        m = items[blk, k]
-        top0 = max(top0, machine[1, m])
-        top1 = max(top1, machine[2, m])
-    block_max[0, blk] = top0
-    block_max[1, blk] = top1
-    stale[blk] = False
-
-
-@njit(cache=True)
-def _new_block(s, sequence, free, box):  # fmt: skip
-    """Take a free block id and put it at place ``s`` of the sequence."""
-    box[FREE] -= 1
-    blk = free[box[FREE]]
-    for t in range(box[BLOCKS], s, -1):
-        sequence[t] = sequence[t - 1]
-    sequence[s] = blk
-    box[BLOCKS] += 1
-    return blk
-
-
-@njit(cache=True)
-def _build(ranked, machine, items, length, sequence, free, where, block_max, stale, box):  # fmt: skip
-    """Fill the structure with the machines ``ranked`` (sorted by ``q``), half-full blocks."""
-    half = CAP // 2
-    for start in range(0, ranked.shape[0], half):
-        blk = _new_block(box[BLOCKS], sequence, free, box)
-        stop = min(start + half, ranked.shape[0])
-        for k in range(start, stop):
-            items[blk, k - start] = ranked[k]
-            where[ranked[k]] = blk
-        length[blk] = stop - start
-        _tighten(blk, machine, items, length, block_max, stale)
-
-
-@njit(cache=True)
-def _locate(key, strict, machine, items, length, sequence, box):  # fmt: skip
-    """Where ``key`` falls in the order: (place ``s`` in the sequence, entry ``k`` of that block).
-
-    The block is the last one whose first entry's ``q`` is below ``key`` (or equal, unless ``strict``),
-    the first block when there is none; ``k`` is its first entry whose ``q`` is above ``key``
-    (``strict``) or at or above it. The sequence holds at least one block.
+    Raises
+    ------
+    ValueError
+        An unknown name.
+    ImportError
+        'c' asked for and the extension was not built.
     """
-    lo, hi = 0, box[BLOCKS]
-    while lo < hi:
-        mid = (lo + hi) // 2
-        q = machine[0, items[sequence[mid], 0]]
-        if q < key or (strict and q == key):
-            lo = mid + 1
-        else:
-            hi = mid
-    s = max(lo - 1, 0)
-    blk = sequence[s]
-    lo, hi = 0, length[blk]
-    while lo < hi:
-        mid = (lo + hi) // 2
-        q = machine[0, items[blk, mid]]
-        if q < key or (strict and q == key):
-            lo = mid + 1
-        else:
-            hi = mid
-    return s, lo
+    serve: Callable[..., None] = pick(name, "fairpack.solver.drfh._ratio_search", "fairpack.solver.drfh.ratio_numba",
+                                      "serve_segment")  # fmt: skip
+    return serve
 
 
-@njit(cache=True)
-def _split(s, machine, items, length, sequence, free, where, block_max, stale, box):  # fmt: skip
-    """A full block at place ``s`` splits in two: the upper half goes to a new block right after."""
-    blk = sequence[s]
-    half = CAP // 2
-    new = _new_block(s + 1, sequence, free, box)
-    for t in range(half, CAP):
-        e = items[blk, t]
-        items[new, t - half] = e
-        where[e] = new
-    length[blk] = half
-    length[new] = CAP - half
-    _tighten(blk, machine, items, length, block_max, stale)
-    _tighten(new, machine, items, length, block_max, stale)
+#: ``serve(tenants, counts, caps, alive)``: ``serve_segment`` with the state's arguments bound.
+Serve = Callable[[IntArray, IntArray, FloatArray, BoolArray], None]
 
 
-@njit(cache=True)
-def _remove(m, items, length, where, stale):  # fmt: skip
-    """Take machine ``m`` out of its block; returns the block when that leaves it empty, else -1."""
-    blk = where[m]
-    k = 0
-    while items[blk, k] != m:
-        k += 1
-    for t in range(k, length[blk] - 1):
-        items[blk, t] = items[blk, t + 1]
-    length[blk] -= 1
-    where[m] = -1
-    stale[blk] = True
-    return blk if length[blk] == 0 else -1
+def binder(name: str = "auto") -> Callable[[tuple[object, ...]], Serve]:
+    """``bind(arguments)`` of kernel ``name``: ``serve_segment`` with ``RatioState.arguments()`` bound (bind again
+    when they change). The C kernel binds them once in a ``Search`` (a call then takes four arrays, not two dozen:
+    about 7 us less a call); numba's kernel takes them at every call."""
+    serve = kernel(name)
+    search = getattr(importlib.import_module(serve.__module__), "Search", None)
+    if search is not None:
+        return lambda arguments: search(*arguments).serve
+    return lambda arguments: lambda tenants, counts, caps, alive: serve(tenants, counts, caps, alive, *arguments)
 
 
-@njit(cache=True)
-def _drop_block(blk, sequence, free, box):  # fmt: skip
-    """An emptied block leaves the sequence and goes back on the free stack."""
-    s = 0
-    while sequence[s] != blk:
-        s += 1
-    for t in range(s, box[BLOCKS] - 1):
-        sequence[t] = sequence[t + 1]
-    box[BLOCKS] -= 1
-    free[box[FREE]] = blk
-    box[FREE] += 1
-
-
-# ---- the search --------------------------------------------------------------------------------------
-
-
-@njit(cache=True)
-def _fitness(first, delta, q, r0, r1, t0, t1):  # fmt: skip
-    """The paper's ``H`` for a task of ratio ``delta`` (its non-dominant over its dominant resource)."""
-    if first:
-        return abs(delta - q)
-    if r1 > 0:
-        return abs(delta - r0 / t0 / (r1 / t1))
-    return np.inf
-
-
-@njit(cache=True)
-def _useful(r0, r1, frontier):  # fmt: skip
-    """Whether some (need a, need b) of the staircase ``frontier`` fits in room (r0, r1)."""
-    lo, hi = 0, frontier.shape[1]
-    while lo < hi:  # the last need a <= r0 has the smallest need b among those
-        mid = (lo + hi) // 2
-        if frontier[0, mid] <= r0:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo > 0 and frontier[1, lo - 1] <= r1
-
-
-@njit(cache=True)
-def serve_segment(tenants, counts, caps, alive, totals, tenant, first, machine_class, next_untouched, class_end,  # noqa: C901  (one placement kept in one function: see above)
-                  placed, found_h, found_m, dead, frontier, machine, items, length, sequence, free, where,
-                  block_max, stale, box):  # fmt: skip
-    """Grant one task to each entry of ``tenants`` in turn (a plain segment of the grant order).
-
-    Each task goes to the best machine: from the first entry with ``q`` at or above the tenant's target,
-    one walk goes right and one left, collecting the fitting entries with ``H`` within the bound, which
-    tightens to the best fitting entry's ``H`` plus twice the tie tolerance (so every entry that may tie
-    is collected; the lowest machine index among the ties wins). A block whose largest room cannot hold
-    the task is skipped whole, unless the walk is already past the bound there. Entries met that fit no
-    tenant still alive are dropped. The machine then leaves the order and comes back at its new ``q``.
-
-    A tenant whose task fits nowhere, or that reaches its cap, is marked not ``alive``; entries of
-    tenants not alive are skipped. ``counts`` counts every tenant's tasks. Each task placed is appended to
-    ``placed`` as (tenant, machine), which has room for one per entry of ``tenants``.
-    """
-    t0, t1 = totals[0], totals[1]
-    for i in tenants:
-        if not alive[i]:
-            continue
-        found = 0
-        dead[0] = 0
-        if box[BLOCKS] > 0:
-            need0, need1, delta, head = tenant[NEED0, i], tenant[NEED1, i], tenant[DELTA, i], first[i]
-            s0, k0 = _locate(tenant[TARGET, i], False, machine, items, length, sequence, box)
-            bound = np.inf
-            for way in range(2):  # right from the first entry at or above the target, then left of it
-                step = 1 if way == 0 else -1
-                s, k = s0, k0
-                if way == 1:
-                    if k > 0:
-                        k -= 1
-                    else:
-                        s, k = s - 1, -1  # -1: from the end of the block before
-                while 0 <= s < box[BLOCKS]:
-                    blk = sequence[s]
-                    size = length[blk]
-                    if k < 0:
-                        k += size
-                    if not 0 <= k < size:
-                        s += step
-                        k = 0 if step > 0 else -1
-                        continue
-                    if block_max[0, blk] < need0 or block_max[1, blk] < need1:  # nothing in the block fits
-                        if bound < np.inf:  # but the walk may already be past the bound
-                            m = items[blk, k]
-                            if _fitness(head, delta, machine[0, m], machine[1, m], machine[2, m], t0, t1) > bound:
-                                break
-                        s += step
-                        k = 0 if step > 0 else -1
-                        continue
-                    fitted = past = False
-                    while 0 <= k < size:
-                        m = items[blk, k]
-                        r0, r1 = machine[1, m], machine[2, m]
-                        fits = r0 >= need0 and r1 >= need1
-                        if fits or bound < np.inf:
-                            h = _fitness(head, delta, machine[0, m], r0, r1, t0, t1)
-                            if h > bound:
-                                past = True
-                                break
-                            if fits:
-                                fitted = True
-                                found_h[found] = h
-                                found_m[found] = m
-                                found += 1
-                                limit = h + 2 * TIE * (1.0 + h)
-                                if limit < bound:
-                                    bound = limit
-                        if not fits and not _useful(r0, r1, frontier):
-                            dead[0] += 1
-                            dead[dead[0]] = m
-                        k += step
-                    if past:
-                        break
-                    if not fitted and stale[blk]:  # scanned without a fit: make its maxima exact
-                        _tighten(blk, machine, items, length, block_max, stale)
-                    s += step
-                    k = 0 if step > 0 else -1
-            for d in range(1, dead[0] + 1):  # drop the entries no tenant alive fits
-                emptied = _remove(dead[d], items, length, where, stale)
-                if emptied >= 0:
-                    _drop_block(emptied, sequence, free, box)
-        if found == 0:
-            alive[i] = False
-            continue
-        best = found_h[0]
-        for f in range(1, found):
-            best = min(best, found_h[f])
-        m = -1
-        for f in range(found):
-            if found_h[f] <= best + TIE * (1.0 + best) and (m < 0 or found_m[f] < m):
-                m = found_m[f]
-        n = box[PLACED]
-        placed[0, n] = i
-        placed[1, n] = m
-        box[PLACED] = n + 1
-        r0 = machine[1, m] - tenant[DEMAND0, i]
-        r1 = machine[2, m] - tenant[DEMAND1, i]
-        f0 = r0 / t0
-        c = machine_class[m]
-        if m == next_untouched[c]:  # the class's entry: it moves on to the next untouched machine, if any
-            next_untouched[c] = m + 1
-            blk = where[m]
-            if m + 1 < class_end[c]:
-                k = 0
-                while items[blk, k] != m:
-                    k += 1
-                items[blk, k] = m + 1  # same room, same q: same place
-                where[m + 1] = blk
-                where[m] = -1
-        if where[m] >= 0:
-            emptied = _remove(m, items, length, where, stale)
-            if emptied >= 0:
-                _drop_block(emptied, sequence, free, box)
-        machine[0, m] = r1 / t1 / f0 if f0 > 0 else np.inf
-        machine[1, m] = r0
-        machine[2, m] = r1
-        # Back in the order at its new q, after equal ones; a full block splits in two.
-        if box[BLOCKS] == 0:
-            s = 0
-            blk = _new_block(0, sequence, free, box)
-            length[blk] = 0
-            block_max[0, blk] = block_max[1, blk] = -np.inf
-            stale[blk] = False
-            k = 0
-        else:
-            s, k = _locate(machine[0, m], True, machine, items, length, sequence, box)
-            blk = sequence[s]
-        for t in range(length[blk], k, -1):
-            items[blk, t] = items[blk, t - 1]
-        items[blk, k] = m
-        length[blk] += 1
-        where[m] = blk
-        block_max[0, blk] = max(block_max[0, blk], r0)
-        block_max[1, blk] = max(block_max[1, blk], r1)
-        if length[blk] == CAP:
-            _split(s, machine, items, length, sequence, free, where, block_max, stale, box)
-        counts[i] += 1
-        if counts[i] >= caps[i]:
-            alive[i] = False
+@functools.cache
+def c_built() -> bool:
+    """Whether the C extension was built (found without loading it)."""
+    return importlib.util.find_spec("fairpack.solver.drfh._ratio_search") is not None

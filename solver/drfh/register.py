@@ -6,6 +6,7 @@ from fairpack.solver.backends import LP_BACKENDS
 from fairpack.solver.registry import Method, register
 
 _DRIVERS = "fairpack.solver.drfh.methods"
+_HEURISTICS = "fairpack.solver.drfh.heuristic_drivers"  # no LP machinery to import
 _LP = frozenset({"lp", "duals"})  # progressive filling freezes tenants by their level rows' duals
 _TUNING = frozenset({"workers", "seed"})  # reach the solver (HiGHS threads and random_seed)
 
@@ -20,11 +21,11 @@ register(
            f"{_DRIVERS}:run_drfh_int", LP_BACKENDS, frozenset({"lp", "milp"}), frozenset({"gap"}) | _TUNING,
            exporter=f"{_DRIVERS}:export_drfh_int"),
     Method("first-fit", "flat", False, "First-Fit DRFH: progressive filling, each task on the first machine it fits",
-           f"{_DRIVERS}:run_first_fit"),
+           f"{_HEURISTICS}:run_first_fit"),
     Method("best-fit", "flat", False, "Best-Fit DRFH: each task on the machine of best fitness (DRFH paper)",
-           f"{_DRIVERS}:run_best_fit"),
+           f"{_HEURISTICS}:run_best_fit"),
     Method("slots", "flat", False, "slot scheduler: k equal slots per largest server, one task per slot",
-           f"{_DRIVERS}:run_slots", options=frozenset({"slots"})),
+           f"{_HEURISTICS}:run_slots", options=frozenset({"slots"})),
     Method("per-server-drf", "flat", False, "DRF inside every machine separately",
-           f"{_DRIVERS}:run_per_server_drf"),
+           f"{_HEURISTICS}:run_per_server_drf"),
 )  # fmt: skip

@@ -38,7 +38,6 @@ neither until a run starts.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import math
 import time
 from collections.abc import Callable
@@ -49,16 +48,13 @@ import numpy as np
 from fairpack.models.result import Schedule
 from fairpack.models.types import Instance, IntArray
 from fairpack.solver import interrupt
+from fairpack.solver.kernels import KERNELS, pick
 from fairpack.solver.sim.cluster import Cluster
 from fairpack.solver.sim.fifo_state import _EVENTS, _LAUNCHES, _ROWS, _T, DONE, NEED_ROWS
 from fairpack.solver.sim.workload import Workload
 
 #: Events per compiled slice between checks of the deadline and of Ctrl-C.
 SLICE_EVENTS = 1 << 15
-
-
-#: The kernels, by the name ``CompiledRun`` takes.
-KERNELS = ("c", "numba")
 
 
 def kernel(name: str = "auto") -> Callable[..., int]:
@@ -69,19 +65,8 @@ def kernel(name: str = "auto") -> Callable[..., int]:
     ImportError
         'c' asked for and the extension was not built.
     """
-    if name not in (*KERNELS, "auto"):
-        raise ValueError(f"kernel must be one of {', '.join((*KERNELS, 'auto'))}, got {name!r}")
-    if name != "numba":
-        try:
-            # By name: the extension has no Python source for import-linter's graph to follow.
-            extension = importlib.import_module("fairpack.solver.sim._fifo_loop")
-        except ImportError:
-            if name == "c":
-                raise
-        else:
-            return extension.slice_run
-    from fairpack.solver.sim.fifo_numba import slice_run
-
+    slice_run: Callable[..., int] = pick(name, "fairpack.solver.sim._fifo_loop", "fairpack.solver.sim.fifo_numba",
+                                         "slice_run")  # fmt: skip
     return slice_run
 
 
