@@ -71,13 +71,34 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+@pytest.fixture(autouse=True)
+def _sigint_not_ignored() -> Iterator[None]:
+    """Each test here meets SIGINT as an interactive Python does (its default handler), and the worker's own
+    disposition is put back after: a suite started as a background job runs with SIGINT ignored, which fairpack
+    rightly keeps, and the signals these tests send would then never arrive."""
+    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    if ignored:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _sigint_default() -> None:
+    """In the child before it runs: SIGINT back to its default. A test suite started as a background job (``make
+    test &`` from a script) runs with SIGINT ignored, every child inherits that, and fairpack rightly keeps an
+    ignored SIGINT ignored: the Ctrl-C these tests send would then never arrive."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Command:
     """``fairpack ARGS`` in a subprocess: stdout to a file, stderr read line by line as it comes."""
 
     def __init__(self, *args: str, new_session: bool = False) -> None:
         self.stdout = tempfile.TemporaryFile("w+")  # noqa: SIM115 (read once the process has ended)
         self.process = subprocess.Popen([sys.executable, "-m", "fairpack", *args], cwd=ROOT, stdout=self.stdout,
-                                        stderr=subprocess.PIPE, text=True, start_new_session=new_session)  # fmt: skip
+                                        stderr=subprocess.PIPE, text=True, start_new_session=new_session,
+                                        preexec_fn=_sigint_default)  # fmt: skip
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.stderr: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
@@ -216,7 +237,7 @@ def test_a_second_ctrl_c_quits_at_once(tmp_path: Path) -> None:
         "print('not reached', flush=True)\n"
     )
     process = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)  # fmt: skip
+                               stderr=subprocess.PIPE, text=True, preexec_fn=_sigint_default)  # fmt: skip
     assert process.stderr is not None
     assert process.stderr.readline().strip() == "ready"
     process.send_signal(signal.SIGINT)
