@@ -361,10 +361,10 @@ def _verified_schedule(instance: Instance, result: Result, spec: Method, interru
 def _stalled(instance: Instance, result: Result, spec: Method, unfinished: list[int], interrupted: bool) -> list[str]:
     """The unfinished jobs of a policy's uncut run that could have run (``models.check``'s rule for saved answers)."""
     from fairpack.models.check.claims import RULE_DEFAULTS
-    from fairpack.models.check.saved_schedule import runnable_unfinished
+    from fairpack.models.check.saved_schedule import STOPPED, runnable_unfinished
 
     options = result.extra.get("options") or {}
-    cut = interrupted or result.status in ("time_limit", "interrupted") or "horizon" in (options.get("extra") or {})
+    cut = interrupted or result.status in STOPPED or "horizon" in (options.get("extra") or {})
     if not spec.is_policy or cut:
         return []
     slots = options.get("slots") or RULE_DEFAULTS["slots"]

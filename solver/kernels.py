@@ -9,12 +9,18 @@ machine code costs a fresh process about 0.45 s of CPU.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import Any
 
-__all__ = ["KERNELS", "pick"]
+__all__ = ["KERNELS", "built", "pick"]
 
 #: The kernels, by the name :func:`pick` takes (and 'auto').
 KERNELS = ("c", "numba")
+
+
+def built(extension: str) -> bool:
+    """Whether the C extension ``extension`` (a module name) was built, found without loading it."""
+    return importlib.util.find_spec(extension) is not None
 
 
 def pick(name: str, extension: str, fallback: str, attribute: str) -> Any:

@@ -170,8 +170,9 @@ def run_drfh_int(instance: Instance, options: SolveOptions, budget: Budget) -> R
     backend = get_backend(options.backend or "highs", options.algorithm, options.solver_settings())
     started = time.perf_counter()
     # First-Fit first: whatever the time limit, there is an answer. Neither heuristic watches a clock, and
-    # Best-Fit can cost several First-Fits (its pure-Python search, below 4,000 machines, about 6x; compiled,
-    # about one First-Fit plus numba's import and set-up, 0.45 s of CPU once per process): under a time
+    # Best-Fit can cost several First-Fits (its pure-Python search, about 6x, which runs below 32 machines, or below
+    # 4,000 where only numba's kernel was built; numba's import and set-up cost 0.45 s of CPU once per process,
+    # while the C kernel is about a First-Fit): under a time
     # limit it runs only if that many First-Fits still fit in the time left.
     first = first_fit(instance)
     first_s = time.perf_counter() - started

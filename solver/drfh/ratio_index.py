@@ -38,7 +38,7 @@ import numpy as np
 
 from fairpack.models.types import BoolArray, FloatArray, IntArray
 from fairpack.solver.drfh.greedy import dense_counts
-from fairpack.solver.kernels import KERNELS, pick
+from fairpack.solver.kernels import KERNELS, built, pick
 
 __all__ = ["KERNELS", "RatioState", "binder", "c_built", "kernel"]
 
@@ -202,4 +202,4 @@ def binder(name: str = "auto") -> Callable[[tuple[object, ...]], Serve]:
 @functools.cache
 def c_built() -> bool:
     """Whether the C extension was built (found without loading it)."""
-    return importlib.util.find_spec("fairpack.solver.drfh._ratio_search") is not None
+    return built("fairpack.solver.drfh._ratio_search")
