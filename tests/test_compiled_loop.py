@@ -114,7 +114,10 @@ def test_what_the_compiled_loop_cannot_run_goes_to_the_engine() -> None:
     assert not in_domain(instance, replace(jobs, kind="backlogs"), "servers")
 
 
-def test_simulate_runs_large_fifo_workloads_compiled_and_small_ones_in_the_engine(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_simulate_runs_fifo_compiled_at_every_size_with_the_c_kernel_and_from_a_size_with_numba_only(
+        monkeypatch) -> None:  # type: ignore[no-untyped-def]  # fmt: skip
+    from fairpack.solver.sim import compiled_loop
+
     instance = _instance(11, 2, True)
     used: list[str] = []
     real = sim_run._compiled
@@ -125,13 +128,15 @@ def test_simulate_runs_large_fifo_workloads_compiled_and_small_ones_in_the_engin
         return made
 
     monkeypatch.setattr(sim_run, "_compiled", spy)
+    with_c = api.simulate(instance, "fifo")  # a few dozen tasks: the C kernel beats the engine at any size
+    other = api.simulate(instance, "first-fit")  # not FIFO: the engine
+    monkeypatch.setattr(compiled_loop, "c_built", lambda: False)  # as where only numba's kernel is there
     small = api.simulate(instance, "fifo")
     monkeypatch.setattr(sim_run, "COMPILED_MIN_TASKS", 1)
     large = api.simulate(instance, "fifo")
-    other = api.simulate(instance, "first-fit")  # not FIFO: the engine
-    assert used == ["engine", "compiled", "engine"]
-    assert small.verified and large.verified and other.verified
-    assert fingerprint(small.schedule) == fingerprint(large.schedule)
+    assert used == ["compiled", "engine", "engine", "compiled"]
+    assert with_c.verified and small.verified and large.verified and other.verified
+    assert fingerprint(small.schedule) == fingerprint(with_c.schedule) == fingerprint(large.schedule)
 
 
 @pytest.mark.parametrize("name", KERNELS)

@@ -48,13 +48,18 @@ import numpy as np
 from fairpack.models.result import Schedule
 from fairpack.models.types import Instance, IntArray
 from fairpack.solver import interrupt
-from fairpack.solver.kernels import KERNELS, pick
+from fairpack.solver.kernels import KERNELS, built, pick
 from fairpack.solver.sim.cluster import Cluster
 from fairpack.solver.sim.fifo_state import _EVENTS, _LAUNCHES, _ROWS, _T, DONE, NEED_ROWS
 from fairpack.solver.sim.workload import Workload
 
 #: Events per compiled slice between checks of the deadline and of Ctrl-C.
 SLICE_EVENTS = 1 << 15
+
+
+def c_built() -> bool:
+    """Whether the loop's C extension was built (found without loading it)."""
+    return built("fairpack.solver.sim._fifo_loop")
 
 
 def kernel(name: str = "auto") -> Callable[..., int]:
