@@ -112,7 +112,7 @@ def allocation_json(instance: Instance, allocation: Allocation, *, tables: bool 
     totals = allocation.tenant_tasks
     amounts = (totals[:, None] * instance.demand).tolist()
     weighted = (shares / instance.weights).tolist()
-    per_unit, more = _per_unit(allocation.tasks, _unit_namer(instance, allocation.kind), units_shown)
+    per_unit, more = _per_unit(allocation, _unit_namer(instance, allocation.kind), units_shown)
     columns = zip(instance.tenants, _json_counts(totals), shares.tolist(), weighted, amounts, per_unit, strict=True)
     tenants: dict[str, Any] = {
         tenant.name: {
@@ -154,20 +154,28 @@ def _unit_namer(instance: Instance, kind: str) -> Callable[[IntArray], list[str]
     return name
 
 
-def _per_unit(tasks: FloatArray, namer: Callable[[IntArray], list[str]],
+def _positive_cells(allocation: Allocation) -> tuple[IntArray, IntArray, FloatArray]:
+    """(tenant, unit, tasks) of every cell with tasks, row-major: grouped by tenant, units ascending."""
+    rows, units, values = allocation.cells()
+    keep = values > 0
+    return rows[keep], units[keep], values[keep]
+
+
+def _per_unit(allocation: Allocation, namer: Callable[[IntArray], list[str]],
               limit: int | None = None) -> tuple[list[dict[str, float | int]], list[int]]:  # fmt: skip
     """Per tenant (row), ``{unit name: tasks}`` over the units where it runs tasks, in unit order (its first
     ``limit`` units only, if given), and how many units each leaves out."""
-    rows, units = np.nonzero(tasks > 0)  # row-major: grouped by tenant, units ascending within a tenant
-    bounds = np.searchsorted(rows, np.arange(tasks.shape[0] + 1))
-    left_out = [0] * tasks.shape[0]
+    rows, units, values = _positive_cells(allocation)
+    tenants = allocation.shape[0]
+    bounds = np.searchsorted(rows, np.arange(tenants + 1))
+    left_out = [0] * tenants
     if limit is not None:
         rank = np.arange(rows.size) - bounds[rows]
         left_out = np.maximum(np.diff(bounds) - limit, 0).tolist()
         keep = rank < limit
-        rows, units = rows[keep], units[keep]
-        bounds = np.searchsorted(rows, np.arange(tasks.shape[0] + 1))
-    counts = _json_counts(tasks[rows, units])
+        rows, units, values = rows[keep], units[keep], values[keep]
+        bounds = np.searchsorted(rows, np.arange(tenants + 1))
+    counts = _json_counts(values)
     labels = namer(units)
     return [dict(zip(labels[a:b], counts[a:b], strict=True)) for a, b in pairwise(bounds.tolist())], left_out
 
@@ -271,8 +279,7 @@ def _tables(instance: Instance, allocation: Allocation) -> dict[str, str] | None
     """The JSON texts of ``tenants`` and (for a hierarchy) ``nodes``; None to leave them to ``json.dumps``."""
     tenants = _keys([tenant.name for tenant in instance.tenants])
     resources = list(instance.resources)
-    rows, columns = np.nonzero(allocation.tasks > 0)  # row-major: grouped by tenant, units ascending
-    cells = allocation.tasks[rows, columns]
+    rows, columns, cells = _positive_cells(allocation)
     per_server = _per_server_texts(instance, allocation.kind, rows, columns, cells, len(instance.tenants))
     if tenants is None or per_server is None or _keys(resources) is None:
         return None

@@ -530,3 +530,46 @@ def test_a_mostly_zero_allocation_is_judged_as_the_whole_matrix_would_be(monkeyp
     assert not sparse.ok and len(sparse.violations) >= 6
     assert sparse.violations == dense.violations
     assert sparse.min_weighted_share == dense.min_weighted_share
+    # Given as its cells, the same allocation is judged the same, and its table is never built.
+    rows, units = np.nonzero(tasks)
+    cells = Allocation.from_cells(tasks.shape, rows, units, tasks[rows, units], kind="machine")
+    monkeypatch.undo()
+    given_cells = verify_allocation(instance, cells)
+    assert cells.sparse
+    assert given_cells.violations == dense.violations
+    assert given_cells.tasks.tolist() == dense.tasks.tolist()
+
+
+def _random_cells(seed: int, classes: bool) -> tuple[Instance, Allocation]:
+    """Three tenants on 12 machines or 3 classes (one without memory), with random counts in a few cells: whole,
+    fractional, negative, NaN, infinite, repeated pairs."""
+    rng = np.random.default_rng(seed)
+    instance = Instance(
+        ("cpu", "mem"),
+        (ServerClass("big", np.array([4.0, 8.0]), count=5), ServerClass("small", np.array([2.0, 2.0]), count=4),
+         ServerClass("nomem", np.array([4.0, 0.0]), count=3)),
+        (Tenant("a", np.array([1.0, 1.0]), tasks=6.0), Tenant("b", np.array([3.0, 1.0])),
+         Tenant("c", np.array([1.0, 0.0]), tasks=2.0)),
+    )  # fmt: skip
+    units = 3 if classes else 12
+    size = int(rng.integers(0, 12))
+    values = rng.choice([1.0, 1.0, 2.0, 3.0, 0.5, -1.0, 0.0, math.nan, math.inf], size=size)
+    allocation = Allocation.from_cells((3, units), rng.integers(0, 3, size), rng.integers(0, units, size), values,
+                                       kind="class" if classes else "machine", integral=bool(rng.integers(0, 2)))
+    return instance, allocation
+
+
+@pytest.mark.parametrize("classes", [False, True], ids=["machines", "classes"])
+def test_an_allocation_given_as_cells_is_judged_as_its_table_is(classes: bool) -> None:
+    judged = set()
+    for seed in range(300):
+        instance, cells = _random_cells(seed, classes)
+        report = verify_allocation(instance, cells)
+        assert cells.sparse  # the check read the cells alone
+        table = Allocation(cells.tasks, cells.kind, cells.integral)
+        expected = verify_allocation(instance, table)
+        assert report.violations == expected.violations
+        np.testing.assert_array_equal(report.tasks, expected.tasks)
+        np.testing.assert_array_equal(cells.tenant_tasks, table.tenant_tasks)
+        judged.add(report.ok)
+    assert judged == {True, False}

@@ -22,7 +22,7 @@ from fairpack.models.generators import google_instance
 from fairpack.models.metrics import min_weighted_share
 from fairpack.models.result import Allocation
 from fairpack.models.types import Instance, InstanceError, ServerClass, Tenant
-from fairpack.solver.drfh.greedy import MAX_CELLS, TIE, TOL, dense_counts, grant_segments, resolve_fuzzy
+from fairpack.solver.drfh.greedy import MAX_CELLS, TIE, TOL, grant_segments, resolve_fuzzy
 from fairpack.solver.drfh.heuristics import best_fit, best_fit_terms, first_fit, per_server_drf, slots
 from fairpack.solver.drfh.ratio_index import CAP, KERNELS
 
@@ -331,6 +331,21 @@ def test_compiled_best_fit_on_hundreds_of_machines() -> None:
         assert np.array_equal(best_fit(distinct, compiled=name).tasks, expected), name
         for instance, tasks in zip(merged, python, strict=True):
             assert np.array_equal(best_fit(instance, compiled=name).tasks, tasks), name
+
+
+@pytest.mark.parametrize("method", ["best-fit", "first-fit", "slots", "per-server-drf"])
+def test_a_whole_task_heuristic_answers_with_cells_and_the_check_reads_them_alone(method: str) -> None:
+    # 60 tenants on 1,500 machines: a tenants x machines table of 90,000 cells, of which the tasks fill a few
+    # percent; solving, checking and rendering never build it.
+    from fairpack.models.view import result_json
+    from fairpack.solver.api import solve
+
+    instance = google_instance(None, tenants=60, seed=1, machines=1500)
+    result = solve(instance, method)
+    assert result.verified and result.allocation is not None
+    result_json(instance, result)
+    assert result.allocation.sparse and 0 < result.allocation.cells()[0].size < 0.25 * 60 * 1500
+    assert result.objective == min_weighted_share(instance, Allocation(result.allocation.tasks, "machine", True))
 
 
 @st.composite
@@ -717,10 +732,9 @@ def test_no_tenants() -> None:
         assert heuristic(instance).tasks.shape == (0, 3)
 
 
-def test_allocation_keeps_the_heuristics_frozen_table_and_copies_anything_else() -> None:
-    table = dense_counts(2, 3, np.array([0, 1, 1]), np.array([2, 0, 0]))
-    assert table.tolist() == [[0.0, 0.0, 1.0], [2.0, 0.0, 0.0]]
-    assert not table.flags.writeable and table.base is None
+def test_allocation_keeps_a_frozen_table_and_copies_anything_else() -> None:
+    table = np.array([[0.0, 0.0, 1.0], [2.0, 0.0, 0.0]])
+    table.setflags(write=False)
     assert Allocation(table, "machine").tasks is table  # 10**7 cells on the Google table: no copy
     writable = np.zeros((2, 3))
     allocation = Allocation(writable, "machine")
@@ -728,3 +742,22 @@ def test_allocation_keeps_the_heuristics_frozen_table_and_copies_anything_else()
     assert allocation.tasks[0, 0] == 0.0 and not allocation.tasks.flags.writeable
     view = table[:1]  # read-only, but a view of another array's data: copied
     assert Allocation(view, "machine").tasks.base is None
+
+
+def test_allocation_from_cells_adds_repeated_pairs_and_builds_its_table_only_when_read() -> None:
+    allocation = Allocation.from_cells((2, 3), [1, 0, 1, 1, 0], [0, 2, 0, 1, 1], [1.0, 1.0, 1.0, 2.0, 0.0],
+                                       kind="machine", integral=True)  # fmt: skip
+    assert allocation.sparse and allocation.shape == (2, 3)
+    tenants, units, counts = allocation.cells()
+    assert (tenants.tolist(), units.tolist(), counts.tolist()) == ([0, 1, 1], [2, 0, 1], [1.0, 2.0, 2.0])
+    assert allocation.tenant_tasks.tolist() == [1.0, 4.0]
+    assert allocation.sparse  # cells and totals read without the table
+    assert allocation.tasks.tolist() == [[0.0, 0.0, 1.0], [2.0, 2.0, 0.0]]
+    assert not allocation.tasks.flags.writeable and not allocation.sparse
+    dense = Allocation(allocation.tasks, "machine", integral=True)
+    assert all((a == b).all() for a, b in zip(dense.cells(), allocation.cells(), strict=True))
+    for bad in ([2], [-1]):
+        with pytest.raises(InstanceError, match="tenant index"):
+            Allocation.from_cells((2, 3), bad, [0], kind="machine")
+    with pytest.raises(InstanceError, match="1 tenants, 2 units"):
+        Allocation.from_cells((2, 3), [0], [0, 1], kind="machine")

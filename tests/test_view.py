@@ -169,6 +169,21 @@ def test_result_json_text_writes_every_number_as_json_dumps(case: tuple[Instance
         assert result_json_text(view, result) == json.dumps(result_json(view, result))
 
 
+@settings(derandomize=True, max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=allocations())
+def test_an_allocation_given_as_cells_renders_as_its_table_does(case: tuple[Instance, Allocation]) -> None:
+    instance, allocation = case
+    tenants, units, counts = allocation.cells()
+    cells = Allocation.from_cells(allocation.shape, tenants, units, counts, kind=allocation.kind,  # type: ignore[arg-type]
+                                  integral=allocation.integral)  # fmt: skip
+    for shown in (None, 1):
+        assert allocation_json(instance, cells, units_shown=shown) == allocation_json(instance, allocation,
+                                                                                    units_shown=shown)  # fmt: skip
+    as_cells, as_table = (Result("feasible", "m", "", allocation=a) for a in (cells, allocation))
+    assert result_json_text(instance, as_cells) == result_json_text(instance, as_table)
+    assert cells.sparse  # rendered from its cells alone
+
+
 def test_result_json_text_of_machine_names_that_collide_or_end_in_a_bracket() -> None:
     """Machine names are made per class (``name[k]``) without a uniqueness check unless a server name ends in
     ``]``: a class ``s`` of two machines beside a server named ``s[1]`` collides, ``t]`` does not."""

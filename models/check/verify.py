@@ -72,10 +72,10 @@ def verify_allocation(
         return empty_report(instance, [f"unknown unit kind {allocation.kind!r}"])
     capacity = unit_capacity(instance, allocation.kind)
     expected = (len(instance.tenants), capacity.shape[0])
-    if allocation.tasks.ndim != 2 or allocation.tasks.shape != expected:
+    if len(allocation.shape) != 2 or allocation.shape != expected:
         return empty_report(
             instance,
-            [f"allocation has shape {allocation.tasks.shape}, expected {expected} (tenants x {allocation.kind} units)"],
+            [f"allocation has shape {allocation.shape}, expected {expected} (tenants x {allocation.kind} units)"],
         )
     audit = _Audit(instance, allocation, capacity, tol)
     violations = [message for category, check in ALLOCATION_CHECKS for message in limited(check(audit), category)]
@@ -117,8 +117,11 @@ class _Audit:
         An allocation per machine is mostly zeros (1,000 tenants x 12,583 machines: 1% of cells), and a zero
         passes every per-cell check, so the checks read these instead of the whole matrix. The cells are found
         through a boolean mask (``x != 0`` holds for NaN too): numpy finds the non-zero entries of a boolean
-        array several times faster than those of a float one (15 ms against 60 ms for that table).
+        array several times faster than those of a float one (15 ms against 60 ms for that table). An allocation
+        given as its cells (``Allocation.from_cells``) is read as such: its table is never built.
         """
+        if self._entries is None and self.allocation.sparse:
+            self._entries = self.allocation.cells()
         if self._entries is None and not self._dense:
             tasks = self.allocation.tasks
             nonzero = tasks != 0
@@ -139,10 +142,25 @@ class _Audit:
         return self._clean
 
     def totals(self) -> FloatArray:
-        """Tasks per tenant, from the clean matrix (summed once for every check that reads them)."""
+        """Tasks per tenant, from the clean matrix (summed once for every check that reads them); from the
+        cells of an allocation given as cells."""
         if self._totals is None:
-            self._totals = np.asarray(self.clean.sum(axis=1))
+            entries = self.entries() if self.allocation.sparse else None
+            if entries is None:
+                self._totals = np.asarray(self.clean.sum(axis=1))
+            else:
+                tenants, _, values = entries
+                clean = np.where(np.isfinite(values), values, 0.0)
+                self._totals = np.bincount(tenants, weights=clean, minlength=self.allocation.shape[0]).astype(float)
         return self._totals
+
+    def clean_entries(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], FloatArray] | None:
+        """``entries()`` with non-finite counts as 0 (what the clean matrix holds there)."""
+        entries = self.entries()
+        if entries is None:
+            return None
+        tenants, units, values = entries
+        return tenants, units, np.where(np.isfinite(values), values, 0.0)
 
     def cells(self, flags_of: Callable[[FloatArray], BoolArray]) -> Iterator[tuple[int, int, float]]:
         """(tenant, unit, count) for every cell ``flags_of`` marks: an elementwise test that passes 0."""
@@ -222,33 +240,58 @@ def _over_task_cap(audit: _Audit) -> Findings:
 
 def _missing_resource(audit: _Audit) -> Findings:
     """Tasks on units that have none of a resource they need."""
-    instance, clean, demand = audit.instance, audit.clean, audit.instance.demand
+    instance, demand = audit.instance, audit.instance.demand
+    entries = audit.clean_entries()
     findings = []
     for res in range(len(instance.resources)):
         zero_units = np.flatnonzero(audit.capacity[:, res] <= 0)
         needers = np.flatnonzero(demand[:, res] > 0)
         if zero_units.size == 0 or needers.size == 0:
             continue
-        for rows in row_chunks(needers.size, zero_units.size):
-            who = needers[rows]
-            amount = clean[np.ix_(who, zero_units)] * demand[who, res][:, None]
-            for i, u in zip(*np.nonzero(amount > ABS_TOL), strict=True):
-                tenant, unit = int(who[i]), int(zero_units[u])
-                findings.append((float(amount[i, u]),
-                                 f"tenant {audit.tenant(tenant)!r} has {fmt(clean[tenant, unit])} tasks on "
-                                 f"{audit.unit(unit)!r}, which has no {instance.resources[res]!r} "
-                                 f"(needs {fmt(amount[i, u])})"))  # fmt: skip
+        for tenant, unit, count, amount in _missing_cells(audit, entries, res, needers, zero_units):
+            findings.append((amount, f"tenant {audit.tenant(tenant)!r} has {fmt(count)} tasks on "
+                             f"{audit.unit(unit)!r}, which has no {instance.resources[res]!r} (needs {fmt(amount)})"))
     return findings
+
+
+def _missing_cells(audit: _Audit, entries: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], FloatArray] | None,
+                   res: int, needers: npt.NDArray[np.int64],
+                   zero_units: npt.NDArray[np.int64]) -> Iterator[tuple[int, int, float, float]]:  # fmt: skip
+    """(tenant, unit, tasks, amount of ``res``) where a tenant needing ``res`` has more than ``ABS_TOL`` of it on a
+    unit without it, row-major."""
+    demand = audit.instance.demand[:, res]
+    if entries is not None:
+        tenants, units, values = entries
+        amount = values * demand[tenants]
+        flagged = (audit.capacity[units, res] <= 0) & (demand[tenants] > 0) & (amount > ABS_TOL)
+        for k in np.flatnonzero(flagged).tolist():
+            yield int(tenants[k]), int(units[k]), float(values[k]), float(amount[k])
+        return
+    clean = audit.clean
+    for rows in row_chunks(needers.size, zero_units.size):
+        who = needers[rows]
+        amounts = clean[np.ix_(who, zero_units)] * demand[who][:, None]
+        for i, u in zip(*np.nonzero(amounts > ABS_TOL), strict=True):
+            tenant, unit = int(who[i]), int(zero_units[u])
+            yield tenant, unit, float(clean[tenant, unit]), float(amounts[i, u])
 
 
 def _oversized(audit: _Audit) -> Findings:
     """Whole tasks of an integral class allocation must each fit on one machine of the class."""
     if not (audit.allocation.integral and audit.allocation.kind == "class"):
         return []
-    placed = (audit.clean > audit.tol) & ~audit.instance.fits()
-    return [(float(audit.clean[i, u]), f"tenant {audit.tenant(i)!r} has {fmt(audit.clean[i, u])} whole tasks on "
-             f"class {audit.unit(u)!r}, but one task does not fit on a single machine of it")
-            for i, u in zip(*np.nonzero(placed), strict=True)]  # fmt: skip
+    fits = audit.instance.fits()
+    entries = audit.clean_entries()
+    if entries is None:
+        tenants, units = np.nonzero((audit.clean > audit.tol) & ~fits)
+        values = audit.clean[tenants, units]
+    else:
+        tenants, units, values = entries
+        placed = (values > audit.tol) & ~fits[tenants, units]
+        tenants, units, values = tenants[placed], units[placed], values[placed]
+    return [(float(value), f"tenant {audit.tenant(i)!r} has {fmt(value)} whole tasks on class {audit.unit(u)!r}, "
+             "but one task does not fit on a single machine of it")
+            for i, u, value in zip(tenants.tolist(), units.tolist(), values.tolist(), strict=True)]  # fmt: skip
 
 
 #: The named checks of :func:`verify_allocation`, in report order, as (category, check).

@@ -244,7 +244,7 @@ def first_fit(instance: Instance, stop: Callable[[], bool] | None = None) -> All
         return placed
 
     progressive_fill(setup, place, alive, stop=stop)
-    return Allocation(record.dense(setup.tenants, setup.machines), kind="machine", integral=True)
+    return record.allocation(setup.tenants, setup.machines)
 
 
 # ---- Best-Fit -----------------------------------------------------------------------------------------
@@ -353,12 +353,12 @@ def best_fit(
         index = _CompiledRatioIndex(setup, alive, total, star, delta, present,
                                     compiled if isinstance(compiled, str) else "auto")  # fmt: skip
         progressive_fill(setup, index.place, alive, serve=index.serve, stop=stop)
-        return Allocation(index.tasks(), kind="machine", integral=True)
+        return index.allocation()
     record = Placements()
     search = _RatioIndex if present.size == 2 else _ScoredRuns
     place = search(_Runs(setup, alive), record, total, star, delta, present).place
     progressive_fill(setup, place, alive, stop=stop)
-    return Allocation(record.dense(setup.tenants, setup.machines), kind="machine", integral=True)
+    return record.allocation(setup.tenants, setup.machines)
 
 
 class _CompiledRatioIndex:
@@ -422,8 +422,8 @@ class _CompiledRatioIndex:
         self.search(tenants, counts, self.caps, mask)
         alive.kill_where(~mask)
 
-    def tasks(self) -> FloatArray:
-        return self.state.tasks()
+    def allocation(self) -> Allocation:
+        return self.state.allocation()
 
 
 class _ScoredRuns:
@@ -757,7 +757,7 @@ def slots(instance: Instance, slots_per_max_server: int = 10, stop: Callable[[],
 
     # Slots are shared by weighted max-min on task counts: the key is tasks / weight.
     progressive_fill(replace(setup, eligible=admitted, step=1.0 / setup.weights), place, Alive(admitted), stop=stop)
-    return Allocation(record.dense(setup.tenants, setup.machines), kind="machine", integral=True)
+    return record.allocation(setup.tenants, setup.machines)
 
 
 # ---- per-server DRF -----------------------------------------------------------------------------------
@@ -837,4 +837,4 @@ def per_server_drf(instance: Instance, stop: Callable[[], bool] | None = None) -
                 record.span.append(repeat)
             remaining = remaining - repeat * outcome
             machine, left = machine + repeat, left - repeat
-    return Allocation(record.dense(setup.tenants, setup.machines), kind="machine", integral=True)
+    return record.allocation(setup.tenants, setup.machines)

@@ -36,8 +36,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from fairpack.models.result import Allocation
 from fairpack.models.types import BoolArray, FloatArray, IntArray
-from fairpack.solver.drfh.greedy import dense_counts
 from fairpack.solver.kernels import KERNELS, built, pick
 
 __all__ = ["KERNELS", "RatioState", "binder", "c_built", "kernel"]
@@ -101,9 +101,9 @@ class RatioState:
         self.block_max = np.full((2, blocks), -np.inf)
         self.stale = np.zeros(blocks, dtype=np.bool_)
         self.box = np.array([0, blocks, 0], dtype=np.int64)
-        # Every task placed, as (tenant, machine) in placement order: the tenants x machines table is built once
-        # at the end (adding 1 to a cell of that 100 MB table at each placement missed the cache every time,
-        # about a third of the search on the Google table with 1,000 tenants).
+        # Every task placed, as (tenant, machine) in placement order: the allocation's cells are made once at the
+        # end (adding 1 to a cell of a 100 MB tenants x machines table at each placement missed the cache every
+        # time, about a third of the search on the Google table with 1,000 tenants).
         self.placed = np.empty((2, 4 * max(machines, 1024)), dtype=np.int64)
         self.shape = (int(tenant.shape[1]), machines)
         self.found_h = np.empty(max(machines, 1), dtype=np.float64)
@@ -158,10 +158,11 @@ class RatioState:
         self.placed = grown
         return True
 
-    def tasks(self) -> FloatArray:
-        """The tasks placed so far as a read-only (tenants, machines) table."""
+    def allocation(self) -> Allocation:
+        """The tasks placed so far, as the cells of a whole-task allocation per machine."""
         done = int(self.box[PLACED])
-        return dense_counts(*self.shape, self.placed[0, :done], self.placed[1, :done])
+        return Allocation.from_cells(self.shape, self.placed[0, :done], self.placed[1, :done], kind="machine",
+                                     integral=True)  # fmt: skip
 
     def arguments(self) -> tuple[object, ...]:
         """The arguments of ``serve_segment`` after the tenants, counts, caps and alive mask."""
