@@ -4,8 +4,8 @@ Target: ``best-fit`` no slower than ``drfh`` (CPU seconds, verification included
 ``solve(instance, "drfh")`` and ``solve(instance, "best-fit")`` alternately, each in a fresh process
 (``multiprocessing`` spawn), as a CLI call would meet them: Best-Fit's compiled search loads its kernel (the
 C extension, or numba where it was not built) in that call. Times cover ``solve`` (method, independent check,
-report), not building the instance; the check of Best-Fit's answer (a 1,000 x 12,583 per-machine matrix) is timed
-apart as well.
+report), not building the instance; the check of Best-Fit's answer (a 1,000 x 12,583 allocation per machine, given
+as its non-zero cells) is timed apart as well.
 
 The scheduler, this process and the children run the fairpack this process imports, so the same script
 measures another checkout, run as a file from outside this one: ``cd /tmp && PYTHONPATH=OTHER python
@@ -13,7 +13,7 @@ CHECKOUT/benchmarks/best_fit_vs_lp.py --label before --out CHECKOUT/benchmarks/r
 
 Where a fresh Best-Fit's time goes is measured in one more fresh process per repeat, step by step: loading the
 C kernel (the first compiled call, on a 10-machine instance), then ``best_fit`` on the Google table with it
-(split into the search and the tenants x machines table it returns), the independent check; then, for
+(split into the search and the allocation's cells made from its log of placements), the independent check; then, for
 comparison, numba's kernel: importing numba, its set-up for compiled code (the first call on the 10-machine
 instance: numba's lowering registries, scipy.linalg for its BLAS check, the cached machine code) and
 ``best_fit`` with it; and the same search in pure Python. All three must give the same allocation.
@@ -70,19 +70,19 @@ def _parts(data_dir: str, tenants: int, seed: int) -> dict[str, Any]:
         steps[name] = time.process_time() - started
         return answer
 
-    table = heuristics._CompiledRatioIndex.tasks
-    # The tenants x machines table, built once at the end of the search, timed apart.
-    heuristics._CompiledRatioIndex.tasks = lambda index: step("table_s", lambda: table(index))  # type: ignore[method-assign]
+    cells = heuristics._CompiledRatioIndex.allocation
+    # The allocation's cells, made once at the end of the search from its log of placements, timed apart.
+    heuristics._CompiledRatioIndex.allocation = lambda index: step("cells_s", lambda: cells(index))  # type: ignore[method-assign]
 
     step("c_load_s", lambda: heuristics.best_fit(tiny, compiled="c"))
-    allocation = step("search_and_table_s", lambda: heuristics.best_fit(instance, compiled="c"))
-    heuristics._CompiledRatioIndex.tasks = table  # type: ignore[method-assign]  # the C run's table alone
-    steps["search_s"] = steps["search_and_table_s"] - steps["table_s"]
+    allocation = step("search_and_cells_s", lambda: heuristics.best_fit(instance, compiled="c"))
+    heuristics._CompiledRatioIndex.allocation = cells  # type: ignore[method-assign]  # the C run's cells alone
+    steps["search_s"] = steps["search_and_cells_s"] - steps["cells_s"]
     steps["numba_imported"] = "numba" in sys.modules
     step("check_s", lambda: verify_allocation(instance, allocation))
     step("numba_import_s", lambda: importlib.import_module("numba"))  # the import is what is timed
     step("numba_setup_s", lambda: heuristics.best_fit(tiny, compiled="numba"))
-    numba_kernel = step("numba_search_and_table_s", lambda: heuristics.best_fit(instance, compiled="numba"))
+    numba_kernel = step("numba_search_and_cells_s", lambda: heuristics.best_fit(instance, compiled="numba"))
     python = step("python_search_s", lambda: heuristics.best_fit(instance, compiled=False))
     same = (python.tasks == allocation.tasks).all() and (numba_kernel.tasks == allocation.tasks).all()
     steps["identical"] = bool(same)
@@ -151,19 +151,19 @@ def _parts_table(parts: list[dict[str, Any]]) -> list[str]:
         "",
         "Where a fresh Best-Fit's time goes (one more fresh process per repeat, CPU seconds, step by step): loading "
         "the C kernel (the first compiled call, on a 10-machine instance), `best_fit` on the table with it (the "
-        "search, then the tenants x machines table it returns; `numba`: whether numba had been imported by then), "
-        "the check; then numba's kernel in the same process: importing numba, its set-up (the first call on the "
-        "10-machine instance), `best_fit` with it (search and table); the same search in pure Python "
+        "search, then the allocation's cells made from its log of placements; `numba`: whether numba had been "
+        "imported by then), the check; then numba's kernel in the same process: importing numba, its set-up (the "
+        "first call on the 10-machine instance), `best_fit` with it (search and cells); the same search in pure Python "
         "(`compiled=False`); `same`: the three allocations are equal.",
         "",
-        "| repeat | C load | C search | table | numba | check | import numba | numba set-up | numba search + table "
+        "| repeat | C load | C search | cells | numba | check | import numba | numba set-up | numba search + cells "
         "| pure-Python search | same | load |",
         "|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---:|",
     ]
     lines += [
-        f"| {p['repeat']} | {p['c_load_s']:.3f} | {p['search_s']:.3f} | {p['table_s']:.3f} | "
+        f"| {p['repeat']} | {p['c_load_s']:.3f} | {p['search_s']:.3f} | {p['cells_s']:.3f} | "
         f"{'yes' if p['numba_imported'] else 'no'} | {p['check_s']:.3f} | {p['numba_import_s']:.3f} | "
-        f"{p['numba_setup_s']:.3f} | {p['numba_search_and_table_s']:.3f} | {p['python_search_s']:.3f} | "
+        f"{p['numba_setup_s']:.3f} | {p['numba_search_and_cells_s']:.3f} | {p['python_search_s']:.3f} | "
         f"{'yes' if p['identical'] else 'no'} | {p['load_1min']:.2f} |"
         for p in parts
     ]
