@@ -365,8 +365,8 @@ def test_the_c_kernel_is_built_and_preferred() -> None:
     # kernel twice and Best-Fit would pay numba's start-up cost.
     from fairpack.solver.drfh import _ratio_search, ratio_index, ratio_numba  # type: ignore[attr-defined]
 
-    assert ratio_index.kernel("auto") is ratio_index.kernel("c") is _ratio_search.serve_segment
-    assert ratio_index.kernel("numba") is ratio_numba.serve_segment
+    assert ratio_index.kernel("auto") is ratio_index.kernel("c") is _ratio_search.serve_chunk
+    assert ratio_index.kernel("numba") is ratio_numba.serve_chunk
     # The C code keeps its own copies of the tie tolerance and of the block size: they must be these.
     assert _ratio_search.CONSTANTS == (TIE, CAP)
     with pytest.raises(ValueError, match="kernel must be one of"):
@@ -374,7 +374,7 @@ def test_the_c_kernel_is_built_and_preferred() -> None:
 
 
 def test_the_c_kernels_bound_search_and_its_function_agree(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Best-Fit calls the C kernel through a Search that binds the state's arrays once; serve_segment, the function
+    # Best-Fit calls the C kernel through a Search that binds the state's arrays once; serve_chunk, the function
     # with numba's arguments, binds them at every call. Both must place every task as the reference does.
     from benchmarks.flat_heuristics_speed import machine_by_machine_best_fit
     from fairpack.solver.drfh import _ratio_search, ratio_index  # type: ignore[attr-defined]
@@ -385,7 +385,7 @@ def test_the_c_kernels_bound_search_and_its_function_agree(monkeypatch: pytest.M
         np.ones((1, 2)), np.array([2]), np.array([0]), (2.0, 2.0), np.zeros((6, 1)), np.ones(1, dtype=bool)
     ).arguments()).__self__.__class__ is _ratio_search.Search  # fmt: skip
     assert np.array_equal(best_fit(instance, compiled="c").tasks, expected)
-    serve = _ratio_search.serve_segment
+    serve = _ratio_search.serve_chunk
     monkeypatch.setattr(ratio_index, "binder", lambda name: lambda arguments: lambda *head: serve(*head, *arguments))
     assert np.array_equal(best_fit(instance, compiled="c").tasks, expected)
 
