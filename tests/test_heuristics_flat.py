@@ -624,6 +624,20 @@ def test_chains_of_near_ties_are_settled_live_by_every_kernel(monkeypatch: pytes
     assert differ >= 15, differ
 
 
+@settings(derandomize=True, max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 9), st.sampled_from([0.0, 0.1, 0.2, 0.3, 0.1 + 0.2, 1.0])), max_size=40))
+def test_grant_entries_sort_by_key_then_index(entries: list[tuple[int, float]]) -> None:
+    # The chunk's sort: an unstable sort of the keys, then runs of equal keys in index order; it must be the two-key
+    # sort, equal keys included (0.1 + 0.2 is not 0.3).
+    from fairpack.solver.drfh.greedy import _by_key_then_index
+
+    tenants = np.array([t for t, _ in entries], dtype=np.int64)
+    keys = np.array([k for _, k in entries], dtype=np.float64)
+    order = np.lexsort((tenants, keys))
+    got = _by_key_then_index(tenants.copy(), keys.copy())
+    assert np.array_equal(got[0], tenants[order]) and np.array_equal(got[1], keys[order])
+
+
 def test_slots_on_machines_without_gpus() -> None:
     # One GPU machine and ten without GPUs, all <8 CPU, 32 GB>; a CPU-only tenant <1, 4, 0>.
     # k = 8 cuts the largest machine <8, 32, 1> into slots <1, 4, 1/8>: a GPU-less machine offers

@@ -123,6 +123,24 @@ def _keys_below(step: FloatArray, caps: FloatArray, level: float) -> FloatArray:
     return np.minimum(count, caps)
 
 
+def _by_key_then_index(tenants: IntArray, keys: FloatArray) -> tuple[IntArray, FloatArray]:
+    """The entries sorted by key, equal keys by tenant index (``np.lexsort((tenants, keys))``).
+
+    An unstable sort of the keys alone, then the runs of equal keys put in index order: four times faster than
+    a stable or two-key sort on the Google table's chunks, where equal keys are few (but the first chunk starts
+    with every tenant at key 0).
+    """
+    order = np.argsort(keys)
+    tenants, keys = tenants[order], keys[order]
+    same = keys[1:] == keys[:-1]
+    if same.any():
+        starts = np.concatenate(([True], ~same))
+        tied = np.flatnonzero(~starts | np.append(~starts[1:], False))
+        run = np.cumsum(starts)[tied]
+        tenants[tied] = tenants[tied][np.lexsort((tenants[tied], run))]
+    return tenants, keys
+
+
 @dataclass(frozen=True)
 class Segment:
     """A stretch of the grant sequence: ``tenants`` in grant order.
@@ -195,9 +213,7 @@ def grant_chunks(
             tenants = np.repeat(ids, number)
             first = np.repeat(np.cumsum(number) - number, number)
             n = np.repeat(start, number) + (np.arange(total) - first)
-            keys = n * step[tenants]
-            order = np.lexsort((tenants, keys))
-            tenants, keys = tenants[order], keys[order]
+            tenants, keys = _by_key_then_index(tenants, n * step[tenants])
             # Chains of ties: consecutive keys within the tolerance belong to one chain.
             gap = keys[1:] > keys[:-1] + TIE * keys[:-1]
             cuts = np.flatnonzero(gap) + 1
