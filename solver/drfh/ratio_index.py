@@ -146,11 +146,16 @@ class RatioState:
         if not ids.size:
             self.frontier = np.empty((2, 0), dtype=np.float64)
             return ids
-        needs, first = np.unique(self.tenant[NEED0 : NEED1 + 1, ids].T, axis=0, return_index=True)
-        before = np.minimum.accumulate(np.concatenate(([np.inf], needs[:-1, 1])))
-        keep = needs[:, 1] < before
-        self.frontier = np.ascontiguousarray(needs[keep].T)
-        return np.asarray(ids[first[keep]], dtype=np.int64)
+        # Sorted by need a, then need b (a stable sort: the first of equal needs is the lowest index); a need is on
+        # the staircase when its need b is below every need b before it, which also drops repeated needs (rows
+        # sorted with ``np.unique(axis=0)`` cost ten times more).
+        need0, need1 = self.tenant[NEED0, ids], self.tenant[NEED1, ids]
+        order = np.lexsort((need1, need0))
+        need0, need1 = need0[order], need1[order]
+        before = np.minimum.accumulate(np.concatenate(([np.inf], need1[:-1])))
+        keep = need1 < before
+        self.frontier = np.ascontiguousarray(np.stack([need0[keep], need1[keep]]))
+        return np.asarray(ids[order[keep]], dtype=np.int64)
 
     def reserve(self, tasks: int) -> bool:
         """Make room in ``placed`` for ``tasks`` more; True when that took a new array (new ``arguments()``)."""
