@@ -594,9 +594,9 @@ def chain_instance(rng: np.random.Generator) -> Instance:
 
 def test_chains_of_near_ties_are_settled_live_by_every_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
     # Every task of every kernel, in turn, is the one-at-a-time definition's: the C and numba kernels settle the
-    # chains inside the compiled call, the pure-Python search through resolve_fuzzy. The instances are built so
-    # that the live rule matters: with tenants that left earlier in the chunk still competing (the chunk's order
-    # fixed when it was cut), the allocations of some of them differ.
+    # chains inside the compiled call, the pure-Python search through resolve_fuzzy (as First-Fit does). The
+    # instances are built so that the live rule matters: with tenants that left earlier in the chunk still
+    # competing (the chunk's order fixed when it was cut), the allocations of some of them differ.
     from fairpack.solver.drfh import greedy, heuristics
 
     logged: list[np.ndarray] = []
@@ -618,6 +618,7 @@ def test_chains_of_near_ties_are_settled_live_by_every_kernel(monkeypatch: pytes
             logged.clear()
             assert np.array_equal(best_fit(instance, compiled=compiled).tasks, expected), compiled
             assert compiled is False or logged[0].tolist() == order, compiled
+        assert np.array_equal(first_fit(instance).tasks, reference_first_fit(instance))
         monkeypatch.setattr(greedy, "resolve_fuzzy", lambda segment, take, left=(): original(segment, take))
         differ += not np.array_equal(best_fit(instance, compiled=False).tasks, expected)
         monkeypatch.setattr(greedy, "resolve_fuzzy", original)
