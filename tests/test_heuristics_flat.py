@@ -88,11 +88,15 @@ def fitting(room: np.ndarray, demand: np.ndarray) -> list[int]:
 
 
 def reference_fill(
-    instance: Instance, choose: Callable[[int, np.ndarray, list[int]], int], float_order: bool = False
+    instance: Instance,
+    choose: Callable[[int, np.ndarray, list[int]], int],
+    float_order: bool = False,
+    order: list[int] | None = None,
 ) -> np.ndarray:
     """Progressive filling over expanded machines; ``choose(i, room, fitting)`` picks the machine.
 
-    ``float_order`` orders tenants by the raw float keys instead (the behaviour before the tie rule).
+    ``float_order`` orders tenants by the raw float keys instead (the behaviour before the tie rule). ``order``,
+    when given, gets the tenant of every task placed, in turn.
     """
     room = instance.capacity[instance.machine_class()] * (1 + TOL)
     caps = np.floor(instance.task_caps)
@@ -111,6 +115,8 @@ def reference_fill(
         room[m] -= instance.demand[i]
         tasks[i, m] += 1
         counts[i] += 1
+        if order is not None:
+            order.append(i)
         if counts[i] + 1 > caps[i]:
             active.remove(i)
     return tasks
@@ -135,7 +141,7 @@ def paper_fitness(instance: Instance, i: int, room_m: np.ndarray) -> float:
     return h
 
 
-def reference_best_fit(instance: Instance, raw_units: bool = False) -> np.ndarray:
+def reference_best_fit(instance: Instance, raw_units: bool = False, order: list[int] | None = None) -> np.ndarray:
     def choose(i: int, room: np.ndarray, fits: list[int]) -> int:
         if raw_units:  # the formula before the fix: units as given, normalised by the dominant resource
             total = instance.total_capacity
@@ -148,7 +154,7 @@ def reference_best_fit(instance: Instance, raw_units: bool = False) -> np.ndarra
         best = min(h)
         return min(m for m, value in zip(fits, h, strict=True) if value <= best + TIE * (1.0 + best))
 
-    return reference_fill(instance, choose)
+    return reference_fill(instance, choose, order=order)
 
 
 def reference_per_server_drf(instance: Instance) -> np.ndarray:
@@ -380,8 +386,8 @@ def test_the_c_kernel_is_built_and_preferred() -> None:
     # kernel twice and Best-Fit would pay numba's start-up cost.
     from fairpack.solver.drfh import _ratio_search, ratio_index, ratio_numba  # type: ignore[attr-defined]
 
-    assert ratio_index.kernel("auto") is ratio_index.kernel("c") is _ratio_search.serve_segment
-    assert ratio_index.kernel("numba") is ratio_numba.serve_segment
+    assert ratio_index.kernel("auto") is ratio_index.kernel("c") is _ratio_search.serve_chunk
+    assert ratio_index.kernel("numba") is ratio_numba.serve_chunk
     # The C code keeps its own copies of the tie tolerance and of the block size: they must be these.
     assert _ratio_search.CONSTANTS == (TIE, CAP)
     with pytest.raises(ValueError, match="kernel must be one of"):
@@ -389,7 +395,7 @@ def test_the_c_kernel_is_built_and_preferred() -> None:
 
 
 def test_the_c_kernels_bound_search_and_its_function_agree(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Best-Fit calls the C kernel through a Search that binds the state's arrays once; serve_segment, the function
+    # Best-Fit calls the C kernel through a Search that binds the state's arrays once; serve_chunk, the function
     # with numba's arguments, binds them at every call. Both must place every task as the reference does.
     from benchmarks.flat_heuristics_speed import machine_by_machine_best_fit
     from fairpack.solver.drfh import _ratio_search, ratio_index  # type: ignore[attr-defined]
@@ -400,7 +406,7 @@ def test_the_c_kernels_bound_search_and_its_function_agree(monkeypatch: pytest.M
         np.ones((1, 2)), np.array([2]), np.array([0]), (2.0, 2.0), np.zeros((6, 1)), np.ones(1, dtype=bool)
     ).arguments()).__self__.__class__ is _ratio_search.Search  # fmt: skip
     assert np.array_equal(best_fit(instance, compiled="c").tasks, expected)
-    serve = _ratio_search.serve_segment
+    serve = _ratio_search.serve_chunk
     monkeypatch.setattr(ratio_index, "binder", lambda name: lambda arguments: lambda *head: serve(*head, *arguments))
     assert np.array_equal(best_fit(instance, compiled="c").tasks, expected)
 
@@ -560,6 +566,92 @@ def test_grant_order_matches_one_at_a_time_with_ties() -> None:
                     if not take(i):
                         break
         assert got == expected
+
+
+def test_a_tenant_that_left_earlier_in_the_chunk_does_not_compete_in_a_chain() -> None:
+    # Steps 0.1 in real numbers; in floats u2's is the smallest, u1's 0.6e-9 above it and u0's 1.3e-9 above: every
+    # level is one chain of near-ties. While u2 competes, the window of ties is u2's and holds u1 and u2 only: u1
+    # goes first. At level 1 u2's task (3.5) no longer fits and u2 leaves; at level 2 the window starts at u1's key
+    # and holds u0, which goes first and takes the last 1 of room that u1 (1.5) then misses. Letting u2 compete in
+    # the chain after it left (a static order of the chunk) serves u1 first: u1 3 tasks and u0 2.
+    tenants = [([1.0, 0.5], 1 / (1 + 1.3e-9), math.inf), ([1.5, 0.5], 1.5 / (1 + 0.6e-9), math.inf),
+               ([3.5, 0.5], 3.5, math.inf)]  # fmt: skip
+    instance = make([([10.0, 10.0], 1)], tenants)
+    step = instance.dominant_demand / instance.weights
+    assert step[2] < step[1] < step[0] and step[0] <= step[2] * (1 + 2 * TIE) and step[1] <= step[2] * (1 + TIE)
+    expected = reference_best_fit(instance)
+    assert expected.ravel().tolist() == [3, 2, 1]
+    assert_best_fit_matches(instance)
+    one = make([([10.0], 1)], [([demand[0]], weight, cap) for demand, weight, cap in tenants])
+    assert first_fit(one).tenant_tasks.tolist() == [3, 2, 1]
+
+
+def chain_instance(rng: np.random.Generator) -> Instance:
+    """Two resources, a few small machines, and tenants in two groups whose steps (0.05 and 0.1 in real numbers)
+    differ by float-sized amounts: within a group a later tenant's step is 0.4e-9 to 0.8e-9 (relative) smaller,
+    so every level of a group is a chain of near-ties whose order depends on who is still in, and a later tenant
+    needs more of resource a, so it stops first; some tenants have small caps, which end them inside chains."""
+    servers = [([float(rng.choice([4.0, 6.0, 10.0])), float(rng.choice([4.0, 8.0, 12.0]))], int(rng.integers(1, 4)))
+               for _ in range(int(rng.integers(1, 3)))]  # fmt: skip
+    n = int(rng.integers(3, 8))
+    big = np.sort(rng.choice([0.5, 1.0, 1.5, 2.5, 3.5], size=n))
+    demands = [[float(b), float(rng.choice([0.0, 0.5, 1.0]))] for b in big]
+    caps = [float(rng.choice([math.inf, math.inf, 2.0, 3.0, 5.0])) for _ in range(n)]
+    share = make(servers, [(d, 1.0, c) for d, c in zip(demands, caps, strict=True)]).dominant_demand
+    level = rng.choice([0.05, 0.1], size=n)
+    noise = np.zeros(n)
+    for value in (0.05, 0.1):
+        group = np.flatnonzero(level == value)
+        noise[group] = np.cumsum(rng.uniform(0.4e-9, 0.8e-9, size=group.size))
+    weights = share / level * (1 + noise)
+    return make(servers, [(d, float(w), c) for d, w, c in zip(demands, weights, caps, strict=True)])
+
+
+def test_chains_of_near_ties_are_settled_live_by_every_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every task of every kernel, in turn, is the one-at-a-time definition's: the C and numba kernels settle the
+    # chains inside the compiled call, the pure-Python search through resolve_fuzzy (as First-Fit does). The
+    # instances are built so that the live rule matters: with tenants that left earlier in the chunk still
+    # competing (the chunk's order fixed when it was cut), the allocations of some of them differ.
+    from fairpack.solver.drfh import greedy, heuristics
+
+    logged: list[np.ndarray] = []
+    answer = heuristics._CompiledRatioIndex.allocation
+
+    def allocation(index: heuristics._CompiledRatioIndex) -> Allocation:
+        logged.append(index.state.placed[0, : index.state.box[2]].copy())
+        return answer(index)
+
+    monkeypatch.setattr(heuristics._CompiledRatioIndex, "allocation", allocation)
+    original = greedy.resolve_fuzzy
+    rng = np.random.default_rng(11)
+    differ = 0
+    for _ in range(150):
+        instance = chain_instance(rng)
+        order: list[int] = []
+        expected = reference_best_fit(instance, order=order)
+        for compiled in (False, *KERNELS):
+            logged.clear()
+            assert np.array_equal(best_fit(instance, compiled=compiled).tasks, expected), compiled
+            assert compiled is False or logged[0].tolist() == order, compiled
+        assert np.array_equal(first_fit(instance).tasks, reference_first_fit(instance))
+        monkeypatch.setattr(greedy, "resolve_fuzzy", lambda segment, take, left=(): original(segment, take))
+        differ += not np.array_equal(best_fit(instance, compiled=False).tasks, expected)
+        monkeypatch.setattr(greedy, "resolve_fuzzy", original)
+    assert differ >= 15, differ
+
+
+@settings(derandomize=True, max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 9), st.sampled_from([0.0, 0.1, 0.2, 0.3, 0.1 + 0.2, 1.0])), max_size=40))
+def test_grant_entries_sort_by_key_then_index(entries: list[tuple[int, float]]) -> None:
+    # The chunk's sort: an unstable sort of the keys, then runs of equal keys in index order; it must be the two-key
+    # sort, equal keys included (0.1 + 0.2 is not 0.3).
+    from fairpack.solver.drfh.greedy import _by_key_then_index
+
+    tenants = np.array([t for t, _ in entries], dtype=np.int64)
+    keys = np.array([k for _, k in entries], dtype=np.float64)
+    order = np.lexsort((tenants, keys))
+    got = _by_key_then_index(tenants.copy(), keys.copy())
+    assert np.array_equal(got[0], tenants[order]) and np.array_equal(got[1], keys[order])
 
 
 def test_slots_on_machines_without_gpus() -> None:

@@ -1,5 +1,5 @@
 """Shared machinery of the flat heuristics: per-tenant and per-class arrays, the size limit, the tenant
-order of progressive filling (with ties broken by index under a tolerance), and the dense result.
+order of progressive filling (with ties broken by index under a tolerance), and the result as its cells.
 
 Conventions shared by every flat heuristic:
 
@@ -17,7 +17,7 @@ Conventions shared by every flat heuristic:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -124,6 +124,24 @@ def _keys_below(step: FloatArray, caps: FloatArray, level: float) -> FloatArray:
     return np.minimum(count, caps)
 
 
+def _by_key_then_index(tenants: IntArray, keys: FloatArray) -> tuple[IntArray, FloatArray]:
+    """The entries sorted by key, equal keys by tenant index (``np.lexsort((tenants, keys))``).
+
+    An unstable sort of the keys alone, then the runs of equal keys put in index order: four times faster than
+    a stable or two-key sort on the Google table's chunks, where equal keys are few (but the first chunk starts
+    with every tenant at key 0).
+    """
+    order = np.argsort(keys)
+    tenants, keys = tenants[order], keys[order]
+    same = keys[1:] == keys[:-1]
+    if same.any():
+        starts = np.concatenate(([True], ~same))
+        tied = np.flatnonzero(~starts | np.append(~starts[1:], False))
+        run = np.cumsum(starts)[tied]
+        tenants[tied] = tenants[tied][np.lexsort((tenants[tied], run))]
+    return tenants, keys
+
+
 @dataclass(frozen=True)
 class Segment:
     """A stretch of the grant sequence: ``tenants`` in grant order.
@@ -139,10 +157,36 @@ class Segment:
     fuzzy: bool
 
 
-def grant_segments(
+@dataclass(frozen=True)
+class Chunk:
+    """A stretch of the grant sequence as arrays: ``tenants`` and their ``keys`` in grant order (by key, then
+    index), and the fuzzy chains among them, ``chains[c] = (lo, hi)`` for entries ``lo`` to ``hi - 1`` (sorted,
+    disjoint). Every entry outside a chain is plain (see ``Segment``)."""
+
+    tenants: IntArray
+    keys: FloatArray
+    chains: IntArray  # (fuzzy chains, 2), C-contiguous int64
+
+    def __post_init__(self) -> None:
+        if self.tenants.shape != self.keys.shape or self.chains.ndim != 2 or self.chains.shape[1] != 2:
+            raise ValueError("a chunk needs one key per entry and chains as (lo, hi) rows")
+
+    def segments(self) -> Iterator[Segment]:
+        """The chunk as plain and fuzzy segments, in grant order."""
+        plain_from = 0
+        for lo, hi in self.chains.tolist():
+            if lo > plain_from:
+                yield Segment(self.tenants[plain_from:lo], self.keys[plain_from:lo], False)
+            yield Segment(self.tenants[lo:hi], self.keys[lo:hi], True)
+            plain_from = hi
+        if self.tenants.size > plain_from:
+            yield Segment(self.tenants[plain_from:], self.keys[plain_from:], False)
+
+
+def grant_chunks(
     step: FloatArray, caps: FloatArray, state: Callable[[], tuple[IntArray, BoolArray]], chunk: int = 8192
-) -> Iterator[Segment]:
-    """The grant sequence of progressive filling, in segments.
+) -> Iterator[Chunk]:
+    """The grant sequence of progressive filling, in chunks.
 
     ``state()`` returns the tasks granted so far and which tenants may still receive one; it is called
     before every new chunk, so the caller's grants and blocked tenants count from there on (within a
@@ -170,9 +214,7 @@ def grant_segments(
             tenants = np.repeat(ids, number)
             first = np.repeat(np.cumsum(number) - number, number)
             n = np.repeat(start, number) + (np.arange(total) - first)
-            keys = n * step[tenants]
-            order = np.lexsort((tenants, keys))
-            tenants, keys = tenants[order], keys[order]
+            tenants, keys = _by_key_then_index(tenants, n * step[tenants])
             # Chains of ties: consecutive keys within the tolerance belong to one chain.
             gap = keys[1:] > keys[:-1] + TIE * keys[:-1]
             cuts = np.flatnonzero(gap) + 1
@@ -187,27 +229,33 @@ def grant_segments(
         bounds = bounds[bounds <= end]
         if bounds[-1] != end:
             bounds = np.append(bounds, end)
-        fuzzy = keys[bounds[1:] - 1] != keys[bounds[:-1]]
-        plain_from = 0
-        for chain in np.flatnonzero(fuzzy).tolist():
-            lo, hi = int(bounds[chain]), int(bounds[chain + 1])
-            if lo > plain_from:
-                yield Segment(tenants[plain_from:lo], keys[plain_from:lo], False)
-            yield Segment(tenants[lo:hi], keys[lo:hi], True)
-            plain_from = hi
-        if end > plain_from:
-            yield Segment(tenants[plain_from:end], keys[plain_from:end], False)
+        lo, hi = bounds[:-1], bounds[1:]
+        fuzzy = keys[hi - 1] != keys[lo]
+        chains = np.ascontiguousarray(np.stack([lo[fuzzy], hi[fuzzy]], axis=1), dtype=np.int64)
+        yield Chunk(tenants[:end], keys[:end], chains)
 
 
-def resolve_fuzzy(segment: Segment, take: Callable[[int], bool]) -> None:
+def grant_segments(
+    step: FloatArray, caps: FloatArray, state: Callable[[], tuple[IntArray, BoolArray]], chunk: int = 8192
+) -> Iterator[Segment]:
+    """The grant sequence of ``grant_chunks`` as segments (``state()`` is called before every chunk)."""
+    for part in grant_chunks(step, caps, state, chunk):
+        yield from part.segments()
+
+
+def resolve_fuzzy(segment: Segment, take: Callable[[int], bool], left: Sequence[bool] = ()) -> None:
     """Grant a fuzzy segment live: lowest index among the tenants within ``TIE`` of the smallest key.
 
     ``take(i)`` grants one task to tenant ``i`` and returns False when it could not (the tenant is then
     blocked and its remaining entries dropped). Each tenant competes with its first remaining entry.
+    A tenant that ``left`` already says has left (its task fitted nowhere, or it reached its cap, earlier in the
+    chunk) does not compete: as in the definition, where the tenants served are chosen among those still in, its
+    key would narrow the window of ties and could hand the turn to a higher index.
     """
     pending: dict[int, list[float]] = {}
     for tenant, key in zip(segment.tenants.tolist(), segment.keys.tolist(), strict=True):
-        pending.setdefault(tenant, []).append(key)
+        if not (left and left[tenant]):
+            pending.setdefault(tenant, []).append(key)
     position = dict.fromkeys(pending, 0)
     while position:
         smallest = min(pending[i][position[i]] for i in position)
@@ -219,14 +267,23 @@ def resolve_fuzzy(segment: Segment, take: Callable[[int], bool]) -> None:
 
 
 class Alive:
-    """Which tenants may still receive a task: a list for fast reads and a mask for numpy, kept in step."""
+    """Which tenants may still receive a task: a list for fast reads and a mask for numpy, kept in step.
+
+    ``left`` marks the tenants that were served and left (``kill``: the task fitted nowhere, or the cap was
+    reached): they no longer compete in a chain of ties. ``kill_where`` blocks tenants known never to fit again
+    before their turn comes; in the definition those stay in the order until their turn (their keys still bound
+    the window of ties), and so they do in the rest of the chunk, but the next chunk is cut without them (exact
+    bookkeeping of their turns cost per-server DRF three times its time on the Google table).
+    """
 
     def __init__(self, mask: BoolArray) -> None:
         self.mask = np.array(mask, dtype=bool)
         self.dead = (~self.mask).tolist()
+        self.left = [False] * len(self.dead)
 
     def kill(self, i: int) -> None:
         self.dead[i] = True
+        self.left[i] = True
         self.mask[i] = False
 
     def kill_where(self, hopeless: BoolArray) -> None:
@@ -237,13 +294,13 @@ class Alive:
         self.mask &= ~hopeless
 
 
-#: ``serve(tenants, counts, alive)`` grants a plain segment of the grant order in one call.
-Serve = Callable[[IntArray, IntArray, Alive], None]
+#: ``serve(chunk, counts, alive)`` grants a whole chunk of the grant order, fuzzy chains included, in one call.
+Serve = Callable[[Chunk, IntArray, Alive], None]
 
 
 def progressive_fill(
-    setup: FlatSetup, place: Callable[[int, int], int], alive: Alive, chunk: int = 8192, serve: Serve | None = None,
-    stop: Callable[[], bool] | None = None,
+    setup: FlatSetup, place: Callable[[int, int], int] | None, alive: Alive, chunk: int = 8192,
+    serve: Serve | None = None, stop: Callable[[], bool] | None = None,
 ) -> list[int]:
     """Serve the tenant with the lowest weighted global dominant share, a task at a time.
 
@@ -252,13 +309,24 @@ def progressive_fill(
     returns how many it placed; fewer than ``k`` means the next one fits nowhere, and the tenant is
     blocked for good (free room only shrinks). ``alive`` starts as the tenants that may get a task;
     tenants blocked or at their cap are killed in it (``place`` may read it, and kill tenants it knows
-    can never fit again). ``serve``, when given, grants the plain segments instead of calling ``place``
-    entry by entry (a compiled heuristic serves a whole segment in one call): it gets the segment's
-    tenants, the task counts as an array and ``alive``, and updates both as ``_serve_segment`` does.
-    ``stop``, when given, is asked before every segment; once it says so the filling ends there (a time limit:
+    can never fit again). ``serve``, when given instead of ``place``, grants a whole chunk in one call (a
+    compiled heuristic): it gets the chunk, the task counts as an array and ``alive``, settles the fuzzy
+    chains as ``resolve_fuzzy`` does (a tenant blocked before a chain does not compete in it), serves the
+    plain entries as ``_serve_segment`` does, and updates counts and ``alive``. ``stop``, when given, is asked
+    before every segment (every chunk with ``serve``); once it says so the filling ends there (a time limit:
     the tasks placed so far are a feasible allocation). Returns the task counts.
     """
-    counts: list[int] | IntArray = [0] * setup.tenants if serve is None else np.zeros(setup.tenants, dtype=np.int64)
+    if (place is None) == (serve is None):
+        raise ValueError("progressive_fill takes either place or serve")
+    if serve is not None:
+        served = np.zeros(setup.tenants, dtype=np.int64)
+        for part in grant_chunks(setup.step, setup.caps, lambda: (served, alive.mask), chunk):
+            if stop is not None and stop():  # out of time (or Ctrl-C): the tasks placed so far are the answer
+                break
+            serve(part, served, alive)
+        return served.tolist()
+    assert place is not None
+    counts = [0] * setup.tenants
     caps = setup.caps.tolist()
     dead = alive.dead
 
@@ -278,13 +346,10 @@ def progressive_fill(
         if stop is not None and stop():  # out of time (or Ctrl-C): the tasks placed so far are the answer
             break
         if segment.fuzzy:
-            resolve_fuzzy(segment, take)
-        elif isinstance(counts, list):
-            _serve_segment(segment.tenants, place, alive, counts, caps)
+            resolve_fuzzy(segment, take, alive.left)
         else:
-            assert serve is not None
-            serve(segment.tenants, counts, alive)
-    return counts if isinstance(counts, list) else counts.tolist()
+            _serve_segment(segment.tenants, place, alive, counts, caps)
+    return counts
 
 
 def _serve_segment(tenants: IntArray, place: Callable[[int, int], int], alive: Alive, counts: list[int],

@@ -18,7 +18,8 @@ machine gets an entry of its own and the class entry moves on to the next machin
 An entry that fits no tenant still alive (tested against the staircase of Pareto-minimal needs,
 ``frontier``) is dropped when a walk meets it.
 
-Two kernels run the search (``serve_segment``), with the same arguments and the same allocation to the last
+Two kernels run the search (``serve_chunk``: a chunk of the grant order, its chains of near-tie keys settled
+live as ``greedy.resolve_fuzzy`` does), with the same arguments and the same allocation to the last
 bit: the C extension :mod:`fairpack.solver.drfh._ratio_search` (``_ratio_search.pyx``, built when fairpack is
 installed) and the numba code of :mod:`fairpack.solver.drfh.ratio_numba` where the extension was not built.
 The float operations are those of the definition (no fastmath, no fused multiply-add), so the allocations are
@@ -110,6 +111,9 @@ class RatioState:
         self.found_m = np.empty(max(machines, 1), dtype=np.int64)
         self.dead = np.empty(max(machines, 1) + 1, dtype=np.int64)
         self.frontier = np.empty((2, 0), dtype=np.float64)
+        # Scratch of the chains of near-ties: the competitors' entries, and a per-tenant mark kept at -1.
+        self.competing = np.empty(max(int(tenant.shape[1]), 1), dtype=np.int64)
+        self.slot = np.full(max(int(tenant.shape[1]), 1), -1, dtype=np.int64)
         starts = class_start[counts > 0]
         self._build(starts[np.argsort(self.machine[0, starts], kind="stable")].astype(np.int64))
 
@@ -142,11 +146,16 @@ class RatioState:
         if not ids.size:
             self.frontier = np.empty((2, 0), dtype=np.float64)
             return ids
-        needs, first = np.unique(self.tenant[NEED0 : NEED1 + 1, ids].T, axis=0, return_index=True)
-        before = np.minimum.accumulate(np.concatenate(([np.inf], needs[:-1, 1])))
-        keep = needs[:, 1] < before
-        self.frontier = np.ascontiguousarray(needs[keep].T)
-        return np.asarray(ids[first[keep]], dtype=np.int64)
+        # Sorted by need a, then need b (a stable sort: the first of equal needs is the lowest index); a need is on
+        # the staircase when its need b is below every need b before it, which also drops repeated needs (rows
+        # sorted with ``np.unique(axis=0)`` cost ten times more).
+        need0, need1 = self.tenant[NEED0, ids], self.tenant[NEED1, ids]
+        order = np.lexsort((need1, need0))
+        need0, need1 = need0[order], need1[order]
+        before = np.minimum.accumulate(np.concatenate(([np.inf], need1[:-1])))
+        keep = need1 < before
+        self.frontier = np.ascontiguousarray(np.stack([need0[keep], need1[keep]]))
+        return np.asarray(ids[order[keep]], dtype=np.int64)
 
     def reserve(self, tasks: int) -> bool:
         """Make room in ``placed`` for ``tasks`` more; True when that took a new array (new ``arguments()``)."""
@@ -165,13 +174,14 @@ class RatioState:
                                      integral=True)  # fmt: skip
 
     def arguments(self) -> tuple[object, ...]:
-        """The arguments of ``serve_segment`` after the tenants, counts, caps and alive mask."""
+        """The arguments of ``serve_chunk`` after the tenants, keys, chains, counts, caps and alive mask."""
         return (self.totals, self.tenant, self.first, self.machine_class, self.next_untouched, self.class_end,
-                self.placed, self.found_h, self.found_m, self.dead, self.frontier, *self._structure())  # fmt: skip
+                self.placed, self.found_h, self.found_m, self.dead, self.frontier, self.competing, self.slot,
+                *self._structure())  # fmt: skip
 
 
 def kernel(name: str = "auto") -> Callable[..., None]:
-    """``serve_segment`` of kernel ``name`` ('c', 'numba', or 'auto': the C extension if it was built).
+    """``serve_chunk`` of kernel ``name`` ('c', 'numba', or 'auto': the C extension if it was built).
 
     Raises
     ------
@@ -181,23 +191,23 @@ def kernel(name: str = "auto") -> Callable[..., None]:
         'c' asked for and the extension was not built.
     """
     serve: Callable[..., None] = pick(name, "fairpack.solver.drfh._ratio_search", "fairpack.solver.drfh.ratio_numba",
-                                      "serve_segment")  # fmt: skip
+                                      "serve_chunk")  # fmt: skip
     return serve
 
 
-#: ``serve(tenants, counts, caps, alive)``: ``serve_segment`` with the state's arguments bound.
-Serve = Callable[[IntArray, IntArray, FloatArray, BoolArray], None]
+#: ``serve(tenants, keys, chains, counts, caps, alive)``: ``serve_chunk`` with the state's arguments bound.
+Serve = Callable[[IntArray, FloatArray, IntArray, IntArray, FloatArray, BoolArray], None]
 
 
 def binder(name: str = "auto") -> Callable[[tuple[object, ...]], Serve]:
-    """``bind(arguments)`` of kernel ``name``: ``serve_segment`` with ``RatioState.arguments()`` bound (bind again
-    when they change). The C kernel binds them once in a ``Search`` (a call then takes four arrays, not two dozen:
+    """``bind(arguments)`` of kernel ``name``: ``serve_chunk`` with ``RatioState.arguments()`` bound (bind again
+    when they change). The C kernel binds them once in a ``Search`` (a call then takes six arrays, not two dozen:
     about 7 us less a call); numba's kernel takes them at every call."""
     serve = kernel(name)
     search = getattr(importlib.import_module(serve.__module__), "Search", None)
     if search is not None:
         return lambda arguments: search(*arguments).serve
-    return lambda arguments: lambda tenants, counts, caps, alive: serve(tenants, counts, caps, alive, *arguments)
+    return lambda arguments: lambda *head: serve(*head, *arguments)
 
 
 @functools.cache

@@ -19,7 +19,7 @@ from numba import njit
 from fairpack.solver.drfh.greedy import TIE
 from fairpack.solver.drfh.ratio_index import BLOCKS, CAP, DELTA, DEMAND0, DEMAND1, FREE, NEED0, NEED1, PLACED, TARGET
 
-__all__ = ["serve_segment"]
+__all__ = ["serve_chunk"]
 
 
 # ---- the blocked sorted list -------------------------------------------------------------------------
@@ -27,7 +27,7 @@ __all__ = ["serve_segment"]
 # Every array a compiled function takes costs an atomic reference-count increment and decrement per call
 # (numba's runtime), whether or not the call is inlined: with a dozen helper calls of five to twenty arrays
 # each, that was over half of a placement's time. So the work done for every task (locating a ratio,
-# the two walks, moving the machine) is written out in ``serve_segment``, and the helpers below are the
+# the two walks, moving the machine) is written out in ``serve_chunk``, and the helpers below are the
 # rare steps (a block splits, empties, or has its maxima made exact) or take few arrays.
 
 
@@ -129,6 +129,53 @@ def _drop_block(blk, sequence, free, box):  # fmt: skip
     box[FREE] += 1
 
 
+# ---- the chains of near-ties -------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _enter_chain(lo, hi, tenants, alive, competing, slot):  # fmt: skip
+    """The tenants that compete in the fuzzy chain of entries ``lo`` to ``hi - 1``: each alive tenant's first entry
+    there, in ``competing``; returns how many. ``slot`` is -1 for every tenant, and is again on return."""
+    rivals = 0
+    for t in range(lo, hi):
+        i = tenants[t]
+        if alive[i] and slot[i] < 0:
+            slot[i] = rivals
+            competing[rivals] = t
+            rivals += 1
+    for r in range(rivals):
+        slot[tenants[competing[r]]] = -1
+    return rivals
+
+
+@njit(cache=True)
+def _choose(rivals, tenants, keys, competing):  # fmt: skip
+    """Which competitor is served next: the lowest tenant index among the keys within ``TIE`` of the smallest."""
+    smallest = keys[competing[0]]
+    for r in range(1, rivals):
+        smallest = min(smallest, keys[competing[r]])
+    best = -1
+    for r in range(rivals):
+        t = competing[r]
+        if keys[t] <= smallest + TIE * smallest and (best < 0 or tenants[t] < tenants[competing[best]]):
+            best = r
+    return best
+
+
+@njit(cache=True)
+def _advance(r, rivals, hi, keep, tenants, competing):  # fmt: skip
+    """Competitor ``r`` moves on to its next entry before ``hi``; without one (or unless ``keep``: its task fitted
+    nowhere, or it reached its cap) it stops competing. Returns how many still compete."""
+    if keep:
+        i = tenants[competing[r]]
+        for t in range(competing[r] + 1, hi):
+            if tenants[t] == i:
+                competing[r] = t
+                return rivals
+    competing[r] = competing[rivals - 1]
+    return rivals - 1
+
+
 # ---- the search --------------------------------------------------------------------------------------
 
 
@@ -156,10 +203,16 @@ def _useful(r0, r1, frontier):  # fmt: skip
 
 
 @njit(cache=True)
-def serve_segment(tenants, counts, caps, alive, totals, tenant, first, machine_class, next_untouched, class_end,  # noqa: C901  (one placement kept in one function: see above)
-                  placed, found_h, found_m, dead, frontier, machine, items, length, sequence, free, where,
-                  block_max, stale, box):  # fmt: skip
-    """Grant one task to each entry of ``tenants`` in turn (a plain segment of the grant order).
+def serve_chunk(tenants, keys, chains, counts, caps, alive, totals, tenant, first, machine_class, next_untouched,  # noqa: C901  (one placement kept in one function: see above)
+                class_end, placed, found_h, found_m, dead, frontier, competing, slot, machine, items, length,
+                sequence, free, where, block_max, stale, box):  # fmt: skip
+    """Grant one task to each entry of ``tenants`` in turn, the fuzzy chains ``chains`` settled live (a chunk of the
+    grant order, ``greedy.Chunk``).
+
+    Outside the chains, every entry in turn. In a chain, the tenants alive when it starts compete, each with its
+    first remaining entry, and the lowest tenant index among the ``keys`` within ``TIE`` of the smallest is served
+    next, as ``greedy.resolve_fuzzy`` does; a tenant whose task fits nowhere, or that reaches its cap, stops
+    competing. ``competing`` (one per tenant) is scratch, ``slot`` (one per tenant) is -1 and stays so.
 
     Each task goes to the best machine: from the first entry with ``q`` at or above the tenant's target,
     one walk goes right and one left, collecting the fitting entries with ``H`` within the bound, which
@@ -173,127 +226,146 @@ def serve_segment(tenants, counts, caps, alive, totals, tenant, first, machine_c
     ``placed`` as (tenant, machine), which has room for one per entry of ``tenants``.
     """
     t0, t1 = totals[0], totals[1]
-    for i in tenants:
-        if not alive[i]:
+    e = 0  # the next entry
+    chain = 0  # the next chain
+    rivals = 0  # tenants competing in the chain under way
+    r = hi = 0
+    while True:
+        if rivals > 0:
+            r = _choose(rivals, tenants, keys, competing)
+            i = tenants[competing[r]]
+        elif e == tenants.size:
+            break
+        elif chain < chains.shape[0] and e == chains[chain, 0]:  # a chain of near-ties starts
+            hi = chains[chain, 1]
+            rivals = _enter_chain(e, hi, tenants, alive, competing, slot)
+            e = hi
+            chain += 1
             continue
-        found = 0
-        dead[0] = 0
-        if box[BLOCKS] > 0:
-            need0, need1, delta, head = tenant[NEED0, i], tenant[NEED1, i], tenant[DELTA, i], first[i]
-            s0, k0 = _locate(tenant[TARGET, i], False, machine, items, length, sequence, box)
-            bound = np.inf
-            for way in range(2):  # right from the first entry at or above the target, then left of it
-                step = 1 if way == 0 else -1
-                s, k = s0, k0
-                if way == 1:
-                    if k > 0:
-                        k -= 1
-                    else:
-                        s, k = s - 1, -1  # -1: from the end of the block before
-                while 0 <= s < box[BLOCKS]:
-                    blk = sequence[s]
-                    size = length[blk]
-                    if k < 0:
-                        k += size
-                    if not 0 <= k < size:
-                        s += step
-                        k = 0 if step > 0 else -1
-                        continue
-                    if block_max[0, blk] < need0 or block_max[1, blk] < need1:  # nothing in the block fits
-                        if bound < np.inf:  # but the walk may already be past the bound
-                            m = items[blk, k]
-                            if _fitness(head, delta, machine[0, m], machine[1, m], machine[2, m], t0, t1) > bound:
-                                break
-                        s += step
-                        k = 0 if step > 0 else -1
-                        continue
-                    fitted = past = False
-                    while 0 <= k < size:
-                        m = items[blk, k]
-                        r0, r1 = machine[1, m], machine[2, m]
-                        fits = r0 >= need0 and r1 >= need1
-                        if fits or bound < np.inf:
-                            h = _fitness(head, delta, machine[0, m], r0, r1, t0, t1)
-                            if h > bound:
-                                past = True
-                                break
-                            if fits:
-                                fitted = True
-                                found_h[found] = h
-                                found_m[found] = m
-                                found += 1
-                                limit = h + 2 * TIE * (1.0 + h)
-                                if limit < bound:
-                                    bound = limit
-                        if not fits and not _useful(r0, r1, frontier):
-                            dead[0] += 1
-                            dead[dead[0]] = m
-                        k += step
-                    if past:
-                        break
-                    if not fitted and stale[blk]:  # scanned without a fit: make its maxima exact
-                        _tighten(blk, machine, items, length, block_max, stale)
-                    s += step
-                    k = 0 if step > 0 else -1
-            for d in range(1, dead[0] + 1):  # drop the entries no tenant alive fits
-                emptied = _remove(dead[d], items, length, where, stale)
-                if emptied >= 0:
-                    _drop_block(emptied, sequence, free, box)
-        if found == 0:
-            alive[i] = False
-            continue
-        best = found_h[0]
-        for f in range(1, found):
-            best = min(best, found_h[f])
-        m = -1
-        for f in range(found):
-            if found_h[f] <= best + TIE * (1.0 + best) and (m < 0 or found_m[f] < m):
-                m = found_m[f]
-        n = box[PLACED]
-        placed[0, n] = i
-        placed[1, n] = m
-        box[PLACED] = n + 1
-        r0 = machine[1, m] - tenant[DEMAND0, i]
-        r1 = machine[2, m] - tenant[DEMAND1, i]
-        f0 = r0 / t0
-        c = machine_class[m]
-        if m == next_untouched[c]:  # the class's entry: it moves on to the next untouched machine, if any
-            next_untouched[c] = m + 1
-            blk = where[m]
-            if m + 1 < class_end[c]:
-                k = 0
-                while items[blk, k] != m:
-                    k += 1
-                items[blk, k] = m + 1  # same room, same q: same place
-                where[m + 1] = blk
-                where[m] = -1
-        if where[m] >= 0:
-            emptied = _remove(m, items, length, where, stale)
-            if emptied >= 0:
-                _drop_block(emptied, sequence, free, box)
-        machine[0, m] = r1 / t1 / f0 if f0 > 0 else np.inf
-        machine[1, m] = r0
-        machine[2, m] = r1
-        # Back in the order at its new q, after equal ones; a full block splits in two.
-        if box[BLOCKS] == 0:
-            s = 0
-            blk = _new_block(0, sequence, free, box)
-            length[blk] = 0
-            block_max[0, blk] = block_max[1, blk] = -np.inf
-            stale[blk] = False
-            k = 0
         else:
-            s, k = _locate(machine[0, m], True, machine, items, length, sequence, box)
-            blk = sequence[s]
-        for t in range(length[blk], k, -1):
-            items[blk, t] = items[blk, t - 1]
-        items[blk, k] = m
-        length[blk] += 1
-        where[m] = blk
-        block_max[0, blk] = max(block_max[0, blk], r0)
-        block_max[1, blk] = max(block_max[1, blk], r1)
-        if length[blk] == CAP:
-            _split(s, machine, items, length, sequence, free, where, block_max, stale, box)
-        counts[i] += 1
-        if counts[i] >= caps[i]:
-            alive[i] = False
+            i = tenants[e]
+            e += 1
+        if alive[i]:
+            found = 0
+            dead[0] = 0
+            if box[BLOCKS] > 0:
+                need0, need1, delta, head = tenant[NEED0, i], tenant[NEED1, i], tenant[DELTA, i], first[i]
+                s0, k0 = _locate(tenant[TARGET, i], False, machine, items, length, sequence, box)
+                bound = np.inf
+                for way in range(2):  # right from the first entry at or above the target, then left of it
+                    step = 1 if way == 0 else -1
+                    s, k = s0, k0
+                    if way == 1:
+                        if k > 0:
+                            k -= 1
+                        else:
+                            s, k = s - 1, -1  # -1: from the end of the block before
+                    while 0 <= s < box[BLOCKS]:
+                        blk = sequence[s]
+                        size = length[blk]
+                        if k < 0:
+                            k += size
+                        if not 0 <= k < size:
+                            s += step
+                            k = 0 if step > 0 else -1
+                            continue
+                        if block_max[0, blk] < need0 or block_max[1, blk] < need1:  # nothing in the block fits
+                            if bound < np.inf:  # but the walk may already be past the bound
+                                m = items[blk, k]
+                                if _fitness(head, delta, machine[0, m], machine[1, m], machine[2, m], t0, t1) > bound:
+                                    break
+                            s += step
+                            k = 0 if step > 0 else -1
+                            continue
+                        fitted = past = False
+                        while 0 <= k < size:
+                            m = items[blk, k]
+                            r0, r1 = machine[1, m], machine[2, m]
+                            fits = r0 >= need0 and r1 >= need1
+                            if fits or bound < np.inf:
+                                h = _fitness(head, delta, machine[0, m], r0, r1, t0, t1)
+                                if h > bound:
+                                    past = True
+                                    break
+                                if fits:
+                                    fitted = True
+                                    found_h[found] = h
+                                    found_m[found] = m
+                                    found += 1
+                                    limit = h + 2 * TIE * (1.0 + h)
+                                    if limit < bound:
+                                        bound = limit
+                            if not fits and not _useful(r0, r1, frontier):
+                                dead[0] += 1
+                                dead[dead[0]] = m
+                            k += step
+                        if past:
+                            break
+                        if not fitted and stale[blk]:  # scanned without a fit: make its maxima exact
+                            _tighten(blk, machine, items, length, block_max, stale)
+                        s += step
+                        k = 0 if step > 0 else -1
+                for d in range(1, dead[0] + 1):  # drop the entries no tenant alive fits
+                    emptied = _remove(dead[d], items, length, where, stale)
+                    if emptied >= 0:
+                        _drop_block(emptied, sequence, free, box)
+            if found == 0:
+                alive[i] = False
+            else:
+                best = found_h[0]
+                for f in range(1, found):
+                    best = min(best, found_h[f])
+                m = -1
+                for f in range(found):
+                    if found_h[f] <= best + TIE * (1.0 + best) and (m < 0 or found_m[f] < m):
+                        m = found_m[f]
+                n = box[PLACED]
+                placed[0, n] = i
+                placed[1, n] = m
+                box[PLACED] = n + 1
+                r0 = machine[1, m] - tenant[DEMAND0, i]
+                r1 = machine[2, m] - tenant[DEMAND1, i]
+                f0 = r0 / t0
+                c = machine_class[m]
+                if m == next_untouched[c]:  # the class's entry: it moves on to the next untouched machine, if any
+                    next_untouched[c] = m + 1
+                    blk = where[m]
+                    if m + 1 < class_end[c]:
+                        k = 0
+                        while items[blk, k] != m:
+                            k += 1
+                        items[blk, k] = m + 1  # same room, same q: same place
+                        where[m + 1] = blk
+                        where[m] = -1
+                if where[m] >= 0:
+                    emptied = _remove(m, items, length, where, stale)
+                    if emptied >= 0:
+                        _drop_block(emptied, sequence, free, box)
+                machine[0, m] = r1 / t1 / f0 if f0 > 0 else np.inf
+                machine[1, m] = r0
+                machine[2, m] = r1
+                # Back in the order at its new q, after equal ones; a full block splits in two.
+                if box[BLOCKS] == 0:
+                    s = 0
+                    blk = _new_block(0, sequence, free, box)
+                    length[blk] = 0
+                    block_max[0, blk] = block_max[1, blk] = -np.inf
+                    stale[blk] = False
+                    k = 0
+                else:
+                    s, k = _locate(machine[0, m], True, machine, items, length, sequence, box)
+                    blk = sequence[s]
+                for t in range(length[blk], k, -1):
+                    items[blk, t] = items[blk, t - 1]
+                items[blk, k] = m
+                length[blk] += 1
+                where[m] = blk
+                block_max[0, blk] = max(block_max[0, blk], r0)
+                block_max[1, blk] = max(block_max[1, blk], r1)
+                if length[blk] == CAP:
+                    _split(s, machine, items, length, sequence, free, where, block_max, stale, box)
+                counts[i] += 1
+                if counts[i] >= caps[i]:
+                    alive[i] = False
+        if rivals > 0:  # the chain under way: the tenant served moves on to its next entry, or stops competing
+            rivals = _advance(r, rivals, hi, alive[i], tenants, competing)
