@@ -353,6 +353,8 @@ def _per_server_texts(instance: Instance, kind: str, rows: IntArray, units: IntA
     starts[1:] = ((rows[1:] != rows[:-1]) | (server[1:] != server[:-1]) | (number[1:] != number[:-1] + 1)
                   | (inverse[1:] != inverse[:-1]))  # fmt: skip
     first = np.flatnonzero(starts)
+    if 2 * first.size > units.size:  # mostly runs of one cell (Best-Fit scatters): each machine used named once
+        return _per_cell_texts(instance, rows, units, inverse, texts, bounds)
     last = np.append(first[1:], len(units))[: len(first)]  # no cells: no runs
     names = [encode_basestring_ascii(s.name) for s in instance.servers]
     pieces: list[str] = []
@@ -366,6 +368,23 @@ def _per_server_texts(instance: Instance, kind: str, rows: IntArray, units: IntA
         pieces.append(head + between.join(map(str, range(int(number[a]), int(number[a]) + b - a))) + f']": {value}')
     run_bounds = np.searchsorted(first, bounds).tolist()
     return ["{" + ", ".join(pieces[a:b]) + "}" for a, b in pairwise(run_bounds)]
+
+
+def _per_cell_texts(instance: Instance, rows: IntArray, units: IntArray, inverse: IntArray, texts: list[str],
+                    bounds: list[int]) -> list[str]:  # fmt: skip
+    """``_per_server_texts`` cell by cell: the name of every machine some cell uses, made once (at most one per
+    cell), and one string per cell."""
+    used, where = np.unique(units, return_inverse=True)
+    counts = instance.counts
+    ends = np.cumsum(counts)
+    server = np.searchsorted(ends, used, side="right").tolist()
+    number = (used - (ends - counts)[server]).tolist()
+    names = [s.name for s in instance.servers]
+    keys = [encode_basestring_ascii(names[c] if counts[c] == 1 else f"{names[c]}[{k}]") + ": "
+            for c, k in zip(server, number, strict=True)]  # fmt: skip
+    count_texts = np.array(texts, dtype=object)[inverse].tolist()
+    labelled = [keys[u] + c for u, c in zip(where.reshape(-1).tolist(), count_texts, strict=True)]
+    return ["{" + ", ".join(labelled[a:b]) + "}" for a, b in pairwise(bounds)]
 
 
 def _json_counts(values: FloatArray) -> list[float | int]:

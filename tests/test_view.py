@@ -184,6 +184,28 @@ def test_an_allocation_given_as_cells_renders_as_its_table_does(case: tuple[Inst
     assert cells.sparse  # rendered from its cells alone
 
 
+@pytest.mark.parametrize("scattered", [False, True], ids=["runs", "scattered"])
+def test_result_json_text_of_whole_tasks_in_runs_or_scattered(scattered: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two tenants filling 300 identical machines alike (runs of cells, each written as one join), and Best-Fit's
+    # tasks scattered over the Google table (each cell written on its own, the machines it uses named once): the
+    # text is json.dumps's either way.
+    from fairpack.models import view
+    from fairpack.models.generators import google_instance
+
+    if scattered:
+        instance, method = google_instance(None, tenants=60, seed=1, machines=1500), "best-fit"
+    else:
+        instance = make([("s", [4.0, 4.0], 300), ("t", [8.0, 8.0], 1)], [("a", [1.0, 1.0], 1.0, math.inf),
+                                                                         ("b", [2.0, 2.0], 1.0, math.inf)])
+        method = "first-fit"
+    result = solve(instance, method)
+    written: list[str] = []
+    per_cell = view._per_cell_texts
+    monkeypatch.setattr(view, "_per_cell_texts", lambda *args: written.append(method) or per_cell(*args))
+    assert result_json_text(instance, result) == json.dumps(result_json(instance, result))
+    assert written == ([method] if scattered else [])
+
+
 def test_result_json_text_of_machine_names_that_collide_or_end_in_a_bracket() -> None:
     """Machine names are made per class (``name[k]``) without a uniqueness check unless a server name ends in
     ``]``: a class ``s`` of two machines beside a server named ``s[1]`` collides, ``t]`` does not."""
