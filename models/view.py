@@ -35,13 +35,14 @@ from fairpack.models.timeline import job_table
 from fairpack.models.types import FloatArray, Instance, InstanceError, IntArray
 
 
-def result_json(instance: Instance, result: Result, *, tables: bool = True,
-                units_shown: int | None = None, jobs_shown: int | None = None) -> dict[str, Any]:  # fmt: skip
+def result_json(instance: Instance, result: Result, *, tables: bool = True, units_shown: int | None = None,
+                jobs_shown: int | None = None, schedule_tables: bool = True) -> dict[str, Any]:  # fmt: skip
     """The CLI JSON contract: common keys, then the allocation view and/or the schedule view.
 
     ``tables=False`` leaves placeholders for ``tenants`` and ``nodes``, which :func:`result_json_text`
-    writes as text in bulk. ``jobs_shown`` (the table's ``--top``) keeps the first jobs' rows only and no
-    task rows: what a table shows, not a million rows it does not."""
+    writes as text in bulk; ``schedule_tables=False`` the same for ``jobs`` and ``tasks``
+    (:mod:`fairpack.models.view_text`). ``jobs_shown`` (the table's ``--top``) keeps the first jobs' rows only
+    and no task rows: what a table shows, not a million rows it does not."""
     data: dict[str, Any] = {
         "status": result.status,
         "method": result.method,
@@ -65,7 +66,7 @@ def result_json(instance: Instance, result: Result, *, tables: bool = True,
     if result.allocation is not None:
         data.update(allocation_json(instance, result.allocation, tables=tables, units_shown=units_shown))
     if result.schedule is not None:
-        data.update(schedule_json(instance, result.schedule, jobs_shown))
+        data.update(schedule_json(instance, result.schedule, jobs_shown, tables=schedule_tables))
     data.update({key: _plain(value) for key, value in result.extra.items()})
     return data
 
@@ -205,8 +206,10 @@ def nodes_json(instance: Instance, allocation: Allocation) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------ the JSON text
 
-# Placeholders for the two tables ``result_json_text`` writes itself (NUL cannot be in a validated name).
+# Placeholders for the tables written as text in bulk (NUL cannot be in a validated name): ``tenants`` and
+# ``nodes`` by ``result_json_text``, ``jobs`` and ``tasks`` by ``models.view_text``.
 _TENANTS, _NODES = "\x00fairpack:tenants\x00", "\x00fairpack:nodes\x00"
+JOBS_MARK, TASKS_MARK = "\x00fairpack:jobs\x00", "\x00fairpack:tasks\x00"
 
 
 def result_json_text(instance: Instance, result: Result) -> str:
@@ -395,42 +398,50 @@ def allocation_from_json(instance: Instance, data: dict[str, Any]) -> Allocation
     return Allocation(tasks, kind, bool(data.get("integral", False)))
 
 
-def schedule_json(instance: Instance, schedule: Schedule, jobs_shown: int | None = None) -> dict[str, Any]:
+#: The fields of every ``jobs`` row, in order (each a number, or null where there is none).
+JOB_FIELDS = ("arrival", "start", "completion", "queueing_delay", "jct", "slowdown", "fair_completion", "deadline",
+              "utility")  # fmt: skip
+
+
+def job_columns(instance: Instance, schedule: Schedule) -> dict[str, FloatArray]:
+    """Every ``jobs`` field (:data:`JOB_FIELDS`) as a column over the instance's jobs; a non-finite value is
+    written null (``fair_completion`` is nan past the schedule's ``fair_completion``, or without one)."""
+    table = job_table(instance, schedule)
+    completion = table["completion"]
+    fair = np.full(completion.size, np.nan)
+    if schedule.fair_completion is not None:
+        known = min(completion.size, schedule.fair_completion.size)
+        fair[:known] = schedule.fair_completion[:known]
+    columns = {key: table[key] for key in ("arrival", "start", "completion", "queueing_delay", "jct", "slowdown")}
+    columns.update(fair_completion=fair, deadline=stage_table(instance).deadline,
+                   utility=job_utilities(instance, completion))  # fmt: skip
+    return {key: np.asarray(columns[key], dtype=np.float64) for key in JOB_FIELDS}
+
+
+def schedule_json(instance: Instance, schedule: Schedule, jobs_shown: int | None = None, *,
+                  tables: bool = True) -> dict[str, Any]:  # fmt: skip
     """``makespan``, ``avg_jct``, ``jobs: {name: {completion, fair_completion}}`` and ``tasks``.
 
     With a per-server placement every task also names its ``server`` (class) and ``machine`` (number
     within the class). With ``jobs_shown``, ``jobs`` holds the first ``jobs_shown`` jobs and ``tasks`` is left
-    out (``task_rows`` counts them).
+    out (``task_rows`` counts them). ``tables=False``: placeholders for ``jobs`` and ``tasks``, which
+    :mod:`fairpack.models.view_text` writes as text.
     """
-    table = job_table(instance, schedule)
-    completion = table["completion"]
+    columns = job_columns(instance, schedule)
+    completion = columns["completion"]
     numbers = schedule_objectives(instance, completion)
-    utility = job_utilities(instance, completion)
-    fair = schedule.fair_completion
-    columns = {key: [_finite(v) for v in table[key].tolist()]
-               for key in ("arrival", "start", "queueing_delay", "jct", "slowdown")}  # fmt: skip
+    utility = columns["utility"]
     shown = len(instance.jobs) if jobs_shown is None else min(max(jobs_shown, 0), len(instance.jobs))
+    head = {"makespan": _finite(numbers["makespan"]), "avg_jct": _finite(numbers["avg_jct"]),
+            "utility": _finite(float(utility.sum()))}  # fmt: skip
+    if not tables and jobs_shown is None:
+        return _schedule_numbers(instance, {**head, "jobs": JOBS_MARK, "tasks": TASKS_MARK}, completion)
     names, stage_names = job_and_stage_names(instance)
-    deadlines = stage_table(instance).deadline.tolist()
-    jobs = {
-        names[k]: {
-            "arrival": columns["arrival"][k],
-            "start": columns["start"][k],
-            "completion": _finite(float(completion[k])),
-            "queueing_delay": columns["queueing_delay"][k],
-            "jct": columns["jct"][k],
-            "slowdown": columns["slowdown"][k],
-            "fair_completion": None if fair is None or k >= fair.size else _finite(float(fair[k])),
-            "deadline": _finite(deadlines[k]),
-            "utility": _finite(float(utility[k])),
-        }
-        for k in range(shown)
-    }
+    rows = zip(*([v if math.isfinite(v) else None for v in columns[key][:shown].tolist()] for key in JOB_FIELDS),
+               strict=True)  # fmt: skip
+    jobs = {name: dict(zip(JOB_FIELDS, row, strict=True)) for name, row in zip(names[:shown], rows, strict=True)}
     if jobs_shown is not None:
-        return _schedule_numbers(instance, {"makespan": _finite(numbers["makespan"]),
-                                            "avg_jct": _finite(numbers["avg_jct"]),
-                                            "utility": _finite(float(utility.sum())), "jobs": jobs,
-                                            "task_rows": int(schedule.job.size)}, completion)  # fmt: skip
+        return _schedule_numbers(instance, {**head, "jobs": jobs, "task_rows": int(schedule.job.size)}, completion)
 
     count = len(names)
 
@@ -459,14 +470,14 @@ def schedule_json(instance: Instance, schedule: Schedule, jobs_shown: int | None
             row["server"] = names[server] if 0 <= server < len(names) else server
             row["machine"] = machine
         if instance.data is not None:
-            _locality_column(instance, schedule, tasks)
+            for row, value in zip(tasks, task_levels(instance, schedule).tolist(), strict=True):
+                if value != NO_INPUT:
+                    row["local"] = LEVEL_NAMES[value]
     if schedule.option is not None:
         for row, option in zip(tasks, schedule.option.tolist(), strict=True):
             if option >= 0:
                 row["option"] = option
-    view = {"makespan": _finite(numbers["makespan"]), "avg_jct": _finite(numbers["avg_jct"]),
-            "utility": _finite(float(utility.sum())), "jobs": jobs, "tasks": tasks}  # fmt: skip
-    return _schedule_numbers(instance, view, completion)
+    return _schedule_numbers(instance, {**head, "jobs": jobs, "tasks": tasks}, completion)
 
 
 def job_and_stage_names(instance: Instance) -> tuple[list[str], list[tuple[str, ...]]]:
@@ -488,8 +499,9 @@ def _schedule_numbers(instance: Instance, view: dict[str, Any], completion: Floa
     return view
 
 
-def _locality_column(instance: Instance, schedule: Schedule, tasks: list[dict[str, Any]]) -> None:
-    """``local``: node, rack or remote for every placed task that reads an input block."""
+def task_levels(instance: Instance, schedule: Schedule) -> IntArray:
+    """Every task's locality level (``LEVEL_NAMES``; ``NO_INPUT`` where it reads no input block or is not
+    placed): the view's ``local``."""
     assert schedule.server is not None and schedule.machine is not None
     blocks, offset = task_blocks(instance)
     counts = np.array([len(job.stages) for job in instance.jobs], dtype=np.int64)
@@ -502,10 +514,7 @@ def _locality_column(instance: Instance, schedule: Schedule, tasks: list[dict[st
     sizes = np.diff(offset)
     real &= (schedule.index >= 0) & (schedule.index < sizes[g])
     block = np.where(real, blocks[offset[g] + np.where(real, schedule.index, 0)], NO_INPUT)
-    level = levels(instance, block, global_machines(instance, schedule.server, schedule.machine))
-    for row, value in zip(tasks, level.tolist(), strict=True):
-        if value != NO_INPUT:
-            row["local"] = LEVEL_NAMES[value]
+    return levels(instance, block, global_machines(instance, schedule.server, schedule.machine))
 
 
 def schedule_from_json(instance: Instance, data: dict[str, Any]) -> Schedule:
