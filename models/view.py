@@ -30,6 +30,16 @@ from fairpack.models.result import (
     schedule_objectives,
     unit_names,
 )
+from fairpack.models.saved_tables import (
+    FLOAT,
+    JOB_FIELDS,
+    OTHER,
+    Names,
+    SavedJobs,
+    SavedTasks,
+    job_entries,
+    task_columns,
+)
 from fairpack.models.stages import stage_table
 from fairpack.models.timeline import job_table
 from fairpack.models.types import FloatArray, Instance, InstanceError, IntArray
@@ -398,11 +408,6 @@ def allocation_from_json(instance: Instance, data: dict[str, Any]) -> Allocation
     return Allocation(tasks, kind, bool(data.get("integral", False)))
 
 
-#: The fields of every ``jobs`` row, in order (each a number, or null where there is none).
-JOB_FIELDS = ("arrival", "start", "completion", "queueing_delay", "jct", "slowdown", "fair_completion", "deadline",
-              "utility")  # fmt: skip
-
-
 def job_columns(instance: Instance, schedule: Schedule) -> dict[str, FloatArray]:
     """Every ``jobs`` field (:data:`JOB_FIELDS`) as a column over the instance's jobs; a non-finite value is
     written null (``fair_completion`` is nan past the schedule's ``fair_completion``, or without one)."""
@@ -517,20 +522,45 @@ def task_levels(instance: Instance, schedule: Schedule) -> IntArray:
     return levels(instance, block, global_machines(instance, schedule.server, schedule.machine))
 
 
-def schedule_from_json(instance: Instance, data: dict[str, Any]) -> Schedule:
+def schedule_from_json(instance: Instance, data: dict[str, Any], names: Names | None = None) -> Schedule:
     """Rebuild a ``Schedule`` from a saved result (``tasks`` and ``jobs.*.fair_completion``).
 
     Job, stage and server names are resolved against the instance; unknown names raise ``InstanceError``.
     When any task names a ``server``, the schedule carries a placement and tasks without one are marked
     unplaced (``-1``). Duplicates, missing tasks, unplaced tasks, machine numbers out of range and
     infeasible times are left for :func:`fairpack.models.check.verify_schedule`.
+
+    Read column by column (``models.saved_tables``; the tables may already be columns, as ``read_result``
+    gives them); where some row is not as the columns take it, row by row, which names the field at fault.
     """
-    job_index = {job.name: k for k, job in enumerate(instance.jobs)}
-    stage_index = [{stage.name: s for s, stage in enumerate(job.stages)} for job in instance.jobs]
-    server_index = {server.name: c for c, server in enumerate(instance.servers)}
     rows = data.get("tasks")
-    if not isinstance(rows, list):
+    if not isinstance(rows, list | SavedTasks):
         raise InstanceError("a schedule result needs a 'tasks' list", "tasks")
+    names = names or Names.of(instance)
+    tasks = rows if isinstance(rows, SavedTasks) else task_columns(rows, names)
+    saved_jobs = data.get("jobs") or {}
+    jobs = saved_jobs if isinstance(saved_jobs, SavedJobs) else job_entries(saved_jobs, names) \
+        if isinstance(saved_jobs, dict) else job_entries({}, names)  # fmt: skip
+    if tasks is None or jobs is None:
+        return _schedule_from_rows(instance, data, names)
+    fair = np.full(len(instance.jobs), np.inf)
+    column = JOB_FIELDS.index("fair_completion")
+    known = jobs.kind[:, column] == FLOAT  # null leaves T_k unknown (inf), as does an absent key
+    if (jobs.kind[:, column] == OTHER).any() or np.isnan(jobs.value[known, column]).any():
+        return _schedule_from_rows(instance, data, names)  # a value float() must read, or fail on, row by row
+    fair[jobs.job[known]] = jobs.value[known, column]
+    placed = tasks.placed
+    return Schedule(tasks.job, tasks.stage, tasks.index, tasks.start, tasks.end,
+                    fair if np.isfinite(fair).any() else None,
+                    server=tasks.server if placed else None, machine=tasks.machine if placed else None,
+                    option=tasks.option if (tasks.option >= 0).any() else None)  # fmt: skip
+
+
+def _schedule_from_rows(instance: Instance, data: dict[str, Any], names: Names) -> Schedule:
+    """:func:`schedule_from_json` row by row: the first row at fault raises, naming its field."""
+    job_index, stage_index, server_index = names.jobs, names.stages, names.servers
+    rows = data.get("tasks")
+    assert isinstance(rows, list)  # read_result gives columns only where every row resolves
     columns: dict[str, list[Any]] = {"job": [], "stage": [], "index": [], "start": [], "end": []}
     servers: list[int] = []
     machines: list[int] = []

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from fairpack.models.result import Result, Schedule
+from fairpack.models.saved_tables import SavedTasks
 from fairpack.models.types import Instance, InstanceError
 from fairpack.models.view import allocation_from_json, schedule_from_json
 from fairpack.solver.registry import Method, OptionError, SolveOptions
@@ -95,7 +96,7 @@ def rerun_and_compare(instance: Instance, data: dict[str, Any], method: Method,
 def _difference(instance: Instance, data: dict[str, Any], again: Result) -> str | None:
     """The first way the file's answer differs from the re-run's (None: the same)."""
     if again.schedule is not None:
-        if not isinstance(data.get("tasks"), list):
+        if not isinstance(data.get("tasks"), list | SavedTasks):
             return "the result has no task list, the method gives a schedule"
         return _schedule_difference(instance, schedule_from_json(instance, data), again.schedule)
     if again.allocation is not None:

@@ -494,8 +494,11 @@ def command_check(args: argparse.Namespace) -> int:
         from fairpack.models.traces import read_trace
 
         instance = read_trace(args.trace, instance.resources).on(instance)
+    from fairpack.models.saved_tables import read_result
+
     try:
-        data = json.loads(Path(args.result).read_text())
+        # A file as -o writes it has its jobs and tasks read as columns, never as a dict per row.
+        data = read_result(args.result, instance)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise InstanceError(f"cannot read result: {error}", source=args.result) from None
     if not isinstance(data, dict):
