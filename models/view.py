@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from itertools import pairwise
 from json.encoder import encode_basestring_ascii
 from typing import Any
@@ -541,14 +541,20 @@ def schedule_from_json(instance: Instance, data: dict[str, Any], names: Names | 
     saved_jobs = data.get("jobs") or {}
     jobs = saved_jobs if isinstance(saved_jobs, SavedJobs) else job_entries(saved_jobs, names) \
         if isinstance(saved_jobs, dict) else job_entries({}, names)  # fmt: skip
-    if tasks is None or jobs is None:
+    if tasks is None:
         return _schedule_from_rows(instance, data, names)
     fair = np.full(len(instance.jobs), np.inf)
     column = JOB_FIELDS.index("fair_completion")
-    known = jobs.kind[:, column] == FLOAT  # null leaves T_k unknown (inf), as does an absent key
-    if (jobs.kind[:, column] == OTHER).any() or np.isnan(jobs.value[known, column]).any():
-        return _schedule_from_rows(instance, data, names)  # a value float() must read, or fail on, row by row
-    fair[jobs.job[known]] = jobs.value[known, column]
+    known = jobs.kind[:, column] == FLOAT if jobs is not None else None  # null or absent: T_k unknown (inf)
+    if jobs is None or known is None or (jobs.kind[:, column] == OTHER).any() or \
+            np.isnan(jobs.value[known, column]).any():  # fmt: skip
+        # A name that is no job, or a value float() must read (or fail on): entry by entry.
+        entries = saved_jobs.items() if isinstance(saved_jobs, dict) else () if jobs is None else \
+            zip([job_and_stage_names(instance)[0][k] for k in jobs.job.tolist()],
+                map(jobs.entry, range(len(jobs))), strict=True)  # fmt: skip
+        _fair_from_entries(fair, entries, names)
+    else:
+        fair[jobs.job[known]] = jobs.value[known, column]
     placed = tasks.placed
     return Schedule(tasks.job, tasks.stage, tasks.index, tasks.start, tasks.end,
                     fair if np.isfinite(fair).any() else None,
@@ -591,12 +597,7 @@ def _schedule_from_rows(instance: Instance, data: dict[str, Any], names: Names) 
         options.append(option)
     fair = np.full(len(instance.jobs), np.inf)
     saved_jobs = data.get("jobs") or {}
-    for name, entry in saved_jobs.items() if isinstance(saved_jobs, dict) else ():
-        if name not in job_index:
-            raise InstanceError(f"unknown job {name!r}", f"jobs.{name}")
-        saved = entry.get("fair_completion") if isinstance(entry, dict) else None
-        if saved is not None:
-            fair[job_index[name]] = float(saved)
+    _fair_from_entries(fair, saved_jobs.items() if isinstance(saved_jobs, dict) else (), names)
     placed = max(servers, default=-1) >= 0
     return Schedule(
         np.array(columns["job"], dtype=np.int64),
@@ -609,6 +610,16 @@ def _schedule_from_rows(instance: Instance, data: dict[str, Any], names: Names) 
         machine=np.array(machines, dtype=np.int64) if placed else None,
         option=np.array(options, dtype=np.int64) if max(options, default=-1) >= 0 else None,
     )
+
+
+def _fair_from_entries(fair: FloatArray, entries: Iterable[tuple[str, Any]], names: Names) -> None:
+    """``fair`` with each saved ``jobs.*.fair_completion`` read as ``float`` (an unknown job raises)."""
+    for name, entry in entries:
+        if name not in names.jobs:
+            raise InstanceError(f"unknown job {name!r}", f"jobs.{name}")
+        saved = entry.get("fair_completion") if isinstance(entry, dict) else None
+        if saved is not None:
+            fair[names.jobs[name]] = float(saved)
 
 
 def _placement_of(row: dict[str, Any], field_name: str, server_index: dict[str, int]) -> tuple[int, int, int]:
