@@ -287,9 +287,12 @@ BLOCK_BYTES = 1 << 22
 def _columnar(raw: bytes, instance: Instance) -> dict[str, Any] | None:
     """``raw`` parsed with its two tables as columns, or None (then it is parsed whole)."""
     spans = {}
+    after = 0  # -o writes the tasks after the jobs: looked for there first (a scan of the file less)
     for key, (opening, closing) in _TABLES.items():
-        start = raw.find(opening)
+        start = raw.find(opening, after)
+        start = raw.find(opening) if start < 0 else start
         end = raw.find(closing, start) if start >= 0 else -1
+        after = max(end, 0)
         if start < 0 or end < 0:
             return None
         spans[key] = (start + len(opening) - 1, end + len(closing))  # the table's value, brackets included

@@ -423,16 +423,16 @@ def job_columns(instance: Instance, schedule: Schedule) -> dict[str, FloatArray]
     return {key: np.asarray(columns[key], dtype=np.float64) for key in JOB_FIELDS}
 
 
-def schedule_json(instance: Instance, schedule: Schedule, jobs_shown: int | None = None, *,
-                  tables: bool = True) -> dict[str, Any]:  # fmt: skip
+def schedule_json(instance: Instance, schedule: Schedule, jobs_shown: int | None = None, *, tables: bool = True,
+                  columns: dict[str, FloatArray] | None = None) -> dict[str, Any]:  # fmt: skip
     """``makespan``, ``avg_jct``, ``jobs: {name: {completion, fair_completion}}`` and ``tasks``.
 
     With a per-server placement every task also names its ``server`` (class) and ``machine`` (number
     within the class). With ``jobs_shown``, ``jobs`` holds the first ``jobs_shown`` jobs and ``tasks`` is left
     out (``task_rows`` counts them). ``tables=False``: placeholders for ``jobs`` and ``tasks``, which
-    :mod:`fairpack.models.view_text` writes as text.
+    :mod:`fairpack.models.view_text` writes as text. ``columns``: :func:`job_columns` of the schedule, if made.
     """
-    columns = job_columns(instance, schedule)
+    columns = job_columns(instance, schedule) if columns is None else columns
     completion = columns["completion"]
     numbers = schedule_objectives(instance, completion)
     utility = columns["utility"]

@@ -118,8 +118,13 @@ def _schedule_difference(instance: Instance, saved: Schedule, again: Schedule) -
         return f"{len(saved)} tasks in the file, {len(again)} when run again"
     if not len(saved):
         return None
-    order_saved = np.lexsort((saved.index, saved.stage, saved.job))
-    order_again = np.lexsort((again.index, again.stage, again.job))
+    same_order = all(np.array_equal(a, b) for a, b in ((saved.job, again.job), (saved.stage, again.stage),
+                                                         (saved.index, again.index)))  # fmt: skip
+    if same_order:  # the file lists the tasks as the method does (as it was written): no sort needed
+        order_saved = order_again = np.arange(len(saved))
+    else:
+        order_saved = np.lexsort((saved.index, saved.stage, saved.job))
+        order_again = np.lexsort((again.index, again.stage, again.job))
     columns = {"job": (saved.job, again.job), "stage": (saved.stage, again.stage), "task": (saved.index, again.index)}
     for name, (a, b) in columns.items():
         if not np.array_equal(a[order_saved], b[order_again]):

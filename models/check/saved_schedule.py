@@ -72,12 +72,13 @@ def check_schedule(instance: Instance, data: dict[str, Any], rules: SavedRules, 
         problems.extend(_unfinished(instance, data, schedule, rules, applied, placement, excused))
     # Every number the view writes, recomputed: completions, JCTs, delays, utilities, SLO attainment, T_k.
     reported = replace(schedule, fair_completion=record.reported)
-    view = schedule_json(instance, reported, tables=False)  # the tables are compared column by column below
+    columns = job_columns(instance, reported)
+    view = schedule_json(instance, reported, tables=False, columns=columns)  # the tables: column by column below
     for key in ("makespan", "avg_jct", "utility", "slo_attainment"):
         compare.value(key, data.get(key, ...), view.get(key))
     jobs = data.get("jobs", ...)
     if jobs is not ...:
-        _jobs(instance, jobs, job_columns(instance, reported), resolved, compare)
+        _jobs(instance, jobs, columns, resolved, compare)
     _locality(instance, data, schedule, compare)
     numbers = schedule_objectives(instance, report.completion)
     value = report.objective(objective_name, float(applied["alpha"]))
@@ -213,8 +214,8 @@ def _jobs(instance: Instance, jobs: Any, expected: dict[str, FloatArray], names:
     agrees (a float within ``SAVED_RTOL``, null where there is no number, or left out) are passed over at once,
     and each other entry, in the instance's job order, is compared as before, which words its messages."""
     table = jobs if isinstance(jobs, SavedJobs) else job_entries(jobs, names) if isinstance(jobs, dict) else None
-    job_names, _ = job_and_stage_names(instance)
     if table is None:  # not an object (compare says so), or a mapping the columns do not take
+        job_names, _ = job_and_stage_names(instance)
         values = [[v if math.isfinite(v) else None for v in expected[f].tolist()] for f in JOB_FIELDS]
         view = {name: dict(zip(JOB_FIELDS, row, strict=True))
                 for name, row in zip(job_names, zip(*values, strict=True), strict=True)}  # fmt: skip
@@ -227,6 +228,9 @@ def _jobs(instance: Instance, jobs: Any, expected: dict[str, FloatArray], names:
     agree = (table.kind == ABSENT) | ((table.kind == NULL) & none) | ((table.kind == FLOAT) & ~none & near)
     differ = ~agree.all(axis=1)
     differ[list(table.entries)] = True
+    if not differ.any():
+        return
+    job_names, _ = job_and_stage_names(instance)
     for position in sorted(np.flatnonzero(differ).tolist(), key=lambda p: int(table.job[p])):
         k = int(table.job[position])
         entry = jobs[job_names[k]] if isinstance(jobs, dict) else table.entry(position)
