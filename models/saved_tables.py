@@ -20,6 +20,7 @@ import json
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -105,13 +106,27 @@ class SavedJobs:
 
 @dataclass(frozen=True)
 class Names:
-    """What a saved schedule's names resolve to: job names, each job's stage names (``shared``: the one dict of
-    them all, when every job has the same stages, as a trace's jobs do), server class names."""
+    """What a saved schedule's names resolve to: the jobs' names in order, each job's stage names (``shared``: the
+    one dict of them all, when every job has the same stages, as a trace's jobs do), server class names."""
 
-    jobs: dict[str, int]
+    names: list[str]
     stages: list[dict[str, int]]
     servers: dict[str, int]
     shared: dict[str, int] | None = None
+
+    @cached_property
+    def jobs(self) -> dict[str, int]:
+        """Job name -> number (a name twice: the last, as a dict of them keeps it)."""
+        return dict(zip(self.names, range(len(self.names)), strict=True))
+
+    def resolve(self, values: list[Any]) -> IntArray:
+        """The job number of every value (-1 where it names none). A run of the instance's jobs in order, as the
+        files list them, is recognised by comparing the lists, not looked up name by name."""
+        first = self.jobs.get(values[0], -1) if values and type(values[0]) is str else -1
+        if first >= 0 and self.names[first : first + len(values)] == values:
+            return np.arange(first, first + len(values), dtype=np.int64)
+        jobs = self.jobs
+        return np.array([jobs.get(value, -1) for value in values], dtype=np.int64)
 
     @staticmethod
     def of(instance: Instance) -> Names:
@@ -126,8 +141,7 @@ class Names:
         shared = {name: s for s, name in enumerate(first)} if all(t is first for t in stage_names) else None
         stages = [shared] * len(stage_names) if shared is not None else \
             [{name: s for s, name in enumerate(t)} for t in stage_names]  # fmt: skip
-        made = Names({name: k for k, name in enumerate(names)}, stages,
-                     {server.name: c for c, server in enumerate(instance.servers)}, shared)  # fmt: skip
+        made = Names(names, stages, {server.name: c for c, server in enumerate(instance.servers)}, shared)
         _NAMES.clear()  # one instance at a time: a check reads, checks and re-runs one
         _NAMES[id(instance)] = (weakref.ref(instance), made)
         return made
@@ -148,7 +162,7 @@ def task_columns(rows: list[Any], names: Names) -> SavedTasks | None:
 
 def _task_columns(rows: list[dict[str, Any]], names: Names) -> SavedTasks | None:
     columns = {key: [row.get(key, _MISSING) for row in rows] for key in ("job", "stage", "index", "start", "end")}
-    jobs = np.array([names.jobs.get(value, -1) for value in columns["job"]], dtype=np.int64)
+    jobs = names.resolve(columns["job"])
     if (jobs < 0).any():
         return None  # a job unknown, or the key missing
     stages = _stages(columns["stage"], jobs, names)
@@ -182,11 +196,11 @@ def _stages(values: list[Any], jobs: IntArray, names: Names) -> IntArray | None:
     """Every row's stage number (a stage is named as ``str`` of the saved value, as the rows are read)."""
     if any(value is _MISSING for value in values):
         return None
-    texts = [value if type(value) is str else str(value) for value in values]
     if names.shared is not None:
         lookup = names.shared
-        stage = np.array([lookup.get(text, -1) for text in texts], dtype=np.int64)
+        stage = np.array([lookup.get(v if type(v) is str else str(v), -1) for v in values], dtype=np.int64)
     else:
+        texts = [value if type(value) is str else str(value) for value in values]
         per_job = names.stages
         stage = np.array([per_job[j].get(text, -1) for j, text in zip(jobs.tolist(), texts, strict=True)],
                          dtype=np.int64)  # fmt: skip
@@ -196,7 +210,7 @@ def _stages(values: list[Any], jobs: IntArray, names: Names) -> IntArray | None:
 def job_entries(jobs: Mapping[str, Any], names: Names) -> SavedJobs | None:
     """A ``jobs`` object as columns; None when a name is not a job of the instance (the rows raise it)."""
     try:
-        job = np.array([names.jobs.get(name, -1) for name in jobs], dtype=np.int64)
+        job = names.resolve(list(jobs))
     except TypeError:
         return None
     if (job < 0).any():
