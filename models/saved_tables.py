@@ -134,8 +134,6 @@ class Names:
         cached = _NAMES.get(id(instance))
         if cached is not None and cached[0]() is instance:
             return cached[1]
-        from fairpack.models.view import job_and_stage_names
-
         names, stage_names = job_and_stage_names(instance)
         first = stage_names[0] if stage_names else ()
         shared = {name: s for s, name in enumerate(first)} if all(t is first for t in stage_names) else None
@@ -148,6 +146,16 @@ class Names:
 
 
 _NAMES: dict[int, tuple[weakref.ref[Instance], Names]] = {}
+
+
+def job_and_stage_names(instance: Instance) -> tuple[list[str], list[tuple[str, ...]]]:
+    """Every job's name and its stages' names, without making a bulk trace's jobs (``TraceJobs`` answers both
+    from its columns)."""
+    from fairpack.models.traces import TraceJobs
+
+    if isinstance(instance.jobs, TraceJobs):
+        return instance.jobs.names(), [instance.jobs.stage_names] * len(instance.jobs)
+    return [job.name for job in instance.jobs], [tuple(stage.name for stage in job.stages) for job in instance.jobs]
 
 
 def task_columns(rows: list[Any], names: Names) -> SavedTasks | None:

@@ -37,6 +37,7 @@ from fairpack.models.saved_tables import (
     Names,
     SavedJobs,
     SavedTasks,
+    job_and_stage_names,
     job_entries,
     task_columns,
 )
@@ -483,16 +484,6 @@ def schedule_json(instance: Instance, schedule: Schedule, jobs_shown: int | None
             if option >= 0:
                 row["option"] = option
     return _schedule_numbers(instance, {**head, "jobs": jobs, "tasks": tasks}, completion)
-
-
-def job_and_stage_names(instance: Instance) -> tuple[list[str], list[tuple[str, ...]]]:
-    """Every job's name and its stages' names, without making a bulk trace's jobs (``TraceJobs`` answers both
-    from its columns)."""
-    from fairpack.models.traces import TraceJobs
-
-    if isinstance(instance.jobs, TraceJobs):
-        return instance.jobs.names(), [instance.jobs.stage_names] * len(instance.jobs)
-    return [job.name for job in instance.jobs], [tuple(stage.name for stage in job.stages) for job in instance.jobs]
 
 
 def _schedule_numbers(instance: Instance, view: dict[str, Any], completion: FloatArray) -> dict[str, Any]:

@@ -21,12 +21,11 @@ import numpy as np
 
 from fairpack.models.locality import LEVEL_NAMES, NO_INPUT
 from fairpack.models.result import Result, Schedule
+from fairpack.models.saved_tables import JOB_FIELDS, job_and_stage_names
 from fairpack.models.types import FloatArray, Instance, IntArray
 from fairpack.models.view import (
-    JOB_FIELDS,
     JOBS_MARK,
     TASKS_MARK,
-    job_and_stage_names,
     job_columns,
     result_json,
     result_json_text,

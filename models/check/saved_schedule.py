@@ -29,13 +29,14 @@ from fairpack.models.saved_tables import (
     SavedJobs,
     SavedTasks,
     fair_nulls,
+    job_and_stage_names,
     job_entries,
 )
 from fairpack.models.stages import stage_table
 from fairpack.models.timeline import timeline_summary, utilisation_series
 from fairpack.models.tolerance import FIT_EPS, time_tol
 from fairpack.models.types import FloatArray, Instance, InstanceError, IntArray
-from fairpack.models.view import job_and_stage_names, job_columns, schedule_from_json, schedule_json, task_levels
+from fairpack.models.view import job_columns, schedule_from_json, schedule_json, task_levels
 
 #: Statuses of a run cut short (a time limit, an interruption): its answer is what it had done.
 STOPPED = ("time_limit", "interrupted")
