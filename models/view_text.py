@@ -144,7 +144,7 @@ class _Tables:
         separators = [first, *keys[:4], *([keys[4], keys[5]] if placed else []), "", "",
                       self.end_row + "}" + self.row]  # fmt: skip
         level_texts = [self.field + '"local": ' + encode_basestring_ascii(name) for name in LEVEL_NAMES]
-        server_names = [encode_basestring_ascii(server.name) for server in instance.servers]
+        server_names = np.array([encode_basestring_ascii(server.name) for server in instance.servers], dtype=object)
 
         def block(a: int, b: int) -> str:
             times = number_texts(np.concatenate([schedule.start[a:b], schedule.end[a:b]]), null=True)
@@ -192,14 +192,14 @@ def int_texts(values: IntArray) -> list[str]:
     return orjson.dumps(np.asarray(values).tolist())[1:-1].decode().split(",")
 
 
-def _indexed(texts: list[str], index: IntArray) -> list[str]:
-    """``texts[i]`` for every ``i`` of ``index`` in range, else ``i`` itself as a number (the view names what
-    it can and writes the number it cannot)."""
+def _indexed(texts: Any, index: IntArray) -> list[str]:
+    """``texts[i]`` (an object array) for every ``i`` of ``index`` in range, else ``i`` itself as a number (the
+    view names what it can and writes the number it cannot)."""
     index = np.asarray(index, dtype=np.int64)
-    inside = (index >= 0) & (index < len(texts))
     if not len(texts):
         return int_texts(index)
-    out = np.array(texts, dtype=object)[np.where(inside, index, 0)]
+    inside = (index >= 0) & (index < len(texts))
+    out = texts[np.where(inside, index, 0)]
     if not inside.all():
         out[~inside] = int_texts(index[~inside])
     return list(out.tolist())
@@ -208,18 +208,7 @@ def _indexed(texts: list[str], index: IntArray) -> list[str]:
 def _name_texts(names: list[str], job: IntArray) -> Any:
     """Rows ``a:b``'s ``job`` texts: the job's name, or its number when out of range."""
     texts = np.array([encode_basestring_ascii(name) for name in names], dtype=object)
-
-    def of(a: int, b: int) -> list[str]:
-        index = job[a:b]
-        inside = (index >= 0) & (index < len(names))
-        if not len(names):
-            return int_texts(index)
-        out = texts[np.where(inside, index, 0)]
-        if not inside.all():
-            out[~inside] = int_texts(index[~inside])
-        return list(out.tolist())
-
-    return of
+    return lambda a, b: _indexed(texts, job[a:b])
 
 
 def _stage_texts(stage_names: list[tuple[str, ...]], job: IntArray, stage: IntArray) -> Any:
