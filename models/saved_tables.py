@@ -289,13 +289,18 @@ def read_result(path: str | Path, instance: Instance | None = None) -> Any:
 
 
 def _has_big(value: Any) -> bool:
-    """Whether a float of magnitude 2**63 or more is in ``value`` (orjson may have read a whole number so)."""
-    if type(value) is float:
-        return abs(value) >= BIG
-    if isinstance(value, dict):
-        return any(_has_big(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_has_big(v) for v in value)
+    """Whether a float of magnitude 2**63 or more is in ``value`` (orjson may have read a whole number so).
+    Walked with a stack: a value nested as deep as orjson reads is no recursion."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is float:
+            if abs(item) >= BIG:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
     return False
 
 
