@@ -207,6 +207,13 @@ def test_a_file_read_as_columns_holds_what_json_loads_reads(tmp_path: Path) -> N
     assert read_result(saved) == loaded
 
 
+def _read(read: Callable[[], Any]) -> tuple[Any, ...]:
+    try:
+        return ("read", read())
+    except RecursionError:
+        return ("too deep",)
+
+
 def test_what_orjson_reads_otherwise_is_read_by_the_stdlib(tmp_path: Path) -> None:
     path = tmp_path / "odd.json"
     for text in ('{"a": 18446744073709551616, "b": [1e400, -0.0]}', '{"a": NaN}', '{"a": -9223372036854775809}',
@@ -214,6 +221,10 @@ def test_what_orjson_reads_otherwise_is_read_by_the_stdlib(tmp_path: Path) -> No
         path.write_text(text)
         read = read_result(path)
         assert json.dumps(read) == json.dumps(json.loads(text)) and type(read["a"]) is type(json.loads(text)["a"])
+    for depth in (500, 1000):  # 1000: deeper than the stdlib reads, within orjson's limit; the same either way
+        deep = '{"a": ' + "[" * depth + "2.5e19" + "]" * depth + "}"
+        path.write_text(deep)
+        assert _read(lambda: read_result(path)) == _read(lambda text=deep: json.loads(text))
     path.write_bytes(b"\xef\xbb\xbf{}")
     with pytest.raises(json.JSONDecodeError, match="BOM"):
         read_result(path)
