@@ -201,6 +201,18 @@ def test_a_file_read_as_columns_holds_what_json_loads_reads(tmp_path: Path) -> N
     assert [jobs.entry(p) for p in range(len(jobs))] == list(loaded["jobs"].values())
     rules = get_policy("fifo").saved_rules({}, jobs=True)
     assert _outcome(instance, read, rules) == _outcome(instance, loaded, rules)
+    # Read and checked without making a job of the trace (a million of them cost seconds and a gigabyte).
+    from fairpack.models.traces import TraceJobs
+
+    def made(self: TraceJobs, k: Any) -> Any:
+        raise AssertionError("a job of the trace was made")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(TraceJobs, "__getitem__", made)
+        patch.setattr(saved_tables, "_NAMES", {})
+        for data in (read_result(saved, instance), json.loads(saved.read_text())):
+            schedule_from_json(instance, data)
+            assert _outcome(instance, data, rules)[:2] == ("checked", True)
     # Not as -o writes it (compact, or the tables' rows not whole): read whole, as json.loads reads it.
     saved.write_text(json.dumps(loaded))
     assert read_result(saved, instance) == loaded
