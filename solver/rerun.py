@@ -62,7 +62,7 @@ def rerun_and_compare(instance: Instance, data: dict[str, Any], method: Method,
                       limit_s: float = RERUN_LIMIT_S) -> Rerun:  # fmt: skip
     """Run ``method`` again on ``instance`` with the options ``data`` records and compare its answer with the
     file's (``instance`` already holds a trace's jobs)."""
-    from fairpack.solver.api import simulate, solve
+    from fairpack.solver.api import simulate_answer, solve
 
     why = why_not_rerun(method, data)
     if why is not None:
@@ -76,7 +76,8 @@ def rerun_and_compare(instance: Instance, data: dict[str, Any], method: Method,
     backend = data.get("backend")
     try:
         if method.command == "simulate":
-            again = simulate(instance, method.name, time_limit=limit_s, **options)
+            # Only compared: the saved answer it must equal is verified, and its timeline recomputed, by check.
+            again = simulate_answer(instance, method.name, time_limit=limit_s, answer_only=True, **options)
         else:
             # An LP-based heuristic's answer is the vertex its backend finds: the same backend, the same answer.
             chosen = backend if method.uses_backend and isinstance(backend, str) and backend in method.backends \

@@ -240,3 +240,17 @@ def test_what_orjson_reads_otherwise_is_read_by_the_stdlib(tmp_path: Path) -> No
     path.write_bytes(b"\xef\xbb\xbf{}")
     with pytest.raises(json.JSONDecodeError, match="BOM"):
         read_result(path)
+
+
+@pytest.mark.parametrize("policy", ["fifo", "delay", "sjf"])
+def test_the_rerun_gives_the_policys_answer_without_verifying_or_its_timeline(policy: str) -> None:
+    from fairpack.solver.api import simulate_answer
+
+    instance = parse_instance(LOCAL, "local.yaml")
+    full = simulate(instance, policy, placement="servers", seed=3)
+    answer = simulate_answer(instance, policy, placement="servers", seed=3, answer_only=True)
+    assert full.schedule is not None and answer.schedule is not None
+    for field in ("job", "stage", "index", "start", "end", "server", "machine"):
+        np.testing.assert_array_equal(getattr(answer.schedule, field), getattr(full.schedule, field))
+    assert answer.status == full.status == "feasible" and full.verified and not answer.verified
+    assert "summary" in full.extra and "summary" not in answer.extra
