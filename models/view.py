@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from itertools import pairwise
 from json.encoder import encode_basestring_ascii
 from typing import Any
@@ -30,18 +30,30 @@ from fairpack.models.result import (
     schedule_objectives,
     unit_names,
 )
+from fairpack.models.saved_tables import (
+    FLOAT,
+    JOB_FIELDS,
+    OTHER,
+    Names,
+    SavedJobs,
+    SavedTasks,
+    job_and_stage_names,
+    job_entries,
+    task_columns,
+)
 from fairpack.models.stages import stage_table
 from fairpack.models.timeline import job_table
 from fairpack.models.types import FloatArray, Instance, InstanceError, IntArray
 
 
-def result_json(instance: Instance, result: Result, *, tables: bool = True,
-                units_shown: int | None = None, jobs_shown: int | None = None) -> dict[str, Any]:  # fmt: skip
+def result_json(instance: Instance, result: Result, *, tables: bool = True, units_shown: int | None = None,
+                jobs_shown: int | None = None, schedule_tables: bool = True) -> dict[str, Any]:  # fmt: skip
     """The CLI JSON contract: common keys, then the allocation view and/or the schedule view.
 
     ``tables=False`` leaves placeholders for ``tenants`` and ``nodes``, which :func:`result_json_text`
-    writes as text in bulk. ``jobs_shown`` (the table's ``--top``) keeps the first jobs' rows only and no
-    task rows: what a table shows, not a million rows it does not."""
+    writes as text in bulk; ``schedule_tables=False`` the same for ``jobs`` and ``tasks``
+    (:mod:`fairpack.models.view_text`). ``jobs_shown`` (the table's ``--top``) keeps the first jobs' rows only
+    and no task rows: what a table shows, not a million rows it does not."""
     data: dict[str, Any] = {
         "status": result.status,
         "method": result.method,
@@ -65,7 +77,7 @@ def result_json(instance: Instance, result: Result, *, tables: bool = True,
     if result.allocation is not None:
         data.update(allocation_json(instance, result.allocation, tables=tables, units_shown=units_shown))
     if result.schedule is not None:
-        data.update(schedule_json(instance, result.schedule, jobs_shown))
+        data.update(schedule_json(instance, result.schedule, jobs_shown, tables=schedule_tables))
     data.update({key: _plain(value) for key, value in result.extra.items()})
     return data
 
@@ -205,8 +217,10 @@ def nodes_json(instance: Instance, allocation: Allocation) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------ the JSON text
 
-# Placeholders for the two tables ``result_json_text`` writes itself (NUL cannot be in a validated name).
+# Placeholders for the tables written as text in bulk (NUL cannot be in a validated name): ``tenants`` and
+# ``nodes`` by ``result_json_text``, ``jobs`` and ``tasks`` by ``models.view_text``.
 _TENANTS, _NODES = "\x00fairpack:tenants\x00", "\x00fairpack:nodes\x00"
+JOBS_MARK, TASKS_MARK = "\x00fairpack:jobs\x00", "\x00fairpack:tasks\x00"
 
 
 def result_json_text(instance: Instance, result: Result) -> str:
@@ -414,42 +428,45 @@ def allocation_from_json(instance: Instance, data: dict[str, Any]) -> Allocation
     return Allocation(tasks, kind, bool(data.get("integral", False)))
 
 
-def schedule_json(instance: Instance, schedule: Schedule, jobs_shown: int | None = None) -> dict[str, Any]:
+def job_columns(instance: Instance, schedule: Schedule) -> dict[str, FloatArray]:
+    """Every ``jobs`` field (:data:`JOB_FIELDS`) as a column over the instance's jobs; a non-finite value is
+    written null (``fair_completion`` is nan past the schedule's ``fair_completion``, or without one)."""
+    table = job_table(instance, schedule)
+    completion = table["completion"]
+    fair = np.full(completion.size, np.nan)
+    if schedule.fair_completion is not None:
+        known = min(completion.size, schedule.fair_completion.size)
+        fair[:known] = schedule.fair_completion[:known]
+    columns = {key: table[key] for key in ("arrival", "start", "completion", "queueing_delay", "jct", "slowdown")}
+    columns.update(fair_completion=fair, deadline=stage_table(instance).deadline,
+                   utility=job_utilities(instance, completion))  # fmt: skip
+    return {key: np.asarray(columns[key], dtype=np.float64) for key in JOB_FIELDS}
+
+
+def schedule_json(instance: Instance, schedule: Schedule, jobs_shown: int | None = None, *, tables: bool = True,
+                  columns: dict[str, FloatArray] | None = None) -> dict[str, Any]:  # fmt: skip
     """``makespan``, ``avg_jct``, ``jobs: {name: {completion, fair_completion}}`` and ``tasks``.
 
     With a per-server placement every task also names its ``server`` (class) and ``machine`` (number
     within the class). With ``jobs_shown``, ``jobs`` holds the first ``jobs_shown`` jobs and ``tasks`` is left
-    out (``task_rows`` counts them).
+    out (``task_rows`` counts them). ``tables=False``: placeholders for ``jobs`` and ``tasks``, which
+    :mod:`fairpack.models.view_text` writes as text. ``columns``: :func:`job_columns` of the schedule, if made.
     """
-    table = job_table(instance, schedule)
-    completion = table["completion"]
+    columns = job_columns(instance, schedule) if columns is None else columns
+    completion = columns["completion"]
     numbers = schedule_objectives(instance, completion)
-    utility = job_utilities(instance, completion)
-    fair = schedule.fair_completion
-    columns = {key: [_finite(v) for v in table[key].tolist()]
-               for key in ("arrival", "start", "queueing_delay", "jct", "slowdown")}  # fmt: skip
+    utility = columns["utility"]
     shown = len(instance.jobs) if jobs_shown is None else min(max(jobs_shown, 0), len(instance.jobs))
+    head = {"makespan": _finite(numbers["makespan"]), "avg_jct": _finite(numbers["avg_jct"]),
+            "utility": _finite(float(utility.sum()))}  # fmt: skip
+    if not tables and jobs_shown is None:
+        return _schedule_numbers(instance, {**head, "jobs": JOBS_MARK, "tasks": TASKS_MARK}, completion)
     names, stage_names = job_and_stage_names(instance)
-    deadlines = stage_table(instance).deadline.tolist()
-    jobs = {
-        names[k]: {
-            "arrival": columns["arrival"][k],
-            "start": columns["start"][k],
-            "completion": _finite(float(completion[k])),
-            "queueing_delay": columns["queueing_delay"][k],
-            "jct": columns["jct"][k],
-            "slowdown": columns["slowdown"][k],
-            "fair_completion": None if fair is None or k >= fair.size else _finite(float(fair[k])),
-            "deadline": _finite(deadlines[k]),
-            "utility": _finite(float(utility[k])),
-        }
-        for k in range(shown)
-    }
+    rows = zip(*([v if math.isfinite(v) else None for v in columns[key][:shown].tolist()] for key in JOB_FIELDS),
+               strict=True)  # fmt: skip
+    jobs = {name: dict(zip(JOB_FIELDS, row, strict=True)) for name, row in zip(names[:shown], rows, strict=True)}
     if jobs_shown is not None:
-        return _schedule_numbers(instance, {"makespan": _finite(numbers["makespan"]),
-                                            "avg_jct": _finite(numbers["avg_jct"]),
-                                            "utility": _finite(float(utility.sum())), "jobs": jobs,
-                                            "task_rows": int(schedule.job.size)}, completion)  # fmt: skip
+        return _schedule_numbers(instance, {**head, "jobs": jobs, "task_rows": int(schedule.job.size)}, completion)
 
     count = len(names)
 
@@ -478,24 +495,14 @@ def schedule_json(instance: Instance, schedule: Schedule, jobs_shown: int | None
             row["server"] = names[server] if 0 <= server < len(names) else server
             row["machine"] = machine
         if instance.data is not None:
-            _locality_column(instance, schedule, tasks)
+            for row, value in zip(tasks, task_levels(instance, schedule).tolist(), strict=True):
+                if value != NO_INPUT:
+                    row["local"] = LEVEL_NAMES[value]
     if schedule.option is not None:
         for row, option in zip(tasks, schedule.option.tolist(), strict=True):
             if option >= 0:
                 row["option"] = option
-    view = {"makespan": _finite(numbers["makespan"]), "avg_jct": _finite(numbers["avg_jct"]),
-            "utility": _finite(float(utility.sum())), "jobs": jobs, "tasks": tasks}  # fmt: skip
-    return _schedule_numbers(instance, view, completion)
-
-
-def job_and_stage_names(instance: Instance) -> tuple[list[str], list[tuple[str, ...]]]:
-    """Every job's name and its stages' names, without making a bulk trace's jobs (``TraceJobs`` answers both
-    from its columns)."""
-    from fairpack.models.traces import TraceJobs
-
-    if isinstance(instance.jobs, TraceJobs):
-        return instance.jobs.names(), [instance.jobs.stage_names] * len(instance.jobs)
-    return [job.name for job in instance.jobs], [tuple(stage.name for stage in job.stages) for job in instance.jobs]
+    return _schedule_numbers(instance, {**head, "jobs": jobs, "tasks": tasks}, completion)
 
 
 def _schedule_numbers(instance: Instance, view: dict[str, Any], completion: FloatArray) -> dict[str, Any]:
@@ -507,8 +514,9 @@ def _schedule_numbers(instance: Instance, view: dict[str, Any], completion: Floa
     return view
 
 
-def _locality_column(instance: Instance, schedule: Schedule, tasks: list[dict[str, Any]]) -> None:
-    """``local``: node, rack or remote for every placed task that reads an input block."""
+def task_levels(instance: Instance, schedule: Schedule) -> IntArray:
+    """Every task's locality level (``LEVEL_NAMES``; ``NO_INPUT`` where it reads no input block or is not
+    placed): the view's ``local``."""
     assert schedule.server is not None and schedule.machine is not None
     blocks, offset = task_blocks(instance)
     counts = np.array([len(job.stages) for job in instance.jobs], dtype=np.int64)
@@ -521,26 +529,54 @@ def _locality_column(instance: Instance, schedule: Schedule, tasks: list[dict[st
     sizes = np.diff(offset)
     real &= (schedule.index >= 0) & (schedule.index < sizes[g])
     block = np.where(real, blocks[offset[g] + np.where(real, schedule.index, 0)], NO_INPUT)
-    level = levels(instance, block, global_machines(instance, schedule.server, schedule.machine))
-    for row, value in zip(tasks, level.tolist(), strict=True):
-        if value != NO_INPUT:
-            row["local"] = LEVEL_NAMES[value]
+    return levels(instance, block, global_machines(instance, schedule.server, schedule.machine))
 
 
-def schedule_from_json(instance: Instance, data: dict[str, Any]) -> Schedule:
+def schedule_from_json(instance: Instance, data: dict[str, Any], names: Names | None = None) -> Schedule:
     """Rebuild a ``Schedule`` from a saved result (``tasks`` and ``jobs.*.fair_completion``).
 
     Job, stage and server names are resolved against the instance; unknown names raise ``InstanceError``.
     When any task names a ``server``, the schedule carries a placement and tasks without one are marked
     unplaced (``-1``). Duplicates, missing tasks, unplaced tasks, machine numbers out of range and
     infeasible times are left for :func:`fairpack.models.check.verify_schedule`.
+
+    Read column by column (``models.saved_tables``; the tables may already be columns, as ``read_result``
+    gives them); where some row is not as the columns take it, row by row, which names the field at fault.
     """
-    job_index = {job.name: k for k, job in enumerate(instance.jobs)}
-    stage_index = [{stage.name: s for s, stage in enumerate(job.stages)} for job in instance.jobs]
-    server_index = {server.name: c for c, server in enumerate(instance.servers)}
     rows = data.get("tasks")
-    if not isinstance(rows, list):
+    if not isinstance(rows, list | SavedTasks):
         raise InstanceError("a schedule result needs a 'tasks' list", "tasks")
+    names = names or Names.of(instance)
+    tasks = rows if isinstance(rows, SavedTasks) else task_columns(rows, names)
+    saved_jobs = data.get("jobs") or {}
+    jobs = saved_jobs if isinstance(saved_jobs, SavedJobs) else job_entries(saved_jobs, names) \
+        if isinstance(saved_jobs, dict) else job_entries({}, names)  # fmt: skip
+    if tasks is None:
+        return _schedule_from_rows(instance, data, names)
+    fair = np.full(len(instance.jobs), np.inf)
+    column = JOB_FIELDS.index("fair_completion")
+    known = jobs.kind[:, column] == FLOAT if jobs is not None else None  # null or absent: T_k unknown (inf)
+    if jobs is None or known is None or (jobs.kind[:, column] == OTHER).any() or \
+            np.isnan(jobs.value[known, column]).any():  # fmt: skip
+        # A name that is no job, or a value float() must read (or fail on): entry by entry.
+        entries = saved_jobs.items() if isinstance(saved_jobs, dict) else () if jobs is None else \
+            zip([job_and_stage_names(instance)[0][k] for k in jobs.job.tolist()],
+                map(jobs.entry, range(len(jobs))), strict=True)  # fmt: skip
+        _fair_from_entries(fair, entries, names)
+    else:
+        fair[jobs.job[known]] = jobs.value[known, column]
+    placed = tasks.placed
+    return Schedule(tasks.job, tasks.stage, tasks.index, tasks.start, tasks.end,
+                    fair if np.isfinite(fair).any() else None,
+                    server=tasks.server if placed else None, machine=tasks.machine if placed else None,
+                    option=tasks.option if (tasks.option >= 0).any() else None)  # fmt: skip
+
+
+def _schedule_from_rows(instance: Instance, data: dict[str, Any], names: Names) -> Schedule:
+    """:func:`schedule_from_json` row by row: the first row at fault raises, naming its field."""
+    job_index, stage_index, server_index = names.jobs, names.stages, names.servers
+    rows = data.get("tasks")
+    assert isinstance(rows, list)  # read_result gives columns only where every row resolves
     columns: dict[str, list[Any]] = {"job": [], "stage": [], "index": [], "start": [], "end": []}
     servers: list[int] = []
     machines: list[int] = []
@@ -571,12 +607,7 @@ def schedule_from_json(instance: Instance, data: dict[str, Any]) -> Schedule:
         options.append(option)
     fair = np.full(len(instance.jobs), np.inf)
     saved_jobs = data.get("jobs") or {}
-    for name, entry in saved_jobs.items() if isinstance(saved_jobs, dict) else ():
-        if name not in job_index:
-            raise InstanceError(f"unknown job {name!r}", f"jobs.{name}")
-        saved = entry.get("fair_completion") if isinstance(entry, dict) else None
-        if saved is not None:
-            fair[job_index[name]] = float(saved)
+    _fair_from_entries(fair, saved_jobs.items() if isinstance(saved_jobs, dict) else (), names)
     placed = max(servers, default=-1) >= 0
     return Schedule(
         np.array(columns["job"], dtype=np.int64),
@@ -589,6 +620,16 @@ def schedule_from_json(instance: Instance, data: dict[str, Any]) -> Schedule:
         machine=np.array(machines, dtype=np.int64) if placed else None,
         option=np.array(options, dtype=np.int64) if max(options, default=-1) >= 0 else None,
     )
+
+
+def _fair_from_entries(fair: FloatArray, entries: Iterable[tuple[str, Any]], names: Names) -> None:
+    """``fair`` with each saved ``jobs.*.fair_completion`` read as ``float`` (an unknown job raises)."""
+    for name, entry in entries:
+        if name not in names.jobs:
+            raise InstanceError(f"unknown job {name!r}", f"jobs.{name}")
+        saved = entry.get("fair_completion") if isinstance(entry, dict) else None
+        if saved is not None:
+            fair[names.jobs[name]] = float(saved)
 
 
 def _placement_of(row: dict[str, Any], field_name: str, server_index: dict[str, int]) -> tuple[int, int, int]:

@@ -158,6 +158,14 @@ def simulate(
     Ctrl-C stops the run as it stops a solve (status ``interrupted``, ``extra['stopped_at']`` the simulated time
     it got to).
     """
+    return simulate_answer(instance, policy, trace, time_limit, **options)
+
+
+def simulate_answer(instance: Instance, policy: str, trace: TraceData | None = None, time_limit: float | None = None,
+                    *, answer_only: bool = False, **options: Any) -> Result:  # fmt: skip
+    """:func:`simulate`; with ``answer_only``, the policy's answer alone: not verified, without the timeline of
+    shares and utilisation (``fairpack check`` re-runs a policy only to compare its answer with a saved one it
+    has verified and whose timeline it has recomputed: at a million tasks these cost a second)."""
     from fairpack.solver.registry import get_policy
 
     started = time.perf_counter()
@@ -173,9 +181,13 @@ def simulate(
     with interrupt.handling() as call:
         try:
             check_schedule_memory(workload, policy)
-            raw = run_simulation(workload, policy, settings, Budget.of(time_limit), trace)
+            raw = run_simulation(workload, policy, settings, Budget.of(time_limit), trace, timeline=not answer_only)
         except InstanceError as error:  # about a job of the trace: named by its file, row and column
             raise error if trace is None else trace.locate(error, len(instance.jobs)) from None
+        if answer_only:  # what finish() says of the status, without verifying
+            if call.interrupted:
+                return _interrupted(raw)
+            return raw if raw.has_answer or raw.status not in SOLUTION_STATUSES else replace(raw, status="error")
         raw = replace(raw, warnings=(*preflight(workload), *raw.warnings))
         # Recorded before the verification, which reads the options (a run cut at its horizon may leave work).
         return finish(workload, spec, recorded(raw, "simulate", settings), started, call.interrupted)

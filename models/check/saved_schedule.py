@@ -12,18 +12,31 @@ from typing import Any
 import numpy as np
 
 from fairpack.models.check.claims import RULE_DEFAULTS, Applied, objective_of, placement_of
-from fairpack.models.check.compare import Compare, number
+from fairpack.models.check.compare import SAVED_RTOL, Compare, number
 from fairpack.models.check.fairshare import fair_times, rounded_up, whole_multiples
 from fairpack.models.check.report import truncate
 from fairpack.models.check.rules import SavedRules
 from fairpack.models.check.schedule import verify_schedule
-from fairpack.models.locality import LEVEL_NAMES
+from fairpack.models.locality import LEVEL_NAMES, NO_INPUT
 from fairpack.models.metrics import late_jobs
 from fairpack.models.result import MAXIMISED_OBJECTIVES, Schedule, schedule_objectives
+from fairpack.models.saved_tables import (
+    ABSENT,
+    FLOAT,
+    JOB_FIELDS,
+    NULL,
+    Names,
+    SavedJobs,
+    SavedTasks,
+    fair_nulls,
+    job_and_stage_names,
+    job_entries,
+)
+from fairpack.models.stages import stage_table
 from fairpack.models.timeline import timeline_summary, utilisation_series
 from fairpack.models.tolerance import FIT_EPS, time_tol
-from fairpack.models.types import FloatArray, Instance, InstanceError
-from fairpack.models.view import schedule_from_json, schedule_json
+from fairpack.models.types import FloatArray, Instance, InstanceError, IntArray
+from fairpack.models.view import job_columns, schedule_from_json, schedule_json, task_levels
 
 #: Statuses of a run cut short (a time limit, an interruption): its answer is what it had done.
 STOPPED = ("time_limit", "interrupted")
@@ -35,22 +48,23 @@ def check_schedule(instance: Instance, data: dict[str, Any], rules: SavedRules, 
                    problems: list[str]) -> tuple[bool, dict[str, Any], bool]:  # fmt: skip
     """Re-verify a saved schedule; returns whether its answer verifies, the recomputed numbers, and whether its
     objective is maximised. Violations go to ``problems``."""
-    schedule = schedule_from_json(instance, data)
+    resolved = Names.of(instance)
+    schedule = schedule_from_json(instance, data, resolved)
     placement = placement_of(rules, applied, instance)
     objective_name = objective_of(rules, applied, instance)
     compare = Compare()
-    names = {job.name: k for k, job in enumerate(instance.jobs)}
     declared = data.get("unfinished_jobs") or []
-    if not isinstance(declared, list) or any(name not in names for name in declared):
+    if not isinstance(declared, list) or any(not isinstance(name, str) or name not in resolved.jobs
+                                             for name in declared):  # fmt: skip
         raise InstanceError(f"unknown jobs in {declared!r}", "unfinished_jobs")
     if rules.exact and declared:
         problems.append(f"unfinished_jobs {declared}: {rules.method} is exact, and its schedule runs every task")
-    record = _fair_completion(instance, data, rules, applied, placement)
+    record = _fair_completion(instance, data, rules, applied, placement, resolved)
     fair = record.times
     capped = rules.fair_caps and fair is not None and (applied["fair_cap"] or isinstance(
         applied["extra.fair_completion"], Mapping))  # fmt: skip
     deadlines = fair if capped else np.full(len(instance.jobs), np.inf)
-    excused = [] if rules.exact else [names[name] for name in declared]
+    excused = [] if rules.exact else [resolved.jobs[name] for name in declared]
     report = verify_schedule(instance, schedule, fair_completion=deadlines, require_placement=placement == "servers",
                              unfinished=excused)  # fmt: skip
     problems.extend(report.violations)
@@ -58,13 +72,15 @@ def check_schedule(instance: Instance, data: dict[str, Any], rules: SavedRules, 
     if excused:
         problems.extend(_unfinished(instance, data, schedule, rules, applied, placement, excused))
     # Every number the view writes, recomputed: completions, JCTs, delays, utilities, SLO attainment, T_k.
-    view = schedule_json(instance, replace(schedule, fair_completion=record.reported))
+    reported = replace(schedule, fair_completion=record.reported)
+    columns = job_columns(instance, reported)
+    view = schedule_json(instance, reported, tables=False, columns=columns)  # the tables: column by column below
     for key in ("makespan", "avg_jct", "utility", "slo_attainment"):
         compare.value(key, data.get(key, ...), view.get(key))
     jobs = data.get("jobs", ...)
     if jobs is not ...:
-        compare.value("jobs", jobs, view["jobs"], "jobs")
-    _locality(data, view, compare)
+        _jobs(instance, jobs, columns, resolved, compare)
+    _locality(instance, data, schedule, compare)
     numbers = schedule_objectives(instance, report.completion)
     value = report.objective(objective_name, float(applied["alpha"]))
     objective = None if math.isnan(value) else value
@@ -84,8 +100,7 @@ def check_schedule(instance: Instance, data: dict[str, Any], rules: SavedRules, 
         compare.value("finished_jobs", data.get("finished_jobs", ...), int(done.sum()))
         finished = numbers["avg_jct_finished"]
         compare.value("avg_jct_finished", data.get("avg_jct_finished", ...), None if math.isnan(finished) else finished)
-    compare.value("tasks_total", data.get("tasks_total", ...),
-                  sum(stage.tasks for job in instance.jobs for stage in job.stages))  # fmt: skip
+    compare.value("tasks_total", data.get("tasks_total", ...), int(stage_table(instance).tasks.sum()))
     _heuristic_claims(instance, data, schedule, rules, applied, record, compare)
     _timeline(instance, data, schedule, rules, done, compare)
     problems.extend(compare.messages())
@@ -108,7 +123,7 @@ class _Fair:
 
 
 def _fair_completion(instance: Instance, data: dict[str, Any], rules: SavedRules, applied: Applied,
-                     placement: str) -> _Fair:  # fmt: skip
+                     placement: str, names: Names) -> _Fair:  # fmt: skip
     """The fair completion times of a saved schedule (:class:`_Fair`), recomputed or as given to the run."""
     given = applied["extra.fair_completion"]
     jobs = instance.jobs
@@ -137,13 +152,10 @@ def _fair_completion(instance: Instance, data: dict[str, Any], rules: SavedRules
         return _Fair(times, None, computed.share, tuple(notes))
     # A capped run always has its T_k; otherwise the fair-share run may have stopped at its part of the time
     # limit, and T_k is then not reported (null): allowed, never a different number.
-    saved_jobs = data["jobs"] if isinstance(data.get("jobs"), Mapping) else {}
+    saved_jobs = data["jobs"] if isinstance(data.get("jobs"), Mapping | SavedJobs) else {}
     reported = times.copy()
     if not capped:
-        for k, job in enumerate(jobs):
-            entry = saved_jobs.get(job.name)
-            if isinstance(entry, Mapping) and entry.get("fair_completion", ...) is None:
-                reported[k] = np.nan
+        reported[fair_nulls(saved_jobs, names, len(jobs))] = np.nan
     return _Fair(times, reported, computed.share, tuple(notes))
 
 
@@ -175,22 +187,90 @@ def _time_unit(instance: Instance, data: dict[str, Any], rules: SavedRules, note
     return None
 
 
-def _locality(data: dict[str, Any], view: dict[str, Any], compare: Compare) -> None:
+def _locality(instance: Instance, data: dict[str, Any], schedule: Schedule, compare: Compare) -> None:
     """Every task's ``local`` level, and a simulation's counts of them, recomputed from the blocks."""
     tasks = data.get("tasks")
-    expected = view["tasks"]
-    if not isinstance(tasks, list) or len(tasks) != len(expected):
+    if not isinstance(tasks, list | SavedTasks) or len(tasks) != len(schedule):
         return
-    levels = {name: 0 for name in LEVEL_NAMES}
-    for position, (saved, mine) in enumerate(zip(tasks, expected, strict=True)):
-        level = mine.get("local")
-        if level is not None:
-            levels[level] += 1
-        if saved.get("local") != level:
-            compare.add("local", f"tasks[{position}] (job {saved.get('job')} stage {saved.get('stage')} task "
-                        f"{saved.get('index')}): saved local {saved.get('local')!r} but its block gives {level!r}")
+    placed = schedule.server is not None and schedule.machine is not None and instance.data is not None
+    expected = task_levels(instance, schedule) if placed else np.full(len(schedule), NO_INPUT, dtype=np.int64)
+    saved = tasks.local if isinstance(tasks, SavedTasks) else _saved_levels(tasks)
+    if saved is None:  # some row says something else than a level: row by row, as it says it
+        assert isinstance(tasks, list)
+        for position in range(len(tasks)):
+            _local_message(compare, position, tasks[position], expected[position])
+    else:
+        differ = np.flatnonzero(saved != expected).tolist()
+        names = job_and_stage_names(instance) if differ and isinstance(tasks, SavedTasks) else None
+        for position in differ:
+            row = tasks[position] if isinstance(tasks, list) else _task_row(tasks, position, names)
+            _local_message(compare, position, row, expected[position])
     if isinstance(data.get("locality"), Mapping):
-        compare.value("locality", data["locality"], levels)
+        counts = np.bincount(expected[expected != NO_INPUT], minlength=len(LEVEL_NAMES)).tolist()
+        compare.value("locality", data["locality"], dict(zip(LEVEL_NAMES, counts, strict=True)))
+
+
+def _jobs(instance: Instance, jobs: Any, expected: dict[str, FloatArray], names: Names, compare: Compare) -> None:
+    """``compare.value("jobs", jobs, view["jobs"], "jobs")``, column by column: the entries whose every field
+    agrees (a float within ``SAVED_RTOL``, null where there is no number, or left out) are passed over at once,
+    and each other entry, in the instance's job order, is compared as before, which words its messages."""
+    table = jobs if isinstance(jobs, SavedJobs) else job_entries(jobs, names) if isinstance(jobs, dict) else None
+    if table is None:  # not an object (compare says so), or a mapping the columns do not take
+        job_names, _ = job_and_stage_names(instance)
+        values = [[v if math.isfinite(v) else None for v in expected[f].tolist()] for f in JOB_FIELDS]
+        view = {name: dict(zip(JOB_FIELDS, row, strict=True))
+                for name, row in zip(job_names, zip(*values, strict=True), strict=True)}  # fmt: skip
+        compare.value("jobs", jobs, view, "jobs")
+        return
+    wanted = np.stack([expected[f] for f in JOB_FIELDS], axis=1)
+    if not np.array_equal(table.job, np.arange(len(expected[JOB_FIELDS[0]]))):
+        wanted = wanted[table.job]  # the file's entries' rows (-o writes them in the instance's order)
+    none = ~np.isfinite(wanted)
+    numbers = (table.kind == FLOAT) & ~none
+    # Compared where both are numbers only, others set to 0 first: arithmetic on nan and inf is slow on x86.
+    saved, mine = np.where(numbers, table.value, 0.0), np.where(numbers, wanted, 0.0)
+    near = np.abs(saved - mine) <= SAVED_RTOL * np.maximum(1.0, np.abs(mine))
+    agree = (table.kind == ABSENT) | ((table.kind == NULL) & none) | (numbers & near)
+    differ = ~agree.all(axis=1)
+    differ[list(table.entries)] = True
+    if not differ.any():
+        return
+    job_names, _ = job_and_stage_names(instance)
+    for position in sorted(np.flatnonzero(differ).tolist(), key=lambda p: int(table.job[p])):
+        k = int(table.job[position])
+        entry = jobs[job_names[k]] if isinstance(jobs, dict) else table.entry(position)
+        row = {f: (v if math.isfinite(v) else None) for f, v in zip(JOB_FIELDS, wanted[position].tolist(),
+                                                                     strict=True)}  # fmt: skip
+        compare.value(f"jobs.{job_names[k]}", entry, row, "jobs")
+
+
+def _saved_levels(rows: list[Any]) -> IntArray | None:
+    """Every row's ``local`` as a level number (``NO_INPUT`` where absent or null); None where one is not a level
+    name, or a row not an object."""
+    if not all(isinstance(row, dict) for row in rows):
+        return None
+    number = {name: position for position, name in enumerate(LEVEL_NAMES)}
+    try:
+        levels = [NO_INPUT if value is None else number.get(value, -2) for value in (row.get("local") for row in rows)]
+    except TypeError:  # an unhashable value
+        return None
+    out = np.array(levels, dtype=np.int64)
+    return None if (out == -2).any() else out
+
+
+def _task_row(tasks: SavedTasks, position: int, named: Any) -> dict[str, Any]:
+    """What the saved row at ``position`` names (its job, stage and task, and level), for a message."""
+    names, stages = named
+    job, stage, level = int(tasks.job[position]), int(tasks.stage[position]), int(tasks.local[position])
+    return {"job": names[job], "stage": stages[job][stage], "index": int(tasks.index[position]),
+            "local": None if level == NO_INPUT else LEVEL_NAMES[level]}  # fmt: skip
+
+
+def _local_message(compare: Compare, position: int, saved: Any, expected: int) -> None:
+    level = None if expected == NO_INPUT else LEVEL_NAMES[expected]
+    if saved.get("local") != level:
+        compare.add("local", f"tasks[{position}] (job {saved.get('job')} stage {saved.get('stage')} task "
+                    f"{saved.get('index')}): saved local {saved.get('local')!r} but its block gives {level!r}")
 
 
 def _heuristic_claims(instance: Instance, data: dict[str, Any], schedule: Schedule, rules: SavedRules,

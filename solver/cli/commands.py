@@ -13,7 +13,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -221,16 +221,23 @@ def stopping_at_ctrl_c() -> Iterator[interrupt.Call]:
         yield call
 
 
-def write_output(path: str, data: dict[str, Any]) -> None:
-    """``-o FILE``: the JSON result, written to a temporary file then renamed, so that a second Ctrl-C (which
-    quits at once) never leaves half a file."""
+def write_output(path: str, data: dict[str, Any] | Iterable[str]) -> None:
+    """``-o FILE``: the JSON result (a view, or its text in pieces), written to a temporary file then renamed, so
+    that a second Ctrl-C (which quits at once) never leaves half a file."""
+    pieces = [json.dumps(data, indent=1)] if isinstance(data, dict) else data
     target = Path(path)
     if target.exists() and not target.is_file():  # /dev/stdout, a named pipe: written as it is
-        target.write_text(json.dumps(data, indent=1))
+        _write_pieces(target, pieces)
         return
     partial = target.with_name(f".{target.name}.partial")
-    partial.write_text(json.dumps(data, indent=1))
+    _write_pieces(partial, pieces)
     os.replace(partial, target)
+
+
+def _write_pieces(path: Path, pieces: Iterable[str]) -> None:
+    with path.open("w") as out:
+        for piece in pieces:
+            out.write(piece)
 
 
 def command_solve(args: argparse.Namespace) -> int:
@@ -295,13 +302,15 @@ def _left(limit: float | None, started: float) -> float | None:
 def _print_result(instance: Instance, result: Result, data: dict[str, Any] | None, output: str,
                   args: argparse.Namespace) -> None:  # fmt: skip
     """The result on stdout as ``output``; ``data`` is its JSON view (None: JSON text written in bulk)."""
-    from fairpack.models.view import result_json_text
+    from fairpack.models.view_text import result_json_chunks
     from fairpack.solver.cli.render import format_csv, format_table
 
     for warning in result.warnings:
         print(f"fairpack: warning: {warning}", file=sys.stderr)
     if data is None:
-        print(result_json_text(instance, result))
+        for piece in result_json_chunks(instance, result):
+            sys.stdout.write(piece)
+        print()
         return
     if output == "json":
         print(json.dumps(data))
@@ -414,18 +423,20 @@ def command_simulate(args: argparse.Namespace) -> int:
 def _simulate_and_write(instance: Instance, trace: Any, options: dict[str, Any], args: argparse.Namespace,
                         started: float) -> int:  # fmt: skip
     from fairpack.models.view import result_json
+    from fairpack.models.view_text import result_json_chunks
     from fairpack.solver.api import simulate
 
     with native_stdout_to_stderr():
         result = simulate(instance, args.policy, trace, time_limit=_left(args.time_limit, started), **options)
     workload = instance if trace is None else trace.on(instance)
     output = "json" if args.json else args.format
-    # A table shows --top jobs: its view is built for them alone (no row per task), unless the JSON is saved too.
-    light = output == "table" and not args.output and result.schedule is not None
-    data = result_json(workload, result, jobs_shown=args.top if light else None)
+    # A table shows --top jobs: its view is built for them alone (no row per task). The JSON, printed or saved, is
+    # written as text from the schedule's columns (models.view_text), the same text json.dumps gives of the view.
+    light = output == "table" and result.schedule is not None
+    data = None if output == "json" else result_json(workload, result, jobs_shown=args.top if light else None)
     _print_result(workload, result, data, output, args)
     if args.output:
-        write_output(args.output, data)
+        write_output(args.output, result_json_chunks(workload, result, indent=1))
     if args.plot:
         from fairpack.solver.plot import PlotUnavailable, plot_simulation
 
@@ -483,8 +494,11 @@ def command_check(args: argparse.Namespace) -> int:
         from fairpack.models.traces import read_trace
 
         instance = read_trace(args.trace, instance.resources).on(instance)
+    from fairpack.models.saved_tables import read_result
+
     try:
-        data = json.loads(Path(args.result).read_text())
+        # A file as -o writes it has its jobs and tasks read as columns, never as a dict per row.
+        data = read_result(args.result, instance)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise InstanceError(f"cannot read result: {error}", source=args.result) from None
     if not isinstance(data, dict):

@@ -50,8 +50,9 @@ def build_policy(name: str, jobs: Workload, options: SolveOptions, instance: Ins
 
 
 def run_simulation(instance: Instance, policy: str, options: SolveOptions, budget: Budget,
-                   trace: TraceData | None = None) -> Result:  # fmt: skip
-    """Simulate ``policy`` on ``instance`` (the trace's jobs already in it); the driver of ``solver.api.simulate``."""
+                   trace: TraceData | None = None, timeline: bool = True) -> Result:  # fmt: skip
+    """Simulate ``policy`` on ``instance`` (the trace's jobs already in it); the driver of ``solver.api.simulate``.
+    ``timeline=False`` leaves out the shares and utilisation over time (an answer only compared)."""
     placement = "pooled" if options.placement == "pooled" else "servers"
     left = budget.remaining()
     deadline = None if left is None else time.perf_counter() + left
@@ -79,7 +80,8 @@ def run_simulation(instance: Instance, policy: str, options: SolveOptions, budge
     unfinished = sim.unfinished()
     if unfinished.size:
         extra["unfinished_jobs"] = [instance.jobs[k].name for k in unfinished.tolist()]
-    extra.update(_timeline(instance, schedule, trace, unfinished))
+    if timeline:
+        extra.update(_timeline(instance, schedule, trace, unfinished))
     if sim.stopped_at is not None:  # the tasks launched so far: a valid schedule, not the whole run
         extra["stopped_at"] = sim.stopped_at
         message = (f"{interrupt.stop_reason()} at simulated time {sim.stopped_at:.6g}: the tasks launched so far; "
