@@ -417,15 +417,21 @@ def allocation_from_json(instance: Instance, data: dict[str, Any]) -> Allocation
     names = unit_names(instance, kind)
     index = {name: position for position, name in enumerate(names)}
     tenant_index = {t.name: position for position, t in enumerate(instance.tenants)}
-    tasks = np.zeros((len(instance.tenants), len(names)))
+    rows: list[int] = []
+    units: list[int] = []
+    counts: list[float] = []
     for tenant_name, entry in (data.get("tenants") or {}).items():
         if tenant_name not in tenant_index:
             raise InstanceError(f"unknown tenant {tenant_name!r}", f"tenants.{tenant_name}")
         for unit, count in (entry.get("per_server") or {}).items():
             if unit not in index:
                 raise InstanceError(f"unknown server {unit!r}", f"tenants.{tenant_name}.per_server.{unit}")
-            tasks[tenant_index[tenant_name], index[unit]] = float(count)
-    return Allocation(tasks, kind, bool(data.get("integral", False)))
+            rows.append(tenant_index[tenant_name])
+            units.append(index[unit])
+            counts.append(float(count))
+    # As its cells: per machine, the table is mostly zeros (one tenant and unit per key, so no pair repeats).
+    return Allocation.from_cells((len(instance.tenants), len(names)), rows, units, counts, kind=kind,
+                                 integral=bool(data.get("integral", False)))  # fmt: skip
 
 
 def job_columns(instance: Instance, schedule: Schedule) -> dict[str, FloatArray]:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from fairpack.models.result import Result, Schedule
+from fairpack.models.result import Allocation, Result, Schedule
 from fairpack.models.saved_tables import SavedTasks
 from fairpack.models.types import Instance, InstanceError
 from fairpack.models.view import allocation_from_json, schedule_from_json
@@ -102,16 +102,35 @@ def _difference(instance: Instance, data: dict[str, Any], again: Result) -> str 
         return _schedule_difference(instance, schedule_from_json(instance, data), again.schedule)
     if again.allocation is not None:
         saved = allocation_from_json(instance, data)
-        if saved.tasks.shape != again.allocation.tasks.shape:
+        if saved.shape != again.allocation.shape:
             return "its allocation is on other units"
-        apart = ~np.isclose(saved.tasks, again.allocation.tasks, rtol=RELATIVE, atol=RELATIVE)
-        if apart.any():
-            tenant, unit = (int(i) for i in np.argwhere(apart)[0])
+        apart = _first_cell_apart(saved, again.allocation)
+        if apart is not None:
+            tenant, unit, mine, theirs = apart
             name = again.allocation.unit_names(instance)[unit]
-            return (f"tenant {instance.tenants[tenant].name} has {saved.tasks[tenant, unit]:g} tasks on {name}, "
-                    f"the method gives {again.allocation.tasks[tenant, unit]:g}")  # fmt: skip
+            return f"tenant {instance.tenants[tenant].name} has {mine:g} tasks on {name}, the method gives {theirs:g}"
         return None
     return None
+
+
+def _first_cell_apart(saved: Allocation, again: Allocation) -> tuple[int, int, float, float] | None:
+    """The first cell (row-major) where two allocations of one shape differ beyond ``RELATIVE``: (tenant, unit, the
+    saved count, the re-run's); None when they agree. Read from their non-zero cells (a per-machine table is
+    mostly zeros)."""
+    width = max(saved.shape[1], 1)
+    flat = [rows * width + units for rows, units, _ in (saved.cells(), again.cells())]
+    keys = np.union1d(*flat)
+    values = []
+    for positions, (_, _, counts) in zip(flat, (saved.cells(), again.cells()), strict=True):
+        column = np.zeros(keys.size)
+        column[np.searchsorted(keys, positions)] = counts
+        values.append(column)
+    apart = np.flatnonzero(~np.isclose(values[0], values[1], rtol=RELATIVE, atol=RELATIVE))
+    if not apart.size:
+        return None
+    first = int(apart[0])
+    tenant, unit = divmod(int(keys[first]), width)
+    return tenant, unit, float(values[0][first]), float(values[1][first])
 
 
 def _schedule_difference(instance: Instance, saved: Schedule, again: Schedule) -> str | None:

@@ -722,3 +722,18 @@ def test_every_heuristic_family_untampered_is_its_methods_answer_run_again(saved
         assert code == 0 and "re-run:" in out, (name, out + err)
     code, out, _ = cli("check", saved["tetrisched"].path, saved["tetrisched"].result)
     assert code == 0 and "wall-clock limit" in out, out  # not re-run: its cycles ran under the wall clock
+
+
+def test_the_rerun_names_the_first_cell_where_two_allocations_differ() -> None:
+    # Read from the cells alone: a cell one allocation has and the other lacks, counts that differ, counts within
+    # the comparison's tolerance; the first such cell in row-major order, as a whole-table comparison finds it.
+    from fairpack.solver.rerun import _first_cell_apart
+
+    def cells(*entries: tuple[int, int, float]) -> Allocation:
+        return Allocation.from_cells((3, 5), *zip(*entries, strict=True), kind="machine")  # type: ignore[arg-type]
+
+    saved = cells((0, 1, 2.0), (1, 4, 1.0), (2, 0, 3.0))
+    assert _first_cell_apart(saved, cells((0, 1, 2.0 + 1e-12), (1, 4, 1.0), (2, 0, 3.0))) is None
+    assert _first_cell_apart(saved, cells((0, 1, 2.0), (2, 0, 3.0))) == (1, 4, 1.0, 0.0)
+    assert _first_cell_apart(saved, cells((0, 1, 2.0), (1, 2, 1.0), (1, 4, 2.0), (2, 0, 3.0))) == (1, 2, 0.0, 1.0)
+    assert _first_cell_apart(Allocation(saved.tasks, "machine"), cells((0, 0, 1.0), (0, 1, 2.0))) == (0, 0, 0.0, 1.0)

@@ -33,8 +33,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from fairpack.models.check.claims import RULE_DEFAULTS, Applied, loosening, objective_of, placement_of, resolve
 from fairpack.models.check.compare import SAVED_RTOL, Compare, number
 from fairpack.models.check.rules import SavedRules
@@ -44,7 +42,7 @@ from fairpack.models.dag import longest_paths
 from fairpack.models.metrics import guarantee_ratio, guarantee_shortfall
 from fairpack.models.result import Allocation, UnitKind, relative_gap, unit_names
 from fairpack.models.tolerance import settled
-from fairpack.models.types import FloatArray, Instance, InstanceError
+from fairpack.models.types import Instance, InstanceError
 from fairpack.models.view import allocation_json
 
 #: Every status a result may carry; those that may come with an answer; those of a run cut short.
@@ -297,20 +295,19 @@ def _allocation(instance: Instance, data: dict[str, Any], rules: SavedRules, app
     tenants = data.get("tenants")
     if not isinstance(tenants, Mapping):
         raise InstanceError("must be an object: tenant -> its tasks", "tenants")
-    parsed = _allocation_from(instance, tenants, kind)
-    allocation = Allocation(parsed, kind, integral=kind == "machine")
+    allocation = _allocation_from(instance, tenants, kind)
     amounts = {name: entry.get("allocation", {}) for name, entry in tenants.items() if isinstance(entry, dict)}
     report = verify_allocation(instance, allocation, amounts=amounts)
     problems.extend(report.violations)
     compare = Compare()
-    view = allocation_json(instance, allocation)
+    view = allocation_json(instance, allocation, units_shown=0)  # per_server is what the allocation was read from
     compare.value("integral", data.get("integral", ...), view["integral"])
     compare.value("utilisation", data.get("utilisation", ...), view["utilisation"])
     for name, expected in view["tenants"].items():
         saved = tenants.get(name, ...)
         if saved is ...:
             continue
-        entry = {key: value for key, value in expected.items() if key != "per_server"}
+        entry = {key: value for key, value in expected.items() if key not in ("per_server", "per_server_more")}
         compare.value(f"tenants.{name}", saved, entry, "tenants")
     if instance.hierarchy is not None:
         nodes = data.get("nodes", ...)
@@ -337,12 +334,15 @@ def _allocation(instance: Instance, data: dict[str, Any], rules: SavedRules, app
     return report.ok, numbers, maximised
 
 
-def _allocation_from(instance: Instance, tenants: Mapping[str, Any], kind: UnitKind) -> FloatArray:
-    """Tasks per tenant and unit from ``tenants.*.per_server`` (names resolved against the instance)."""
+def _allocation_from(instance: Instance, tenants: Mapping[str, Any], kind: UnitKind) -> Allocation:
+    """Tasks per tenant and unit from ``tenants.*.per_server`` (names resolved against the instance), as the
+    allocation's cells (per machine the table is mostly zeros; a key names one tenant and unit, so no pair repeats)."""
     names = unit_names(instance, kind)
     index = {name: position for position, name in enumerate(names)}
     tenant_index = {t.name: position for position, t in enumerate(instance.tenants)}
-    tasks = np.zeros((len(instance.tenants), len(names)))
+    rows: list[int] = []
+    units: list[int] = []
+    counts: list[float] = []
     for tenant_name, entry in tenants.items():
         if tenant_name not in tenant_index:
             raise InstanceError(f"unknown tenant {tenant_name!r}", f"tenants.{tenant_name}")
@@ -354,5 +354,8 @@ def _allocation_from(instance: Instance, tenants: Mapping[str, Any], kind: UnitK
                 raise InstanceError(f"unknown server {unit!r}", f"tenants.{tenant_name}.per_server.{unit}")
             if number(count) is None:
                 raise InstanceError(f"must be a number, got {count!r}", f"tenants.{tenant_name}.per_server.{unit}")
-            tasks[tenant_index[tenant_name], index[unit]] = float(count)
-    return tasks
+            rows.append(tenant_index[tenant_name])
+            units.append(index[unit])
+            counts.append(float(count))
+    return Allocation.from_cells((len(instance.tenants), len(names)), rows, units, counts, kind=kind,
+                                 integral=kind == "machine")  # fmt: skip

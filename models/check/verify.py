@@ -145,13 +145,8 @@ class _Audit:
         """Tasks per tenant, from the clean matrix (summed once for every check that reads them); from the
         cells of an allocation given as cells."""
         if self._totals is None:
-            entries = self.entries() if self.allocation.sparse else None
-            if entries is None:
-                self._totals = np.asarray(self.clean.sum(axis=1))
-            else:
-                tenants, _, values = entries
-                clean = np.where(np.isfinite(values), values, 0.0)
-                self._totals = np.bincount(tenants, weights=clean, minlength=self.allocation.shape[0]).astype(float)
+            self._totals = _clean_totals(self.allocation) if self.allocation.sparse else np.asarray(
+                self.clean.sum(axis=1))
         return self._totals
 
     def clean_entries(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], FloatArray] | None:
@@ -175,6 +170,16 @@ class _Audit:
             block = tasks[rows]
             for i, u in zip(*np.nonzero(flags_of(block)), strict=True):
                 yield rows.start + int(i), int(u), float(block[i, u])
+
+
+def _clean_totals(allocation: Allocation) -> FloatArray:
+    """Tasks per tenant with non-finite counts as 0: from the cells of an allocation given as cells, else from its
+    clean table."""
+    if not allocation.sparse:
+        return np.asarray(clean_tasks(allocation).sum(axis=1))
+    tenants, _, values = allocation.cells()
+    clean = np.where(np.isfinite(values), values, 0.0)
+    return np.bincount(tenants, weights=clean, minlength=allocation.shape[0]).astype(np.float64)
 
 
 def _nonfinite(audit: _Audit) -> Findings:
@@ -339,10 +344,9 @@ def verify_amounts(
     resources = instance.resources
     res_index = {name: r for r, name in enumerate(resources)}
     violations: list[str] = []
-    clean = clean_tasks(allocation)
-    if clean.ndim != 2 or clean.shape[0] != len(tenant_names):
-        return empty_report(instance, [f"allocation has shape {clean.shape}: cannot compare amounts"])
-    totals = np.asarray(clean.sum(axis=1))
+    if len(allocation.shape) != 2 or allocation.shape[0] != len(tenant_names):
+        return empty_report(instance, [f"allocation has shape {allocation.shape}: cannot compare amounts"])
+    totals = _clean_totals(allocation)
     expected = totals[:, None] * instance.demand
     known = set(tenant_names)
     for name in amounts:
