@@ -498,7 +498,8 @@ def schedule_json(instance: Instance, schedule: Schedule, jobs_shown: int | None
     if schedule.server is not None and schedule.machine is not None:
         names = [server.name for server in instance.servers]
         for row, server, machine in zip(tasks, schedule.server.tolist(), schedule.machine.tolist(), strict=True):
-            row["server"] = names[server] if 0 <= server < len(names) else server
+            # -1 is a task left unplaced: null, which is how a saved result says so (the checker reports it).
+            row["server"] = names[server] if 0 <= server < len(names) else None if server == -1 else server
             row["machine"] = machine
         if instance.data is not None:
             for row, value in zip(tasks, task_levels(instance, schedule).tolist(), strict=True):

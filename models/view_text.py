@@ -152,7 +152,11 @@ class _Tables:
                        times[b - a :]]  # fmt: skip
             if placed:
                 assert schedule.server is not None and schedule.machine is not None
-                columns += [_indexed(server_names, schedule.server[a:b]), int_texts(schedule.machine[a:b])]
+                servers = _indexed(server_names, schedule.server[a:b])
+                unplaced = np.flatnonzero(schedule.server[a:b] == -1)  # null, as the view writes it
+                for i in unplaced.tolist():
+                    servers[i] = "null"
+                columns += [servers, int_texts(schedule.machine[a:b])]
             columns.append(_optional(levels[a:b], level_texts, NO_INPUT) if levels is not None else [""] * (b - a))
             option = schedule.option[a:b] if schedule.option is not None else None
             columns.append(_options(option, self.field) if option is not None else [""] * (b - a))

@@ -254,3 +254,24 @@ def test_the_rerun_gives_the_policys_answer_without_verifying_or_its_timeline(po
         np.testing.assert_array_equal(getattr(answer.schedule, field), getattr(full.schedule, field))
     assert answer.status == full.status == "feasible" and full.verified and not answer.verified
     assert "summary" in full.extra and "summary" not in answer.extra
+
+
+def test_a_task_left_unplaced_is_saved_as_null_and_check_reports_it() -> None:
+    # The schedule marks an unplaced task with server -1; the file says null (it had said -1, which the reader then
+    # refused as an unknown server instead of check reporting the task).
+    from dataclasses import replace
+
+    from fairpack.models.result import Result
+
+    ((_, instance, _, rules),) = _cases()
+    result = simulate(instance, "delay", placement="servers")
+    assert result.schedule is not None and result.schedule.server is not None and result.schedule.machine is not None
+    server, machine = result.schedule.server.copy(), result.schedule.machine.copy()
+    server[0], machine[0] = -1, -1
+    unplaced = Result(result.status, result.method, result.backend,
+                      schedule=replace(result.schedule, server=server, machine=machine), extra=result.extra)
+    view = result_json(instance, unplaced)
+    assert view["tasks"][0]["server"] is None
+    assert result_json_dumps(instance, unplaced, indent=1) == json.dumps(view, indent=1)
+    checked = check_saved(instance, view, rules)
+    assert not checked.verified and any("is not placed on a machine" in v for v in checked.violations)
