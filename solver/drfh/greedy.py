@@ -184,7 +184,11 @@ class Chunk:
 
 
 def grant_chunks(
-    step: FloatArray, caps: FloatArray, state: Callable[[], tuple[IntArray, BoolArray]], chunk: int = 8192
+    step: FloatArray,
+    caps: FloatArray,
+    state: Callable[[], tuple[IntArray, BoolArray]],
+    chunk: int = 8192,
+    waiting: Callable[[], IntArray] | None = None,
 ) -> Iterator[Chunk]:
     """The grant sequence of progressive filling, in chunks.
 
@@ -192,7 +196,10 @@ def grant_chunks(
     before every new chunk, so the caller's grants and blocked tenants count from there on (within a
     chunk the caller skips a blocked tenant's later entries). A chunk holds about ``chunk`` entries:
     every entry with a key below a level ``L``, less a trailing chain of ties that may continue past
-    ``L``.
+    ``L``. ``waiting()``, when given, is called after ``state()`` and returns tenants blocked before their
+    turn (``Alive.block_where``): each gets its next entry only, its turn, where the caller lets it leave;
+    until then its key bounds the window of a chain of ties as in the definition. The sequence ends when no
+    tenant may receive a task.
     """
     caps = np.floor(caps)
     while True:
@@ -201,8 +208,13 @@ def grant_chunks(
         if not ids.size:
             return
         s, start, cap = step[ids], counts[ids].astype(np.float64), caps[ids]
+        rate = float(np.sum(1.0 / s))  # of the tenants that receive tasks: a waiting one has a single entry
+        turns = waiting() if waiting is not None else None
+        if turns is not None and turns.size:
+            ids = np.concatenate((ids, turns))
+            after = counts[turns].astype(np.float64)
+            s, start, cap = step[ids], np.concatenate((start, after)), np.concatenate((cap, after + 1))
         base = float((start * s).min())
-        rate = float(np.sum(1.0 / s))
         size = chunk
         while True:
             level = base + size / rate
@@ -236,10 +248,14 @@ def grant_chunks(
 
 
 def grant_segments(
-    step: FloatArray, caps: FloatArray, state: Callable[[], tuple[IntArray, BoolArray]], chunk: int = 8192
+    step: FloatArray,
+    caps: FloatArray,
+    state: Callable[[], tuple[IntArray, BoolArray]],
+    chunk: int = 8192,
+    waiting: Callable[[], IntArray] | None = None,
 ) -> Iterator[Segment]:
     """The grant sequence of ``grant_chunks`` as segments (``state()`` is called before every chunk)."""
-    for part in grant_chunks(step, caps, state, chunk):
+    for part in grant_chunks(step, caps, state, chunk, waiting):
         yield from part.segments()
 
 
@@ -250,7 +266,8 @@ def resolve_fuzzy(segment: Segment, take: Callable[[int], bool], left: Sequence[
     blocked and its remaining entries dropped). Each tenant competes with its first remaining entry.
     A tenant that ``left`` already says has left (its task fitted nowhere, or it reached its cap, earlier in the
     chunk) does not compete: as in the definition, where the tenants served are chosen among those still in, its
-    key would narrow the window of ties and could hand the turn to a higher index.
+    key would narrow the window of ties and could hand the turn to a higher index. A tenant blocked before its
+    turn (``Alive.block_where``) competes until its turn, where ``take`` fails.
     """
     pending: dict[int, list[float]] = {}
     for tenant, key in zip(segment.tenants.tolist(), segment.keys.tolist(), strict=True):
@@ -269,17 +286,21 @@ def resolve_fuzzy(segment: Segment, take: Callable[[int], bool], left: Sequence[
 class Alive:
     """Which tenants may still receive a task: a list for fast reads and a mask for numpy, kept in step.
 
-    ``left`` marks the tenants that were served and left (``kill``: the task fitted nowhere, or the cap was
-    reached): they no longer compete in a chain of ties. ``kill_where`` blocks tenants known never to fit again
-    before their turn comes; in the definition those stay in the order until their turn (their keys still bound
-    the window of ties), and so they do in the rest of the chunk, but the next chunk is cut without them (exact
-    bookkeeping of their turns cost per-server DRF three times its time on the Google table).
+    ``left`` marks the tenants that have left the grant order: served and blocked (``kill``: the task fitted
+    nowhere, or the cap was reached), or blocked earlier and then reached in the order (their turn, where the
+    caller marks them). A tenant that left no longer competes in a chain of ties. ``kill_where`` blocks
+    tenants at their turn (a compiled kernel's verdict); ``block_where`` blocks tenants known never to fit
+    again before their turn comes: as in the definition they stay in the order until it does (their keys
+    still bound the window of a chain of ties), and ``waiting`` names them for the next chunk's cut
+    (``grant_chunks``).
     """
 
     def __init__(self, mask: BoolArray) -> None:
         self.mask = np.array(mask, dtype=bool)
         self.dead = (~self.mask).tolist()
         self.left = [False] * len(self.dead)
+        self._blocked: list[int] = []  # blocked by ``block_where``, some of whose turns may have come since
+        self.chains = 0  # chains of near-ties settled by ``progressive_fill`` with ``place`` (per-server DRF asks)
 
     def kill(self, i: int) -> None:
         self.dead[i] = True
@@ -287,11 +308,27 @@ class Alive:
         self.mask[i] = False
 
     def kill_where(self, hopeless: BoolArray) -> None:
-        """Kill every tenant where ``hopeless`` is True."""
-        dead = self.dead
+        """Kill every tenant where ``hopeless`` is True: blocked at its turn, it leaves the order."""
+        dead, left = self.dead, self.left
         for i in np.flatnonzero(hopeless & self.mask).tolist():
-            dead[i] = True
+            dead[i] = left[i] = True
         self.mask &= ~hopeless
+
+    def block_where(self, hopeless: BoolArray) -> None:
+        """Block every tenant where ``hopeless`` is True; each stays in the order until its turn."""
+        dead = self.dead
+        blocked = np.flatnonzero(hopeless & self.mask).tolist()
+        for i in blocked:
+            dead[i] = True
+        self._blocked += blocked
+        self.mask &= ~hopeless
+
+    def waiting(self) -> IntArray:
+        """The tenants blocked before their turn whose turn has not come yet."""
+        if self._blocked:
+            left = self.left
+            self._blocked = [i for i in self._blocked if not left[i]]
+        return np.asarray(self._blocked, dtype=np.int64)
 
 
 #: ``serve(chunk, counts, alive)`` grants a whole chunk of the grant order, fuzzy chains included, in one call.
@@ -308,13 +345,14 @@ def progressive_fill(
     other tenant comes between them) where the heuristic's rule says, one after the other, and
     returns how many it placed; fewer than ``k`` means the next one fits nowhere, and the tenant is
     blocked for good (free room only shrinks). ``alive`` starts as the tenants that may get a task;
-    tenants blocked or at their cap are killed in it (``place`` may read it, and kill tenants it knows
-    can never fit again). ``serve``, when given instead of ``place``, grants a whole chunk in one call (a
-    compiled heuristic): it gets the chunk, the task counts as an array and ``alive``, settles the fuzzy
-    chains as ``resolve_fuzzy`` does (a tenant blocked before a chain does not compete in it), serves the
-    plain entries as ``_serve_segment`` does, and updates counts and ``alive``. ``stop``, when given, is asked
-    before every segment (every chunk with ``serve``); once it says so the filling ends there (a time limit:
-    the tasks placed so far are a feasible allocation). Returns the task counts.
+    tenants blocked or at their cap are killed in it (``place`` may read it, and ``block_where`` tenants it
+    knows can never fit again: they stay in the order until their turn). ``serve``, when given instead of
+    ``place``, grants a whole chunk in one call (a compiled heuristic): it gets the chunk, the task counts as
+    an array and ``alive``, settles the fuzzy chains as ``resolve_fuzzy`` does (a tenant blocked before a
+    chain does not compete in it), serves the plain entries as ``_serve_segment`` does, and updates counts
+    and ``alive``. ``stop``, when given, is asked before every segment (every chunk with ``serve``); once it
+    says so the filling ends there (a time limit: the tasks placed so far are a feasible allocation). Returns
+    the task counts.
     """
     if (place is None) == (serve is None):
         raise ValueError("progressive_fill takes either place or serve")
@@ -328,13 +366,14 @@ def progressive_fill(
     assert place is not None
     counts = [0] * setup.tenants
     caps = setup.caps.tolist()
-    dead = alive.dead
+    dead, left = alive.dead, alive.left
 
     def state() -> tuple[IntArray, BoolArray]:
         return np.asarray(counts, dtype=np.int64), alive.mask
 
     def take(i: int) -> bool:
-        if dead[i]:
+        if dead[i]:  # blocked before its turn: this is its turn, and it leaves
+            left[i] = True
             return False
         placed = place(i, 1)
         counts[i] += placed
@@ -342,10 +381,11 @@ def progressive_fill(
             alive.kill(i)
         return placed == 1
 
-    for segment in grant_segments(setup.step, setup.caps, state, chunk):
+    for segment in grant_segments(setup.step, setup.caps, state, chunk, alive.waiting):
         if stop is not None and stop():  # out of time (or Ctrl-C): the tasks placed so far are the answer
             break
         if segment.fuzzy:
+            alive.chains += 1
             resolve_fuzzy(segment, take, alive.left)
         else:
             _serve_segment(segment.tenants, place, alive, counts, caps)
@@ -354,12 +394,14 @@ def progressive_fill(
 
 def _serve_segment(tenants: IntArray, place: Callable[[int, int], int], alive: Alive, counts: list[int],
                    caps: list[float]) -> None:  # fmt: skip
-    """Grant one segment of the order (no near-ties in it), runs of one tenant as one batch."""
-    dead = alive.dead
+    """Grant one segment of the order (no near-ties in it), runs of one tenant as one batch. The first entry of
+    a tenant blocked before its turn is its turn: it leaves the order there."""
+    dead, left = alive.dead, alive.left
     repeats = tenants[1:] == tenants[:-1]
     if not repeats.any():  # one task per entry, nearly always: the lean loop
         for i in tenants.tolist():
             if dead[i]:
+                left[i] = True
                 continue
             if place(i, 1):
                 counts[i] += 1
@@ -372,6 +414,7 @@ def _serve_segment(tenants: IntArray, place: Callable[[int, int], int], alive: A
     lengths = np.diff(np.append(starts, tenants.size)).tolist()
     for i, length in zip(tenants[starts].tolist(), lengths, strict=True):
         if dead[i]:
+            left[i] = True
             continue
         placed = place(i, length)
         counts[i] += placed

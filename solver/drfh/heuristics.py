@@ -748,15 +748,21 @@ def slots(instance: Instance, slots_per_max_server: int = 10, stop: Callable[[],
 
 # ---- per-server DRF -----------------------------------------------------------------------------------
 
+#: Entries of the grant order cut at a time on one machine: a machine holds a few dozen tasks, and a chunk that
+#: is all of them most of the time keeps the numpy per chunk to one cut.
+MACHINE_CHUNK = 256
+
 
 def _machine_drf(
     setup: FlatSetup, capacity: FloatArray, remaining: FloatArray, needs: list[list[float]], demands: list[list[float]]
-) -> list[int]:
+) -> tuple[list[int], FloatArray | None]:
     """Weighted DRF of whole tasks on one machine: progressive filling on the machine-local dominant share.
 
     ``remaining`` caps every tenant's tasks; a tenant whose next task does not fit is blocked on this
     machine. Ties between tenants follow the shared rule (tolerance, then index). ``needs`` and
-    ``demands`` are ``setup.need`` and ``setup.demand`` as lists.
+    ``demands`` are ``setup.need`` and ``setup.demand`` as lists. Returns the task counts and, if the filling
+    met a chain of near-ties, the local steps (the keys are ``n * step``; NaN for the tenants not in the order),
+    else None.
     """
     room = (capacity * (1 + TOL)).tolist()
     present = capacity > 0
@@ -771,12 +777,42 @@ def _machine_drf(
         while placed < k and fit(room, needs[i]):
             room = minus(room, demands[i])
             placed += 1
-        if placed < k:  # the machine is filling up: block at once every tenant that no longer fits
-            alive.kill_where(~np.all(setup.need <= np.asarray(room), axis=1))
+        if placed < k:
+            # The machine is filling up: block at once every tenant that no longer fits, so that a full machine
+            # ends its filling now; they stay in the order until their turn, where the definition finds them out.
+            alive.block_where(~np.all(setup.need <= np.asarray(room), axis=1))
         return placed
 
-    local_setup = replace(setup, step=np.where(fits, local / setup.weights, 1.0), caps=remaining, eligible=fits)
-    return progressive_fill(local_setup, place, alive, chunk=256)
+    step = np.where(fits, local / setup.weights, 1.0)
+    local_setup = replace(setup, step=step, caps=remaining, eligible=fits)
+    counts = progressive_fill(local_setup, place, alive, chunk=MACHINE_CHUNK)
+    return counts, (np.where(fits, step, np.nan) if alive.chains else None)
+
+
+def _copies(outcome: FloatArray, remaining: FloatArray, left: int, step: FloatArray | None) -> int:
+    """How many machines of a class, the one just filled and the next ones, get the same ``outcome``.
+
+    Every copy sees the same tenants and the same caps but smaller remaining ones, so it repeats the filling
+    until a cap binds: on the copy where a tenant's remaining cap equals its outcome, it leaves the order at its
+    cap right after its last task, where on the first machine it stayed in until its next turn (key ``outcome *
+    step``) and was blocked there. That changes nobody's order unless the key falls in a chain of near-ties
+    (``grant_chunks``): with another tenant's key within ``TIE`` of it but not equal to it, and then the first
+    machine's filling met that chain. ``step`` is None where it met none (see ``_machine_drf``); else a copy
+    where such a key falls in a chain is left out, to be filled afresh.
+    """
+    placed = outcome > 0
+    bound = float(np.floor(remaining[placed] / outcome[placed]).min())  # >= 1 by the caps, inf without caps
+    if bound > left or bound == 1 or step is None:
+        return int(min(left, bound))
+    binding = np.flatnonzero(placed & (remaining == bound * outcome))
+    keys = (outcome[binding] * step[binding])[:, None]
+    steps = step[None, :]  # NaN (never near) for the tenants not in the order
+    # The only entry n * step of a tenant that can lie within TIE of a key is the one with n nearest to key / step
+    # (the next ones are a whole step away). Twice TIE: a margin over the rounding of the chain test.
+    with np.errstate(divide="ignore", invalid="ignore"):  # a step of 0 (keys all 0) is never near a key > 0
+        near = np.rint(keys / steps) * steps
+    ties = (near != keys) & (near <= keys + 2 * TIE * keys) & (keys <= near + 2 * TIE * near)
+    return int(bound) - 1 if ties.any() else int(bound)
 
 
 def per_server_drf(instance: Instance, stop: Callable[[], bool] | None = None) -> Allocation:
@@ -801,7 +837,8 @@ def per_server_drf(instance: Instance, stop: Callable[[], bool] | None = None) -
     Task caps are cluster-wide, so machines are processed in machine order and each machine's DRF
     sees every tenant's cap minus the tasks it already got on earlier machines. Machines of a class
     that see the same remaining caps get the same outcome, so one machine's DRF is computed and
-    replicated over as many machines as the caps allow before any of them binds.
+    replicated over as many machines as the caps allow before any of them binds (and the one where a cap
+    binds, unless that changes a chain of near-ties there: ``_copies``).
     """
     setup = prepare(instance, "per-server-drf")
     record = Placements()
@@ -810,12 +847,12 @@ def per_server_drf(instance: Instance, stop: Callable[[], bool] | None = None) -
     for cls, server in enumerate(instance.servers):
         machine, left = int(setup.class_start[cls]), int(server.count)
         while left > 0 and not (stop is not None and stop()):
-            counts = _machine_drf(setup, instance.capacity[cls], remaining, needs, demands)
+            counts, step = _machine_drf(setup, instance.capacity[cls], remaining, needs, demands)
             outcome = np.asarray(counts, dtype=np.float64)
             placed = outcome > 0
             if not placed.any():
                 break
-            repeat = int(min(left, np.floor(remaining[placed] / outcome[placed]).min()))  # >= 1 by the caps
+            repeat = _copies(outcome, remaining, left, step)
             for i in np.flatnonzero(placed).tolist():
                 record.tenant.append(i)
                 record.machine.append(machine)
