@@ -112,6 +112,13 @@ class Allocation:
                             ("_cells", cells), ("_totals", None)):  # fmt: skip
             object.__setattr__(self, name, value)
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # Unpickled arrays come back writable: read-only again, as the allocation was made.
+        for value in (state.get("_table"), *(state.get("_cells") or ()), state.get("_totals")):
+            if isinstance(value, np.ndarray):
+                value.setflags(write=False)
+        self.__dict__.update(state)
+
     @property
     def tasks(self) -> FloatArray:
         if self._table is None:
@@ -138,7 +145,10 @@ class Allocation:
                 raise ValueError(f"an allocation's table has two dimensions, this one has shape {table.shape}")
             nonzero = table != 0  # numpy finds the non-zero entries of a boolean array faster than of a float one
             tenants, units = np.divmod(np.flatnonzero(nonzero).astype(np.int64), max(table.shape[1], 1))
-            object.__setattr__(self, "_cells", (tenants, units, np.asarray(table[tenants, units], dtype=np.float64)))
+            cells = (tenants, units, np.asarray(table[tenants, units], dtype=np.float64))
+            for array in cells:
+                array.setflags(write=False)
+            object.__setattr__(self, "_cells", cells)
         return self._cells  # type: ignore[return-value]
 
     def unit_names(self, instance: Instance) -> list[str]:

@@ -7,6 +7,7 @@ loops: no runs, no batches, no sorted index. The heuristics must give exactly th
 from __future__ import annotations
 
 import math
+import pickle
 import subprocess
 import sys
 from collections.abc import Callable
@@ -896,6 +897,11 @@ def test_allocation_from_cells_adds_repeated_pairs_and_builds_its_table_only_whe
     assert not allocation.tasks.flags.writeable and not allocation.sparse
     dense = Allocation(allocation.tasks, "machine", integral=True)
     assert all((a == b).all() for a, b in zip(dense.cells(), allocation.cells(), strict=True))
+    assert not any(array.flags.writeable for array in Allocation(np.eye(2), "class").cells())
+    for original in (dense, Allocation.from_cells((2, 3), [1], [2], kind="machine")):
+        copied = pickle.loads(pickle.dumps(original))  # as a sweep's worker sends it back
+        assert copied.sparse == original.sparse and copied.tasks.tolist() == original.tasks.tolist()
+        assert not any(array.flags.writeable for array in (copied.tasks, *copied.cells(), copied.tenant_tasks))
     for bad in ([2], [-1]):
         with pytest.raises(InstanceError, match="tenant index"):
             Allocation.from_cells((2, 3), bad, [0], kind="machine")
