@@ -364,6 +364,16 @@ def test_generate_google_without_data_is_synthetic(capsys: pytest.CaptureFixture
     assert solve_json(capsys, path)["verified"] is True
 
 
+@pytest.mark.parametrize("machines", [1, 3, 9, 10, 11])
+def test_generate_google_like_with_fewer_machines_than_configurations(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, machines: int) -> None:  # fmt: skip
+    # The synthetic cluster has ten configurations: below ten machines it has as many as machines (it gave
+    # configurations of no machine, refused with "count must be a positive integer").
+    path = generated(capsys, tmp_path, "google-like", "--tenants", "3", "--machines", str(machines))
+    instance = load_instance(path)
+    assert int(instance.counts.sum()) == machines and len(instance.servers) == min(machines, 10)
+
+
 def test_generate_alibaba_needs_a_data_dir(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("FAIRPACK_DATA_DIR", raising=False)  # else generate finds the data there
     code, out, err = run(capsys, "generate", "alibaba", "--tenants", "5")

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from fairpack.models.generators.common import largest_remainder, require
-from fairpack.models.types import Instance, ServerClass, Tenant
+from fairpack.models.types import Instance, InstanceError, ServerClass, Tenant
 
 GOOGLE_TABLE = Path("google") / "machine-dist-cpu-memory-capacity.csv"
 ALIBABA_NODES = Path("alibaba") / "gpu-v2023" / "openb_node_list_all_node.csv"
@@ -37,7 +37,11 @@ def google_servers(data_dir: str | Path, machines: int | None = None) -> tuple[S
 
 
 def google_like_servers(machines: int, configurations: int, seed: int) -> tuple[ServerClass, ...]:
-    """A synthetic heterogeneous 2-resource cluster shaped like Google's: a few dominant configurations."""
+    """A synthetic heterogeneous 2-resource cluster shaped like Google's: a few dominant configurations (no more
+    than there are machines: every configuration has one machine at least)."""
+    if machines < 1:
+        raise InstanceError(f"a cluster needs a machine at least, got {machines}", "machines")
+    configurations = min(configurations, machines)
     rng = np.random.default_rng(seed)
     cpu = rng.choice([0.25, 0.5, 0.5, 0.5, 1.0], size=configurations)
     mem = np.clip(cpu * rng.choice([0.125, 0.25, 0.5, 1.0, 1.5, 2.0], size=configurations), 0.03, 1.0)
