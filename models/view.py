@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from itertools import pairwise
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
 import numpy as np
 
+from fairpack.models.check.compare import number
 from fairpack.models.check.hierarchy import demanding_nodes, node_shares
 from fairpack.models.hierarchy import tree_of
 from fairpack.models.locality import LEVEL_NAMES, NO_INPUT, global_machines, levels, task_blocks
@@ -26,6 +27,7 @@ from fairpack.models.result import (
     Allocation,
     Result,
     Schedule,
+    UnitKind,
     job_utilities,
     schedule_objectives,
     unit_names,
@@ -410,28 +412,50 @@ def _json_counts(values: FloatArray) -> list[float | int]:
 
 
 def allocation_from_json(instance: Instance, data: dict[str, Any]) -> Allocation:
-    """Rebuild an ``Allocation`` from a saved result, validating names against the instance."""
+    """Rebuild an ``Allocation`` from a saved result, validating names against the instance (its ``unit_kind`` and
+    ``integral`` as the file says)."""
     kind = data.get("unit_kind", "class")
     if kind not in ("class", "machine", "pool"):
         raise InstanceError(f"unknown unit kind {kind!r}", "unit_kind")
+    tenants = data.get("tenants") or {}
+    if not isinstance(tenants, Mapping):
+        raise InstanceError("must be an object: tenant -> its tasks", "tenants")
+    return allocation_from_tenants(instance, tenants, kind, bool(data.get("integral", False)))
+
+
+def allocation_from_tenants(instance: Instance, tenants: Mapping[str, Any], kind: UnitKind,
+                            integral: bool) -> Allocation:  # fmt: skip
+    """Tasks per tenant and unit from a saved result's ``tenants.*.per_server`` (names resolved against the
+    instance), as the allocation's cells: per machine the table is mostly zeros (a key names one tenant and one
+    unit, so no pair repeats).
+
+    Raises
+    ------
+    InstanceError
+        An unknown tenant or unit, a ``per_server`` that is not an object, or a count that is not a number.
+    """
     names = unit_names(instance, kind)
     index = {name: position for position, name in enumerate(names)}
     tenant_index = {t.name: position for position, t in enumerate(instance.tenants)}
     rows: list[int] = []
     units: list[int] = []
     counts: list[float] = []
-    for tenant_name, entry in (data.get("tenants") or {}).items():
+    for tenant_name, entry in tenants.items():
         if tenant_name not in tenant_index:
             raise InstanceError(f"unknown tenant {tenant_name!r}", f"tenants.{tenant_name}")
-        for unit, count in (entry.get("per_server") or {}).items():
+        per_server = entry.get("per_server") if isinstance(entry, Mapping) else None
+        if not isinstance(per_server, Mapping):
+            raise InstanceError("must be an object: unit -> tasks", f"tenants.{tenant_name}.per_server")
+        for unit, count in per_server.items():
             if unit not in index:
                 raise InstanceError(f"unknown server {unit!r}", f"tenants.{tenant_name}.per_server.{unit}")
+            if number(count) is None:
+                raise InstanceError(f"must be a number, got {count!r}", f"tenants.{tenant_name}.per_server.{unit}")
             rows.append(tenant_index[tenant_name])
             units.append(index[unit])
             counts.append(float(count))
-    # As its cells: per machine, the table is mostly zeros (one tenant and unit per key, so no pair repeats).
     return Allocation.from_cells((len(instance.tenants), len(names)), rows, units, counts, kind=kind,
-                                 integral=bool(data.get("integral", False)))  # fmt: skip
+                                 integral=integral)  # fmt: skip
 
 
 def job_columns(instance: Instance, schedule: Schedule) -> dict[str, FloatArray]:

@@ -40,10 +40,10 @@ from fairpack.models.check.saved_schedule import STOPPED, blocked, check_schedul
 from fairpack.models.check.verify import verify_allocation
 from fairpack.models.dag import longest_paths
 from fairpack.models.metrics import guarantee_ratio, guarantee_shortfall
-from fairpack.models.result import Allocation, UnitKind, relative_gap, unit_names
+from fairpack.models.result import Allocation, Schedule, UnitKind, relative_gap
 from fairpack.models.tolerance import settled
 from fairpack.models.types import Instance, InstanceError
-from fairpack.models.view import allocation_json
+from fairpack.models.view import allocation_from_tenants, allocation_json
 
 #: Every status a result may carry; those that may come with an answer; those of a run cut short.
 STATUSES = ("optimal", "feasible", *STOPPED, "infeasible", "unbounded", "error")
@@ -55,13 +55,14 @@ __all__ = ["ANSWER_STATUSES", "SAVED_RTOL", "STATUSES", "SavedCheck", "SavedRule
 class SavedCheck:
     """The verdict of :func:`check_saved`: ``verified`` when every claim holds (``violations`` empty); the
     recomputed ``numbers``; ``rules``, the rules it was checked by, in words; ``notes`` (e.g. an ``infeasible``
-    confirmed, and why)."""
+    confirmed, and why); ``answer``, the allocation or schedule read from the file and checked."""
 
     verified: bool
     violations: list[str]
     numbers: dict[str, Any] = field(default_factory=dict)
     rules: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    answer: Allocation | Schedule | None = None  # the answer read from the file (for a re-run to compare with)
 
 
 # ------------------------------------------------------------------------------------------ the entry point
@@ -99,10 +100,11 @@ def check_saved(instance: Instance, data: dict[str, Any], rules: SavedRules) -> 
         problems.append(f"status {status!r} says there is no answer, yet the result holds one")
     if status == "optimal" and not rules.exact:
         problems.append(f"status 'optimal', but {rules.method} is a heuristic: it proves no optimum")
+    answer: Allocation | Schedule
     if rules.kind == "schedule":
-        ok, numbers, maximised = check_schedule(instance, data, rules, applied, problems)
+        ok, numbers, maximised, answer = check_schedule(instance, data, rules, applied, problems)
     else:
-        ok, numbers, maximised = _allocation(instance, data, rules, applied, problems)
+        ok, numbers, maximised, answer = _allocation(instance, data, rules, applied, problems)
     _bound_and_gap(data, numbers.get("objective"), rules, instance, maximised, problems)
     expected = ok and status != "error"  # solve never calls what a failed method left verified
     strict = applied.withheld and not ok  # a failure under rules stricter than the run's: no verdict on its own
@@ -113,7 +115,7 @@ def check_saved(instance: Instance, data: dict[str, Any], rules: SavedRules) -> 
     if problems and applied.withheld:
         problems.insert(0, f"the result records {', '.join(applied.withheld)}, which loosens the rules: check "
                         "applies it only when given it too; without it:")  # fmt: skip
-    return SavedCheck(not problems, problems, numbers, described, notes)
+    return SavedCheck(not problems, problems, numbers, described, notes, answer)
 
 
 def _describe(rules: SavedRules, applied: Applied, instance: Instance, data: Mapping[str, Any]) -> list[str]:
@@ -281,7 +283,7 @@ def _expected_gap(objective: float, bound: float, rules: SavedRules, hierarchy: 
 
 
 def _allocation(instance: Instance, data: dict[str, Any], rules: SavedRules, applied: Applied,
-                problems: list[str]) -> tuple[bool, dict[str, Any], bool]:  # fmt: skip
+                problems: list[str]) -> tuple[bool, dict[str, Any], bool, Allocation]:  # fmt: skip
     placement = placement_of(rules, applied, instance)
     claimed = placement_of(rules, applied.claimed, instance)
     kind: UnitKind = rules.unit_kind or ("pool" if claimed == "pooled" else "class")
@@ -295,7 +297,7 @@ def _allocation(instance: Instance, data: dict[str, Any], rules: SavedRules, app
     tenants = data.get("tenants")
     if not isinstance(tenants, Mapping):
         raise InstanceError("must be an object: tenant -> its tasks", "tenants")
-    allocation = _allocation_from(instance, tenants, kind)
+    allocation = allocation_from_tenants(instance, tenants, kind, integral=kind == "machine")
     amounts = {name: entry.get("allocation", {}) for name, entry in tenants.items() if isinstance(entry, dict)}
     report = verify_allocation(instance, allocation, amounts=amounts)
     problems.extend(report.violations)
@@ -331,31 +333,6 @@ def _allocation(instance: Instance, data: dict[str, Any], rules: SavedRules, app
         compare.value("simulation.policy", simulation.get("policy", ...), rules.method)
     problems.extend(compare.messages())
     numbers = {"objective": objective, "utilisation": view["utilisation"]}
-    return report.ok, numbers, maximised
+    return report.ok, numbers, maximised, allocation
 
 
-def _allocation_from(instance: Instance, tenants: Mapping[str, Any], kind: UnitKind) -> Allocation:
-    """Tasks per tenant and unit from ``tenants.*.per_server`` (names resolved against the instance), as the
-    allocation's cells (per machine the table is mostly zeros; a key names one tenant and unit, so no pair repeats)."""
-    names = unit_names(instance, kind)
-    index = {name: position for position, name in enumerate(names)}
-    tenant_index = {t.name: position for position, t in enumerate(instance.tenants)}
-    rows: list[int] = []
-    units: list[int] = []
-    counts: list[float] = []
-    for tenant_name, entry in tenants.items():
-        if tenant_name not in tenant_index:
-            raise InstanceError(f"unknown tenant {tenant_name!r}", f"tenants.{tenant_name}")
-        per_server = entry.get("per_server") if isinstance(entry, Mapping) else None
-        if not isinstance(per_server, Mapping):
-            raise InstanceError("must be an object: unit -> tasks", f"tenants.{tenant_name}.per_server")
-        for unit, count in per_server.items():
-            if unit not in index:
-                raise InstanceError(f"unknown server {unit!r}", f"tenants.{tenant_name}.per_server.{unit}")
-            if number(count) is None:
-                raise InstanceError(f"must be a number, got {count!r}", f"tenants.{tenant_name}.per_server.{unit}")
-            rows.append(tenant_index[tenant_name])
-            units.append(index[unit])
-            counts.append(float(count))
-    return Allocation.from_cells((len(instance.tenants), len(names)), rows, units, counts, kind=kind,
-                                 integral=kind == "machine")  # fmt: skip
