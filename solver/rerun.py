@@ -58,10 +58,10 @@ def why_not_rerun(method: Method, data: dict[str, Any]) -> str | None:
     return None
 
 
-def rerun_and_compare(instance: Instance, data: dict[str, Any], method: Method,
-                      limit_s: float = RERUN_LIMIT_S) -> Rerun:  # fmt: skip
+def rerun_and_compare(instance: Instance, data: dict[str, Any], method: Method, limit_s: float = RERUN_LIMIT_S,
+                      answer: Allocation | Schedule | None = None) -> Rerun:  # fmt: skip
     """Run ``method`` again on ``instance`` with the options ``data`` records and compare its answer with the
-    file's (``instance`` already holds a trace's jobs)."""
+    file's (``instance`` already holds a trace's jobs): ``answer``, as check read it, else read here."""
     from fairpack.solver.api import simulate_answer, solve
 
     why = why_not_rerun(method, data)
@@ -87,21 +87,23 @@ def rerun_and_compare(instance: Instance, data: dict[str, Any], method: Method,
         return Rerun(violation=f"{method.name} cannot be run again with the options the result records: {error}")
     if again.status not in ("feasible", "optimal"):
         return Rerun(note=f"not compared: the re-run of {method.name} ended {again.status} within {limit_s:g} s")
-    difference = _difference(instance, data, again)
+    difference = _difference(instance, data, again, answer)
     if difference is None:
         return Rerun(note=f"re-run: {method.name} with the recorded options gives this answer")
     return Rerun(violation=f"this is not the answer {method.name} gives on this instance with the options the "
                            f"result records: {difference}")  # fmt: skip
 
 
-def _difference(instance: Instance, data: dict[str, Any], again: Result) -> str | None:
-    """The first way the file's answer differs from the re-run's (None: the same)."""
+def _difference(instance: Instance, data: dict[str, Any], again: Result,
+                answer: Allocation | Schedule | None) -> str | None:  # fmt: skip
+    """The first way the file's answer (``answer``, if already read) differs from the re-run's (None: the same)."""
     if again.schedule is not None:
         if not isinstance(data.get("tasks"), list | SavedTasks):
             return "the result has no task list, the method gives a schedule"
-        return _schedule_difference(instance, schedule_from_json(instance, data), again.schedule)
+        saved_schedule = answer if isinstance(answer, Schedule) else schedule_from_json(instance, data)
+        return _schedule_difference(instance, saved_schedule, again.schedule)
     if again.allocation is not None:
-        saved = allocation_from_json(instance, data)
+        saved = answer if isinstance(answer, Allocation) else allocation_from_json(instance, data)
         if saved.shape != again.allocation.shape:
             return "its allocation is on other units"
         apart = _first_cell_apart(saved, again.allocation)

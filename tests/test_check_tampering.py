@@ -737,3 +737,19 @@ def test_the_rerun_names_the_first_cell_where_two_allocations_differ() -> None:
     assert _first_cell_apart(saved, cells((0, 1, 2.0), (2, 0, 3.0))) == (1, 4, 1.0, 0.0)
     assert _first_cell_apart(saved, cells((0, 1, 2.0), (1, 2, 1.0), (1, 4, 2.0), (2, 0, 3.0))) == (1, 2, 0.0, 1.0)
     assert _first_cell_apart(Allocation(saved.tasks, "machine"), cells((0, 0, 1.0), (0, 1, 2.0))) == (0, 0, 0.0, 1.0)
+
+
+def test_the_rerun_compares_with_the_answer_check_read(saved: dict[str, Saved],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    # check reads the file's answer once: the re-run compares with that one, not with the file read again.
+    from fairpack.solver import rerun
+
+    def read_again(*args: Any) -> Any:
+        raise AssertionError("the re-run read the file's answer again")
+
+    monkeypatch.setattr(rerun, "allocation_from_json", read_again)
+    monkeypatch.setattr(rerun, "schedule_from_json", read_again)
+    for name in ("first-fit", "carbyne"):
+        case = saved[name]
+        code, out, err = cli("check", case.path, case.result, *case.flags)
+        assert code == 0 and "re-run:" in out, (name, out + err)

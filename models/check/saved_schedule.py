@@ -45,9 +45,9 @@ TIMELINE_BINS = 100
 
 
 def check_schedule(instance: Instance, data: dict[str, Any], rules: SavedRules, applied: Applied,
-                   problems: list[str]) -> tuple[bool, dict[str, Any], bool]:  # fmt: skip
-    """Re-verify a saved schedule; returns whether its answer verifies, the recomputed numbers, and whether its
-    objective is maximised. Violations go to ``problems``."""
+                   problems: list[str]) -> tuple[bool, dict[str, Any], bool, Schedule]:  # fmt: skip
+    """Re-verify a saved schedule; returns whether its answer verifies, the recomputed numbers, whether its
+    objective is maximised, and the schedule read from the file. Violations go to ``problems``."""
     resolved = Names.of(instance)
     schedule = schedule_from_json(instance, data, resolved)
     placement = placement_of(rules, applied, instance)
@@ -107,7 +107,7 @@ def check_schedule(instance: Instance, data: dict[str, Any], rules: SavedRules, 
     result = {"objective": objective, "makespan": numbers["makespan"], "avg_jct": numbers["avg_jct"],
               "utility": report.utility}  # fmt: skip
     numbers_out = {key: None if value is None or math.isnan(value) else value for key, value in result.items()}
-    return report.ok, numbers_out, objective_name in MAXIMISED_OBJECTIVES
+    return report.ok, numbers_out, objective_name in MAXIMISED_OBJECTIVES, schedule
 
 
 @dataclass(frozen=True)

@@ -521,7 +521,7 @@ def command_check(args: argparse.Namespace) -> int:
     if checked.verified and not args.no_rerun:
         from fairpack.solver.rerun import rerun_and_compare
 
-        again = rerun_and_compare(instance, data, method)
+        again = rerun_and_compare(instance, data, method, answer=checked.answer)
         violations += [again.violation] if again.violation else []
         notes += [again.note] if again.note else []
     verified = checked.verified and not violations
