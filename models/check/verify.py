@@ -115,19 +115,13 @@ class _Audit:
         of the cells are non-zero (three arrays of that length would outweigh the matrix).
 
         An allocation per machine is mostly zeros (1,000 tenants x 12,583 machines: 1% of cells), and a zero
-        passes every per-cell check, so the checks read these instead of the whole matrix. The cells are found
-        through a boolean mask (``x != 0`` holds for NaN too): numpy finds the non-zero entries of a boolean
-        array several times faster than those of a float one (15 ms against 60 ms for that table). An allocation
-        given as its cells (``Allocation.from_cells``) is read as such: its table is never built.
+        passes every per-cell check, so the checks read these (``Allocation.cells``) instead of the whole matrix.
+        An allocation given as its cells (``Allocation.from_cells``) is read as such: its table is never built.
         """
-        if self._entries is None and self.allocation.sparse:
-            self._entries = self.allocation.cells()
         if self._entries is None and not self._dense:
-            tasks = self.allocation.tasks
-            nonzero = tasks != 0
-            if 4 * np.count_nonzero(nonzero) < tasks.size:
-                tenants, units = np.divmod(np.flatnonzero(nonzero).astype(np.int64), max(tasks.shape[1], 1))
-                self._entries = (tenants, units, np.asarray(tasks[tenants, units], dtype=np.float64))
+            tasks = None if self.allocation.sparse else self.allocation.tasks
+            if tasks is None or 4 * np.count_nonzero(tasks) < tasks.size:  # NaN counts as non-zero
+                self._entries = self.allocation.cells()
             else:
                 self._dense = True
         return self._entries
