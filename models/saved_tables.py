@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import json
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -35,6 +35,8 @@ try:
     import orjson
 except ImportError:  # pragma: no cover - a dependency; without it files are read by the stdlib json
     orjson = None  # type: ignore[assignment]
+
+Part = TypeVar("Part")  # a block's columns: SavedTasks or SavedJobs
 
 #: The fields of every ``jobs`` row, in order (each a number, or null where there is none).
 JOB_FIELDS = ("arrival", "start", "completion", "queueing_delay", "jct", "slowdown", "fair_completion", "deadline",
@@ -366,17 +368,29 @@ def _blocks(raw: bytes, start: int, end: int) -> list[bytes]:
     return blocks
 
 
-def _task_blocks(raw: bytes, start: int, end: int, names: Names) -> SavedTasks | None:
-    parts: list[SavedTasks] = []
+def _parsed_blocks(raw: bytes, start: int, end: int, brackets: bytes, columns: Callable[[Any], Part | None],
+                   too_big: Callable[[Part], bool]) -> list[Part] | None:  # fmt: skip
+    """Every block of the table at ``raw[start:end]`` parsed inside ``brackets`` and made columns by ``columns``;
+    None where a block does not parse, ``columns`` does not take it, or a number is ``too_big`` (the whole file is
+    then read another way)."""
+    parts: list[Part] = []
     for block in _blocks(raw, start, end):
         try:
-            rows = orjson.loads(b"[" + block + b"]")
+            value = orjson.loads(brackets[:1] + block + brackets[1:])
         except orjson.JSONDecodeError:
             return None
-        part = task_columns(rows, names)
-        if part is None or _big(part.start) or _big(part.end):
+        part = columns(value)
+        if part is None or too_big(part):
             return None
         parts.append(part)
+    return parts
+
+
+def _task_blocks(raw: bytes, start: int, end: int, names: Names) -> SavedTasks | None:
+    parts = _parsed_blocks(raw, start, end, b"[]", lambda rows: task_columns(rows, names),
+                           lambda part: _big(part.start) or _big(part.end))  # fmt: skip
+    if parts is None:
+        return None
     if not parts:
         empty = np.zeros(0, dtype=np.int64)
         return SavedTasks(empty, empty, empty, empty.astype(float), empty.astype(float), empty, empty, empty, empty)
@@ -385,16 +399,12 @@ def _task_blocks(raw: bytes, start: int, end: int, names: Names) -> SavedTasks |
 
 
 def _job_blocks(raw: bytes, start: int, end: int, names: Names) -> SavedJobs | None:
-    parts: list[SavedJobs] = []
-    for block in _blocks(raw, start, end):
-        try:
-            entries = orjson.loads(b"{" + block + b"}")
-        except orjson.JSONDecodeError:
-            return None
-        part = job_entries(entries, names)
-        if part is None or _big(part.value) or any(_has_big(v) for v in [*part.raw.values(), *part.entries.values()]):
-            return None
-        parts.append(part)
+    def too_big(part: SavedJobs) -> bool:
+        return _big(part.value) or any(_has_big(v) for v in [*part.raw.values(), *part.entries.values()])
+
+    parts = _parsed_blocks(raw, start, end, b"{}", lambda entries: job_entries(entries, names), too_big)
+    if parts is None:
+        return None
     if not parts:
         return SavedJobs(np.zeros(0, dtype=np.int64), np.zeros((0, len(JOB_FIELDS)), dtype=np.int8),
                          np.zeros((0, len(JOB_FIELDS))))  # fmt: skip
